@@ -1,0 +1,296 @@
+package brokertest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Options tune a test cluster.
+type Options struct {
+	Brokers int
+	// ExtraFlags are passed to every broker.
+	ExtraFlags []string
+}
+
+// Broker is one broker process of a test cluster.
+type Broker struct {
+	ID                    int
+	KafkaAddr, RaftAddr   string
+	HTTPAddr              string
+	DataDir, LogPath      string
+	cmd                   *exec.Cmd
+	exited                chan struct{}
+}
+
+// Cluster is a set of broker processes.
+type Cluster struct {
+	t       testing.TB
+	bin     string
+	voters  string
+	flags   []string
+	admin   *kadm.Client
+	Brokers []*Broker
+}
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+// Binary returns the broker binary: $RAFTKA_BROKER_BIN, or one built once
+// per test process.
+func Binary(t testing.TB) string {
+	if bin := os.Getenv("RAFTKA_BROKER_BIN"); bin != "" {
+		return bin
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "raftka-broker-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(dir, "raftka-broker")
+		out, err := exec.Command("go", "build", "-o", buildBin, "github.com/raftka/raftka/broker/cmd/raftka-broker").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// SkipIfShort skips tests that start broker processes under -short.
+func SkipIfShort(t testing.TB) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+}
+
+// Start starts a cluster and waits until every broker is ready. The
+// cluster is stopped when the test ends.
+func Start(t testing.TB, opts Options) *Cluster {
+	SkipIfShort(t)
+	if opts.Brokers == 0 {
+		opts.Brokers = 3
+	}
+	c := &Cluster{t: t, bin: Binary(t), flags: opts.ExtraFlags}
+	root := t.TempDir()
+	ports := freePorts(t, 3*opts.Brokers)
+	var voters []string
+	for i := 0; i < opts.Brokers; i++ {
+		b := &Broker{ID: i,
+			KafkaAddr: "127.0.0.1:" + strconv.Itoa(ports[3*i]),
+			RaftAddr:  "127.0.0.1:" + strconv.Itoa(ports[3*i+1]),
+			HTTPAddr:  "127.0.0.1:" + strconv.Itoa(ports[3*i+2]),
+			DataDir:   filepath.Join(root, fmt.Sprintf("broker-%d", i), "data"),
+			LogPath:   filepath.Join(root, fmt.Sprintf("broker-%d", i), "log"),
+		}
+		c.Brokers = append(c.Brokers, b)
+		if i < 3 {
+			voters = append(voters, fmt.Sprintf("%d=%s", i, b.RaftAddr))
+		}
+	}
+	c.voters = strings.Join(voters, ",")
+	t.Cleanup(c.StopAll)
+	for i := range c.Brokers {
+		c.Restart(i)
+	}
+	for i := range c.Brokers {
+		c.WaitReady(i)
+	}
+	return c
+}
+
+func freePorts(t testing.TB, n int) []int {
+	var lns []net.Listener
+	var ports []int
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+// Restart starts broker i if it is not running.
+func (c *Cluster) Restart(i int) {
+	b := c.Brokers[i]
+	if b.cmd != nil {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(b.LogPath), 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	logf, err := os.OpenFile(b.LogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	rf := min(len(c.Brokers), 3)
+	args := append([]string{"--id", strconv.Itoa(i), "--data-dir", b.DataDir, "--listen", b.KafkaAddr,
+		"--raft-address", b.RaftAddr, "--http-listen", b.HTTPAddr, "--metadata-voters", c.voters,
+		"--default-replication-factor", strconv.Itoa(rf), "--group-initial-rebalance-delay", "200ms", "--log-level", "info"}, c.flags...)
+	cmd := exec.Command(c.bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	b.cmd, b.exited = cmd, make(chan struct{})
+	go func(exited chan struct{}) {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}(b.exited)
+}
+
+// Kill SIGKILLs broker i and waits for it to die.
+func (c *Cluster) Kill(i int) { c.signal(i, syscall.SIGKILL) }
+
+// Stop stops broker i gracefully.
+func (c *Cluster) Stop(i int) { c.signal(i, syscall.SIGTERM) }
+
+func (c *Cluster) signal(i int, sig syscall.Signal) {
+	b := c.Brokers[i]
+	if b.cmd == nil {
+		return
+	}
+	_ = b.cmd.Process.Signal(sig)
+	select {
+	case <-b.exited:
+	case <-time.After(15 * time.Second):
+		_ = b.cmd.Process.Kill()
+		<-b.exited
+	}
+	b.cmd = nil
+}
+
+// StopAll stops every broker.
+func (c *Cluster) StopAll() {
+	for i := range c.Brokers {
+		c.Stop(i)
+	}
+	if c.t.Failed() {
+		for _, b := range c.Brokers {
+			if log, err := os.ReadFile(b.LogPath); err == nil {
+				lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+				c.t.Logf("broker %d log (last lines):\n%s", b.ID, strings.Join(lines[max(0, len(lines)-30):], "\n"))
+			}
+		}
+	}
+}
+
+// Running reports whether broker i is running.
+func (c *Cluster) Running(i int) bool { return c.Brokers[i].cmd != nil }
+
+// WaitReady waits until broker i answers /readyz with 200.
+func (c *Cluster) WaitReady(i int) {
+	b := c.Brokers[i]
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-b.exited:
+			c.t.Fatalf("broker %d exited while starting", i)
+		default:
+		}
+		resp, err := http.Get("http://" + b.HTTPAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatalf("broker %d not ready after 60s", i)
+}
+
+// Bootstrap returns the Kafka addresses of the running brokers.
+func (c *Cluster) Bootstrap() []string {
+	var out []string
+	for i, b := range c.Brokers {
+		if c.Running(i) {
+			out = append(out, b.KafkaAddr)
+		}
+	}
+	return out
+}
+
+// AllAddrs returns every broker's Kafka address, running or not.
+func (c *Cluster) AllAddrs() []string {
+	var out []string
+	for _, b := range c.Brokers {
+		out = append(out, b.KafkaAddr)
+	}
+	return out
+}
+
+// Client returns a franz-go client for the cluster, closed with the test.
+func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.AllAddrs()...)}, opts...)...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// Admin returns a kadm client for the cluster.
+func (c *Cluster) Admin() *kadm.Client {
+	if c.admin == nil {
+		c.admin = kadm.NewClient(c.Client())
+	}
+	return c.admin
+}
+
+// CreateTopic creates a topic and fails the test if it cannot.
+func (c *Cluster) CreateTopic(name string, partitions int32, rf int16, configs map[string]*string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := c.Admin().CreateTopic(ctx, partitions, rf, configs, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		c.t.Fatalf("create topic %s: %v", name, err)
+	}
+}
+
+// LeaderOf returns the broker that leads a partition, as Metadata says.
+func (c *Cluster) LeaderOf(topic string, partition int32) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		md, err := c.Admin().Metadata(ctx, topic)
+		if err == nil {
+			if p, ok := md.Topics[topic].Partitions[partition]; ok && p.Leader >= 0 {
+				return int(p.Leader)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatalf("no leader for %s/%d", topic, partition)
+	return -1
+}

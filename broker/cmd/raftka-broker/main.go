@@ -1,0 +1,134 @@
+// Command raftka-broker runs one Raftka broker: a Kafka-protocol server whose
+// partitions are each a Raft group.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/raftka/raftka/broker/server"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "raftka-broker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("raftka-broker", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: raftka-broker [flags]\n\nRuns one Raftka broker. Every flag can also be set as an environment\nvariable RAFTKA_<FLAG> (upper case, dashes as underscores).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var (
+		id            = fs.Int("id", -1, "broker id, unique and stable (a StatefulSet ordinal); see --id-from-hostname")
+		idFromHost    = fs.Bool("id-from-hostname", false, "take the broker id from the host name's trailing -N, as a StatefulSet pod's name ends")
+		dataDir       = fs.String("data-dir", "./data", "directory for the Raft log and partition segments")
+		listen        = fs.String("listen", "127.0.0.1:9092", "address the Kafka listener binds")
+		advertised    = fs.String("advertised-address", "", "host:port clients are told to connect to (default: --listen)")
+		raftAddr      = fs.String("raft-address", "127.0.0.1:19092", "host:port of this broker's Raft transport; must stay the same across restarts")
+		voters        = fs.String("metadata-voters", "", "metadata Raft group members as id=raft-host:port,... (at most 3; this broker must be one)")
+		httpListen    = fs.String("http-listen", "127.0.0.1:8080", "address for /metrics, /readyz and /safe-to-restart (empty disables)")
+		rtt           = fs.Duration("rtt", 50*time.Millisecond, "Raft round-trip time; elections take 20 RTTs, heartbeats every 2")
+		rack          = fs.String("rack", "", "rack (zone) reported to clients")
+		autoCreate    = fs.Bool("auto-create-topics", false, "create unknown topics on metadata requests, like Kafka's auto.create.topics.enable")
+		defParts      = fs.Int("default-partitions", 1, "partitions of auto-created topics and of CreateTopics asking for the default")
+		defRF         = fs.Int("default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for the default")
+		minFree       = fs.Int64("min-free-bytes", 256<<20, "refuse produce with KAFKA_STORAGE_ERROR when the data directory has less free space")
+		rebalanceWait = fs.Duration("group-initial-rebalance-delay", 3*time.Second, "wait for more members before the first rebalance of an empty group")
+		logLevel      = fs.String("log-level", "info", "debug, info, warn or error")
+		logFormat     = fs.String("log-format", "text", "text or json")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyEnv(fs); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var handler slog.Handler = slog.NewTextHandler(os.Stderr, opts)
+	if *logFormat == "json" {
+		handler = slog.NewJSONHandler(os.Stderr, opts)
+	}
+	logger := slog.New(handler)
+	if *idFromHost {
+		host, _ := os.Hostname()
+		n, err := ordinal(host)
+		if err != nil {
+			return err
+		}
+		*id = n
+	}
+	if *id < 0 {
+		return fmt.Errorf("--id or --id-from-hostname is required")
+	}
+	if *advertised == "" {
+		*advertised = *listen
+	}
+	if *voters == "" {
+		*voters = fmt.Sprintf("%d=%s", *id, *raftAddr)
+	}
+	voterMap, err := server.ParseVoters(*voters)
+	if err != nil {
+		return err
+	}
+	b, err := server.Start(server.Config{
+		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr,
+		HTTPListen: *httpListen, MetadataVoters: voterMap, RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
+		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
+		GroupInitialRebalanceDelay: *rebalanceWait, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	logger.Info("shutting down", "signal", s.String())
+	b.Close()
+	return nil
+}
+
+// applyEnv sets every flag not given on the command line from RAFTKA_<NAME>.
+func applyEnv(fs *flag.FlagSet) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		env := "RAFTKA_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s: %w", env, e)
+			}
+		}
+	})
+	return err
+}
+
+func ordinal(host string) (int, error) {
+	i := strings.LastIndex(host, "-")
+	if i < 0 {
+		return 0, fmt.Errorf("host name %q has no -N suffix", host)
+	}
+	n, err := strconv.Atoi(host[i+1:])
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("host name %q has no -N suffix", host)
+	}
+	return n, nil
+}

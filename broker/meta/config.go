@@ -1,0 +1,123 @@
+package meta
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// TopicConfig describes one supported topic config key.
+type TopicConfig struct {
+	Name     string
+	Default  string
+	validate func(string) bool
+}
+
+func atLeast(min int64) func(string) bool {
+	return func(v string) bool {
+		n, err := strconv.ParseInt(v, 10, 64)
+		return err == nil && n >= min
+	}
+}
+
+func oneOf(values ...string) func(string) bool {
+	return func(v string) bool {
+		for _, ok := range values {
+			if v == ok {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// Topic config keys the broker honours.
+const (
+	ConfigRetentionMs        = "retention.ms"
+	ConfigRetentionBytes     = "retention.bytes"
+	ConfigMinInsyncReplicas  = "min.insync.replicas"
+	ConfigMaxMessageBytes    = "max.message.bytes"
+	ConfigSegmentBytes       = "segment.bytes"
+	ConfigCleanupPolicy      = "cleanup.policy"
+	ConfigTimestampType      = "message.timestamp.type"
+	ConfigCompressionType    = "compression.type"
+	ConfigUncleanLeaderElect = "unclean.leader.election.enable"
+)
+
+var topicConfigs = map[string]TopicConfig{}
+
+func init() {
+	for _, c := range []TopicConfig{
+		{ConfigRetentionMs, "604800000", atLeast(-1)},
+		{ConfigRetentionBytes, "-1", atLeast(-1)},
+		{ConfigMinInsyncReplicas, "1", atLeast(1)},
+		{ConfigMaxMessageBytes, "1048588", atLeast(0)},
+		{ConfigSegmentBytes, "134217728", atLeast(1 << 20)},
+		// Compaction is not implemented; saying so beats silently ignoring it.
+		{ConfigCleanupPolicy, "delete", oneOf("delete")},
+		{ConfigTimestampType, "CreateTime", oneOf("CreateTime")},
+		{ConfigCompressionType, "producer", oneOf("producer")},
+		// Raft never elects a stale leader: there is nothing to enable.
+		{ConfigUncleanLeaderElect, "false", oneOf("false")},
+	} {
+		topicConfigs[c.Name] = c
+	}
+}
+
+// TopicConfigNames returns the supported keys, sorted.
+func TopicConfigNames() []string {
+	names := make([]string, 0, len(topicConfigs))
+	for n := range topicConfigs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ConfigDefault returns a key's default and whether the key is supported.
+func ConfigDefault(name string) (string, bool) {
+	c, ok := topicConfigs[name]
+	return c.Default, ok
+}
+
+// ValidateConfigs rejects unknown keys and bad values.
+func ValidateConfigs(configs map[string]string, rf int16) error {
+	for k, v := range configs {
+		c, ok := topicConfigs[k]
+		if !ok || !c.validate(v) {
+			return kerr.InvalidConfig
+		}
+	}
+	if v, ok := configs[ConfigMinInsyncReplicas]; ok {
+		if n, _ := strconv.Atoi(v); n > int(rf) {
+			return kerr.InvalidConfig
+		}
+	}
+	return nil
+}
+
+// Value returns a topic's config value or its default.
+func (t *Topic) Value(name string) string {
+	if v, ok := t.Configs[name]; ok {
+		return v
+	}
+	return topicConfigs[name].Default
+}
+
+// Int returns a numeric config value.
+func (t *Topic) Int(name string) int64 {
+	n, _ := strconv.ParseInt(t.Value(name), 10, 64)
+	return n
+}
+
+var legalTopicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// ValidateTopicName applies Kafka's rules for topic names.
+func ValidateTopicName(name string) error {
+	if !legalTopicName.MatchString(name) || name == "." || name == ".." {
+		return kerr.InvalidTopicException
+	}
+	return nil
+}

@@ -1,0 +1,9 @@
+// Package partition owns one Kafka partition's replicated log: the segment
+// files of RecordBatch v2 data, the idempotent-producer table and the
+// Dragonboat on-disk state machine that applies Raft entries to both.
+//
+// Everything in Update is deterministic: offsets, leader epochs and producer
+// decisions depend only on the entries and the state on disk, never on the
+// clock. Time-based retention is decided by the leader at the edge and
+// proposed as a DeleteRecords command.
+package partition

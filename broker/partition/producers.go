@@ -1,0 +1,75 @@
+package partition
+
+import "github.com/twmb/franz-go/pkg/kerr"
+
+// producerWindow is how many recent batches per producer are remembered, the
+// same bound as Kafka's max.in.flight.requests.per.connection for idempotence.
+const producerWindow = 5
+
+type producerBatch struct {
+	FirstSeq, LastSeq int32
+	BaseOffset        int64
+}
+
+type producerState struct {
+	Epoch  int16
+	Recent []producerBatch // oldest first, at most producerWindow
+}
+
+// producers is the idempotent-producer table of one partition. It is rebuilt
+// from the log's batch headers on open, so it needs no file of its own.
+type producers map[int64]*producerState
+
+// verdict says what to do with a batch from an idempotent producer.
+type verdict struct {
+	err       error
+	duplicate bool
+	offset    int64 // the original first offset of a duplicate
+}
+
+func (p producers) check(h header, logStartOffset int64) verdict {
+	if h.ProducerID < 0 {
+		return verdict{}
+	}
+	st := p[h.ProducerID]
+	switch {
+	case st == nil:
+		// A producer we never saw must start at 0, unless retention removed
+		// its earlier batches and with them our memory of it.
+		if h.BaseSequence != 0 && logStartOffset == 0 {
+			return verdict{err: kerr.OutOfOrderSequenceNumber}
+		}
+		return verdict{}
+	case h.ProducerEpoch < st.Epoch:
+		return verdict{err: kerr.InvalidProducerEpoch}
+	case h.ProducerEpoch > st.Epoch:
+		if h.BaseSequence != 0 {
+			return verdict{err: kerr.OutOfOrderSequenceNumber}
+		}
+		return verdict{}
+	}
+	for _, b := range st.Recent {
+		if b.FirstSeq == h.BaseSequence && b.LastSeq == h.lastSequence() {
+			return verdict{duplicate: true, offset: b.BaseOffset}
+		}
+	}
+	if last := st.Recent[len(st.Recent)-1]; h.BaseSequence != addSeq(last.LastSeq, 1) {
+		return verdict{err: kerr.OutOfOrderSequenceNumber}
+	}
+	return verdict{}
+}
+
+func (p producers) record(h header) {
+	if h.ProducerID < 0 {
+		return
+	}
+	st := p[h.ProducerID]
+	if st == nil || h.ProducerEpoch > st.Epoch {
+		st = &producerState{Epoch: h.ProducerEpoch}
+		p[h.ProducerID] = st
+	}
+	st.Recent = append(st.Recent, producerBatch{FirstSeq: h.BaseSequence, LastSeq: h.lastSequence(), BaseOffset: h.BaseOffset})
+	if len(st.Recent) > producerWindow {
+		st.Recent = append(st.Recent[:0], st.Recent[len(st.Recent)-producerWindow:]...)
+	}
+}

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// CreateTopics v0-v7: v5 flexible and returns the topic's configs; v7
+// returns topic ids. Manual replica assignment is refused: placement is
+// the broker's.
+func init() { register(kmsg.CreateTopics, 0, 7, handleCreateTopics) }
+
+func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.CreateTopicsRequest)
+	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, time.Second), 60*time.Second)
+	r.deferred = func() kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		ctx, cancel := context.WithTimeout(b.ctx, timeout)
+		defer cancel()
+		var created []string
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic = t.Topic
+			if len(t.ReplicaAssignment) > 0 {
+				rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("manual replica assignment is not supported")
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
+			ct := &meta.CreateTopic{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
+				Configs: map[string]string{}, ValidateOnly: req.ValidateOnly}
+			if ct.Partitions == -1 {
+				ct.Partitions = b.cfg.DefaultPartitions
+			}
+			if ct.ReplicationFactor == -1 {
+				ct.ReplicationFactor = b.cfg.DefaultReplicationFactor
+			}
+			for _, c := range t.Configs {
+				if c.Value != nil {
+					ct.Configs[c.Name] = *c.Value
+				}
+			}
+			out, err := b.proposeMeta(ctx, &meta.Command{CreateTopic: ct})
+			switch {
+			case err != nil:
+				rt.ErrorCode = kerr.RequestTimedOut.Code
+			case out.Err != nil:
+				rt.ErrorCode = errCode(out.Err)
+				rt.ErrorMessage = kmsg.StringPtr(createTopicMessage(out.Err, ct))
+			default:
+				fillCreatedTopic(&rt, out.Topic)
+				if !req.ValidateOnly {
+					created = append(created, t.Topic)
+				}
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		b.awaitLeaders(ctx, created)
+		return resp
+	}
+	return nil, nil
+}
+
+func createTopicMessage(err error, ct *meta.CreateTopic) string {
+	switch err {
+	case kerr.TopicAlreadyExists:
+		return "topic " + ct.Name + " already exists"
+	case kerr.InvalidReplicationFactor:
+		return "replication factor is larger than the number of brokers, or below 1"
+	case kerr.InvalidConfig:
+		return "unknown topic config, or a value out of range (supported: see DescribeConfigs)"
+	case kerr.InvalidTopicException:
+		return "topic names are 1-249 characters of [a-zA-Z0-9._-]"
+	case kerr.InvalidPartitions:
+		return "partitions must be at least 1"
+	}
+	return err.Error()
+}
+
+func fillCreatedTopic(rt *kmsg.CreateTopicsResponseTopic, t *meta.Topic) {
+	rt.TopicID = t.ID
+	rt.NumPartitions = int32(len(t.Partitions))
+	rt.ReplicationFactor = t.ReplicationFactor
+	for _, name := range meta.TopicConfigNames() {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value = name, kmsg.StringPtr(t.Value(name))
+		c.Source = int8(kmsg.ConfigSourceDefaultConfig)
+		if _, set := t.Configs[name]; set {
+			c.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
+		}
+		rt.Configs = append(rt.Configs, c)
+	}
+}
+
+// awaitLeaders waits, within ctx, until every partition of the topics has
+// a leader recorded, so a client that creates then produces does not start
+// with a round of LEADER_NOT_AVAILABLE.
+func (b *Broker) awaitLeaders(ctx context.Context, topics []string) {
+	for len(topics) > 0 {
+		changed := b.meta.Changed()
+		ready := true
+		b.meta.Read(func(s *meta.State) {
+			for _, name := range topics {
+				if t := s.Topics[name]; t != nil {
+					for _, p := range t.Partitions {
+						ready = ready && p.Leader >= 0
+					}
+				}
+			}
+		})
+		if ready {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// DeleteTopics v0-v6: v4 flexible; v6 names topics by name or id.
+func init() { register(kmsg.DeleteTopics, 0, 6, handleDeleteTopics) }
+
+func handleDeleteTopics(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DeleteTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	topics := req.Topics
+	if req.GetVersion() < 6 {
+		topics = nil
+		for _, name := range req.TopicNames {
+			t := kmsg.NewDeleteTopicsRequestTopic()
+			t.Topic = kmsg.StringPtr(name)
+			topics = append(topics, t)
+		}
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, time.Second), 60*time.Second))
+	defer cancel()
+	for _, t := range topics {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		} else {
+			b.meta.Read(func(s *meta.State) {
+				if tp := s.TopicByID(t.TopicID); tp != nil {
+					name = tp.Name
+				}
+			})
+			if name == "" {
+				rt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
+			rt.Topic = kmsg.StringPtr(name)
+		}
+		out, err := b.proposeMeta(ctx, &meta.Command{DeleteTopic: name})
+		switch {
+		case err != nil:
+			rt.ErrorCode = kerr.RequestTimedOut.Code
+		case out.Err != nil:
+			rt.ErrorCode = errCode(out.Err)
+		default:
+			rt.TopicID = out.Topic.ID
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

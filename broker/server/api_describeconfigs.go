@@ -1,0 +1,79 @@
+package server
+
+import (
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// DescribeConfigs v0-v4: topics (every supported key, with its source) and
+// brokers (read-only settings); v4 flexible.
+func init() { register(kmsg.DescribeConfigs, 0, 4, handleDescribeConfigs) }
+
+func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, res := range req.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		wanted := func(name string) bool {
+			if res.ConfigNames == nil {
+				return true
+			}
+			for _, n := range res.ConfigNames {
+				if n == name {
+					return true
+				}
+			}
+			return false
+		}
+		add := func(name, value string, source kmsg.ConfigSource, readOnly bool) {
+			if !wanted(name) {
+				return
+			}
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name, c.Value, c.Source, c.ReadOnly = name, kmsg.StringPtr(value), source, readOnly
+			c.IsDefault = source == kmsg.ConfigSourceDefaultConfig
+			rr.Configs = append(rr.Configs, c)
+		}
+		switch res.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			var t *meta.Topic
+			b.meta.Read(func(s *meta.State) {
+				if found := s.Topics[res.ResourceName]; found != nil {
+					cp := *found
+					t = &cp
+				}
+			})
+			if t == nil {
+				rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				break
+			}
+			for _, name := range meta.TopicConfigNames() {
+				source := kmsg.ConfigSourceDefaultConfig
+				if _, set := t.Configs[name]; set {
+					source = kmsg.ConfigSourceDynamicTopicConfig
+				}
+				add(name, t.Value(name), source, false)
+			}
+		case kmsg.ConfigResourceTypeBroker:
+			if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(b.cfg.ID)) {
+				rr.ErrorCode = kerr.InvalidRequest.Code
+				break
+			}
+			src := kmsg.ConfigSourceStaticBrokerConfig
+			add("broker.id", strconv.Itoa(int(b.cfg.ID)), src, true)
+			add("auto.create.topics.enable", strconv.FormatBool(b.cfg.AutoCreateTopics), src, true)
+			add("num.partitions", strconv.Itoa(int(b.cfg.DefaultPartitions)), src, true)
+			add("default.replication.factor", strconv.Itoa(int(b.cfg.DefaultReplicationFactor)), src, true)
+			add("log.dirs", b.cfg.DataDir, src, true)
+		default:
+			rr.ErrorCode = kerr.InvalidRequest.Code
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp, nil
+}

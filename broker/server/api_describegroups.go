@@ -1,0 +1,49 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/groups"
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// DescribeGroups v0-v5: v4 instance ids, v5 flexible. A group known only by
+// its committed offsets is Empty.
+func init() { register(kmsg.DescribeGroups, 0, 5, handleDescribeGroups) }
+
+func handleDescribeGroups(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	coordinator := b.isCoordinator()
+	for _, id := range req.Groups {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group = id
+		if !coordinator {
+			rg.ErrorCode = kerr.NotCoordinator.Code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		d, ok := b.groups.Describe(id)
+		if !ok {
+			d = groups.Description{State: groups.StateDead}
+			b.meta.Read(func(s *meta.State) {
+				if _, has := s.Offsets[id]; has {
+					d.State = groups.StateEmpty
+				}
+			})
+		}
+		rg.State, rg.ProtocolType, rg.Protocol = d.State, d.ProtocolType, d.Protocol
+		for _, m := range d.Members {
+			rm := kmsg.NewDescribeGroupsResponseGroupMember()
+			rm.MemberID, rm.ClientID, rm.ClientHost = m.ID, m.ClientID, m.Host
+			if m.InstanceID != "" {
+				rm.InstanceID = kmsg.StringPtr(m.InstanceID)
+			}
+			rm.ProtocolMetadata, rm.MemberAssignment = m.Metadata, m.Assignment
+			rg.Members = append(rg.Members, rm)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/partition"
+)
+
+// Fetch v4-v12: by topic name (topic ids arrive in v13); no fetch sessions,
+// so every response is a full one (SessionID 0); v12 flexible.
+func init() { register(kmsg.Fetch, 4, 12, handleFetch) }
+
+const maxFetchWait = 30 * time.Second
+
+// handleFetch long-polls: it answers once MinBytes are available, any
+// partition has an error, or MaxWait has passed.
+func handleFetch(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.FetchRequest)
+	deadline := time.Now().Add(min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxFetchWait))
+	r.deferred = func() kmsg.Response {
+		for {
+			resp, bytes, failed, wake := b.fetchOnce(req)
+			if failed || bytes >= int(req.MinBytes) || !time.Now().Before(deadline) {
+				return resp
+			}
+			waitAny(wake, time.Until(deadline), b.ctx.Done())
+		}
+	}
+	return nil, nil
+}
+
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	budget := int(req.MaxBytes)
+	if budget <= 0 {
+		budget = 50 << 20
+	}
+	total, failed := 0, false
+	var wake []<-chan struct{}
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.RecordBatches = []byte{} // librdkafka rejects a null record set
+			rep, _, err := b.leaderReplica(t.Topic, p.Partition)
+			if err != nil {
+				rp.ErrorCode, failed = err.Code, true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			log := rep.sm.Log()
+			wake = append(wake, log.Changed())
+			start, end := log.Offsets()
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = end, end, start
+			maxBytes := min(int(p.PartitionMaxBytes), budget)
+			if total > 0 && maxBytes <= 0 {
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			data, rerr := log.Read(p.FetchOffset, int32(max(maxBytes, 1)))
+			switch {
+			case errors.Is(rerr, partition.ErrOffsetOutOfRange):
+				rp.ErrorCode, failed = kerr.OffsetOutOfRange.Code, true
+			case rerr != nil:
+				rp.ErrorCode, failed = kerr.KafkaStorageError.Code, true
+			case data != nil:
+				rp.RecordBatches = data
+				total += len(data)
+				budget -= len(data)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, total, failed, wake
+}
+
+// waitAny returns when any channel closes, after d, or when stop closes.
+func waitAny(chans []<-chan struct{}, d time.Duration, stop <-chan struct{}) {
+	if d <= 0 {
+		return
+	}
+	woke := make(chan struct{})
+	var once sync.Once
+	done := make(chan struct{})
+	defer close(done)
+	for _, ch := range chans {
+		go func(ch <-chan struct{}) {
+			select {
+			case <-ch:
+				once.Do(func() { close(woke) })
+			case <-done:
+			}
+		}(ch)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-woke:
+	case <-t.C:
+	case <-stop:
+	}
+}

@@ -1,0 +1,46 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// FindCoordinator v0-v4: groups only (key type 0); v3 flexible; v4 batched.
+// The leader of the metadata group coordinates every group.
+func init() { register(kmsg.FindCoordinator, 0, 4, handleFindCoordinator) }
+
+func handleFindCoordinator(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := req.CoordinatorKeys
+	if req.GetVersion() < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	for _, key := range keys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.NodeID = key, -1
+		if req.CoordinatorType != 0 {
+			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			c.ErrorMessage = kmsg.StringPtr("transactions are not supported yet")
+		} else if id, ok := b.metaLeader(); !ok {
+			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		} else {
+			b.meta.Read(func(s *meta.State) {
+				br, known := s.Brokers[id]
+				if !known {
+					c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+					return
+				}
+				c.NodeID, c.Host, c.Port = br.ID, br.Host, br.Port
+			})
+		}
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	if req.GetVersion() < 4 {
+		c := resp.Coordinators[0]
+		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.ErrorMessage, c.NodeID, c.Host, c.Port
+	}
+	return resp, nil
+}

@@ -1,0 +1,22 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Heartbeat v0-v4: v3 static membership, v4 flexible.
+func init() { register(kmsg.Heartbeat, 0, 4, handleHeartbeat) }
+
+func handleHeartbeat(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.HeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if !b.isCoordinator() {
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp, nil
+	}
+	if err := b.groups.Heartbeat(req); err != nil {
+		resp.ErrorCode = err.Code
+	}
+	return resp, nil
+}

@@ -1,0 +1,65 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// InitProducerId v0-v4: idempotent producers only (no transactional id);
+// v2 flexible; v3+ may bump the epoch of an existing producer id (KIP-360).
+func init() { register(kmsg.InitProducerID, 0, 4, handleInitProducerID) }
+
+func handleInitProducerID(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.InitProducerIDRequest)
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
+	if req.ProducerID >= 0 && req.ProducerEpoch >= 0 {
+		if req.ProducerEpoch == 1<<15-1 {
+			resp.ErrorCode = kerr.InvalidProducerEpoch.Code
+			return resp, nil
+		}
+		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
+		return resp, nil
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	id, err := b.pids.next(ctx, b)
+	if err != nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp, nil
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, 0
+	return resp, nil
+}
+
+// producerIDs hands out ids from blocks allocated through the metadata
+// group, so ids stay unique across brokers and restarts.
+type producerIDs struct {
+	mu        sync.Mutex
+	nextID, end int64
+}
+
+func (p *producerIDs) next(ctx context.Context, b *Broker) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.nextID == p.end {
+		out, err := b.proposeMeta(ctx, &meta.Command{AllocateProducerIDs: true})
+		if err != nil {
+			return 0, err
+		}
+		p.nextID, p.end = out.ProducerID, out.ProducerID+meta.ProducerIDBlock
+	}
+	id := p.nextID
+	p.nextID++
+	return id, nil
+}

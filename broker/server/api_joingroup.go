@@ -1,0 +1,38 @@
+package server
+
+import (
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// JoinGroup v0-v9: v4 asks new members to rejoin with an assigned id
+// (KIP-394), v5 static membership, v6 flexible.
+func init() { register(kmsg.JoinGroup, 0, 9, handleJoinGroup) }
+
+// isCoordinator reports whether this broker coordinates groups now.
+func (b *Broker) isCoordinator() bool {
+	id, ok := b.metaLeader()
+	return ok && id == b.cfg.ID
+}
+
+func handleJoinGroup(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.JoinGroupRequest)
+	if !b.isCoordinator() {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = kerr.NotCoordinator.Code, -1
+		return resp, nil
+	}
+	host, _, _ := net.SplitHostPort(r.conn.nc.RemoteAddr().String())
+	wait := b.groups.Join(req, r.clientID, "/"+host)
+	r.deferred = func() kmsg.Response {
+		select {
+		case resp := <-wait:
+			return resp
+		case <-b.ctx.Done():
+			return &kmsg.JoinGroupResponse{ErrorCode: kerr.NotCoordinator.Code, Generation: -1}
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// Metadata v1-v12: a null topic list means all topics; v9 flexible; v10+
+// carries topic ids.
+func init() { register(kmsg.Metadata, 1, 12, handleMetadata) }
+
+// ClusterID is reported in Metadata and DescribeCluster.
+const ClusterID = "raftka"
+
+func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.ClusterID = kmsg.StringPtr(ClusterID)
+	resp.ControllerID = -1
+	if id, ok := b.metaLeader(); ok {
+		resp.ControllerID = id
+	}
+	var missing []string
+	b.meta.Read(func(s *meta.State) {
+		for _, id := range s.BrokerIDs() {
+			br := s.Brokers[id]
+			if !b.liveness.isLive(id) {
+				continue
+			}
+			mb := kmsg.NewMetadataResponseBroker()
+			mb.NodeID, mb.Host, mb.Port = br.ID, br.Host, br.Port
+			if br.Rack != "" {
+				mb.Rack = kmsg.StringPtr(br.Rack)
+			}
+			resp.Brokers = append(resp.Brokers, mb)
+		}
+		if req.Topics == nil {
+			for _, name := range sortedTopicNames(s) {
+				resp.Topics = append(resp.Topics, b.metadataTopic(s.Topics[name]))
+			}
+			return
+		}
+		for _, rt := range req.Topics {
+			var t *meta.Topic
+			if rt.Topic != nil {
+				t = s.Topics[*rt.Topic]
+			} else {
+				t = s.TopicByID(rt.TopicID)
+			}
+			if t == nil {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, kerr.UnknownTopicOrPartition.Code
+				if rt.Topic != nil && meta.ValidateTopicName(*rt.Topic) != nil {
+					mt.ErrorCode = kerr.InvalidTopicException.Code
+				} else if rt.Topic != nil {
+					missing = append(missing, *rt.Topic)
+				}
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			resp.Topics = append(resp.Topics, b.metadataTopic(t))
+		}
+	})
+	if len(missing) > 0 && b.cfg.AutoCreateTopics && (req.AllowAutoTopicCreation || req.GetVersion() < 4) {
+		b.autoCreate(missing, resp)
+	}
+	return resp, nil
+}
+
+// autoCreate creates unknown topics with the broker defaults and answers
+// LEADER_NOT_AVAILABLE, as Kafka does, so the client asks again.
+func (b *Broker) autoCreate(names []string, resp *kmsg.MetadataResponse) {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	for i := range resp.Topics {
+		mt := &resp.Topics[i]
+		if mt.Topic == nil || mt.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			continue
+		}
+		_, err := b.proposeMeta(ctx, &meta.Command{CreateTopic: &meta.CreateTopic{Name: *mt.Topic,
+			Partitions: b.cfg.DefaultPartitions, ReplicationFactor: b.cfg.DefaultReplicationFactor}})
+		if err == nil {
+			mt.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+	}
+}
+
+func (b *Broker) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = kmsg.StringPtr(t.Name)
+	mt.TopicID = t.ID
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Index
+		info := partitionInfo{shard: p.Shard, leader: p.Leader, leaderEpoch: p.LeaderEpoch}
+		mp.Leader, mp.LeaderEpoch = b.currentLeader(info)
+		mp.Replicas = append([]int32(nil), p.Replicas...)
+		mp.ISR = b.liveReplicas(p.Replicas)
+		for _, id := range p.Replicas {
+			if !b.liveness.isLive(id) {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
+			}
+		}
+		if mp.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

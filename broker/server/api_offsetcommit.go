@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// OffsetCommit v2-v8: commits go through the metadata Raft group, so they
+// survive the coordinator; v7 static membership, v8 flexible.
+func init() { register(kmsg.OffsetCommit, 2, 8, handleOffsetCommit) }
+
+func handleOffsetCommit(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.OffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	code := int16(0)
+	switch {
+	case !b.isCoordinator():
+		code = kerr.NotCoordinator.Code
+	case req.Group == "":
+		code = kerr.InvalidGroupID.Code
+	default:
+		if err := b.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation); err != nil {
+			code = err.Code
+		}
+	}
+	commit := &meta.CommitOffsets{Group: req.Group, Offsets: map[string]map[int32]meta.GroupOffset{}}
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			if code == 0 {
+				if _, err := b.partitionFor(t.Topic, p.Partition); err != nil {
+					rp.ErrorCode = err.Code
+				} else {
+					if commit.Offsets[t.Topic] == nil {
+						commit.Offsets[t.Topic] = map[int32]meta.GroupOffset{}
+					}
+					o := meta.GroupOffset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch}
+					if p.Metadata != nil {
+						o.Metadata = *p.Metadata
+					}
+					commit.Offsets[t.Topic][p.Partition] = o
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(commit.Offsets) == 0 {
+		return resp, nil
+	}
+	r.deferred = func() kmsg.Response {
+		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		defer cancel()
+		out, err := b.proposeMeta(ctx, &meta.Command{CommitOffsets: commit})
+		if err == nil && out.Err == nil {
+			return resp
+		}
+		failed := kerr.RequestTimedOut.Code
+		if err == nil {
+			failed = errCode(out.Err)
+		}
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if rp := &resp.Topics[i].Partitions[j]; rp.ErrorCode == 0 {
+					rp.ErrorCode = failed
+				}
+			}
+		}
+		return resp
+	}
+	return nil, nil
+}

@@ -1,0 +1,37 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetForLeaderEpoch v2-v4: clients use it to detect log truncation after
+// a leader change; v4 flexible.
+func init() { register(kmsg.OffsetForLeaderEpoch, 2, 4, handleOffsetForLeaderEpoch) }
+
+func handleOffsetForLeaderEpoch(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			rp.Partition = p.Partition
+			rep, info, err := b.leaderReplica(t.Topic, p.Partition)
+			switch {
+			case err != nil:
+				rp.ErrorCode = err.Code
+			case p.CurrentLeaderEpoch >= 0 && p.CurrentLeaderEpoch < info.leaderEpoch:
+				rp.ErrorCode = kerr.FencedLeaderEpoch.Code
+			case p.CurrentLeaderEpoch > info.leaderEpoch:
+				rp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			default:
+				rp.LeaderEpoch, rp.EndOffset = rep.sm.Log().EndOffsetForEpoch(p.LeaderEpoch)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

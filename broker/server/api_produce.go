@@ -1,0 +1,122 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"github.com/lni/dragonboat/v3"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/partition"
+)
+
+// Produce v3-v11: RecordBatch v2 only; v9+ flexible.
+func init() { register(kmsg.Produce, 3, 11, handleProduce) }
+
+const maxProduceTimeout = 30 * time.Second
+
+type pendingProduce struct {
+	rp *kmsg.ProduceResponseTopicPartition
+	rs *dragonboat.RequestState
+}
+
+// handleProduce proposes every partition's batches at once, in request
+// order, and answers when Raft has committed and applied them: committed
+// means a majority of replicas fsynced the entry in their Raft logs.
+func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, 100*time.Millisecond), maxProduceTimeout)
+	var pending []pendingProduce
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		for i, p := range t.Partitions {
+			rp := &rt.Partitions[i]
+			rp.Default()
+			rp.Partition = p.Partition
+			rs, err := b.proposeProduce(req, t.Topic, p, timeout)
+			if err != nil {
+				rp.ErrorCode = err.Code
+				continue
+			}
+			pending = append(pending, pendingProduce{rp: rp, rs: rs})
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(pending) == 0 {
+		return resp, nil
+	}
+	r.deferred = func() kmsg.Response {
+		for _, p := range pending {
+			res := <-p.rs.ResultC()
+			switch {
+			case res.Completed():
+				out := partition.DecodeResult(res.GetResult())
+				if out.Err != nil {
+					p.rp.ErrorCode = errCode(out.Err)
+				} else {
+					p.rp.BaseOffset, p.rp.LogStartOffset = out.BaseOffset, out.LogStartOffset
+				}
+			case res.Timeout():
+				p.rp.ErrorCode = kerr.RequestTimedOut.Code
+			default: // dropped, aborted or terminated: leadership moved
+				p.rp.ErrorCode = kerr.NotLeaderForPartition.Code
+			}
+			p.rs.Release()
+		}
+		b.metrics.produced(resp)
+		return resp
+	}
+	return nil, nil
+}
+
+func errCode(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.ProduceRequestTopicPartition, timeout time.Duration) (*dragonboat.RequestState, *kerr.Error) {
+	if req.TransactionID != nil {
+		return nil, kerr.TransactionalIDAuthorizationFailed
+	}
+	_, info, kerrr := b.leaderReplica(topic, p.Partition)
+	if kerrr != nil {
+		return nil, kerrr
+	}
+	if req.Acks == -1 && len(b.liveReplicas(info.replicas)) < info.minISR {
+		return nil, kerr.NotEnoughReplicas
+	}
+	if b.diskFull() {
+		return nil, kerr.KafkaStorageError
+	}
+	if _, err := partition.SplitBatches(p.Records, info.maxMessage); err != nil {
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			return nil, ke
+		}
+		return nil, kerr.CorruptMessage
+	}
+	cmd := partition.ProduceCommand(b.term(info.shard), p.Records)
+	deadline := time.Now().Add(timeout)
+	for {
+		rs, err := b.nh.Propose(b.nh.GetNoOPSession(info.shard), cmd, time.Until(deadline))
+		if err == nil {
+			return rs, nil
+		}
+		// A busy shard pushes back; waiting here keeps later requests on
+		// this connection behind this one, which keeps their order.
+		if !errors.Is(err, dragonboat.ErrSystemBusy) || time.Now().After(deadline) {
+			if errors.Is(err, dragonboat.ErrSystemBusy) || errors.Is(err, dragonboat.ErrTimeoutTooSmall) {
+				return nil, kerr.RequestTimedOut
+			}
+			return nil, kerr.NotLeaderForPartition
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

@@ -1,0 +1,26 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// SyncGroup v0-v5: v3 static membership, v4 flexible, v5 protocol checks.
+func init() { register(kmsg.SyncGroup, 0, 5, handleSyncGroup) }
+
+func handleSyncGroup(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.SyncGroupRequest)
+	if !b.isCoordinator() {
+		return &kmsg.SyncGroupResponse{ErrorCode: kerr.NotCoordinator.Code}, nil
+	}
+	wait := b.groups.Sync(req)
+	r.deferred = func() kmsg.Response {
+		select {
+		case resp := <-wait:
+			return resp
+		case <-b.ctx.Done():
+			return &kmsg.SyncGroupResponse{ErrorCode: kerr.NotCoordinator.Code}
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,265 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/lni/dragonboat/v3"
+	dbconfig "github.com/lni/dragonboat/v3/config"
+	dblogger "github.com/lni/dragonboat/v3/logger"
+	"github.com/lni/dragonboat/v3/raftio"
+	sm "github.com/lni/dragonboat/v3/statemachine"
+
+	"github.com/raftka/raftka/broker/groups"
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// Broker is one running Raftka broker.
+type Broker struct {
+	cfg  Config
+	log  *slog.Logger
+	nh   *dragonboat.NodeHost
+	meta *meta.StateMachine
+
+	replicas  *replicaSet
+	liveness  *liveness
+	groups    *groups.Coordinator
+	pids      producerIDs
+	metrics   *metrics
+	leaderMu  sync.Mutex
+	terms     map[uint64]uint64 // shard -> latest term seen in a leader event
+	leaderOut chan raftio.LeaderInfo
+	free      freeSpace
+
+	ln      net.Listener
+	conns   sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	bg      sync.WaitGroup
+	started time.Time
+}
+
+func init() {
+	// Dragonboat logs every election and snapshot at INFO; a broker with a
+	// thousand partitions would drown its own logs.
+	for _, pkg := range []string{"dragonboat", "raft", "rsm", "transport", "logdb", "raftpb", "config", "settings", "gossip", "grpc"} {
+		dblogger.GetLogger(pkg).SetLevel(dblogger.WARNING)
+	}
+}
+
+// nodeID is a broker's Raft node id in every shard it belongs to.
+func nodeID(broker int32) uint64 { return uint64(broker) + 1 }
+
+func brokerOf(node uint64) int32 { return int32(node) - 1 }
+
+// Start opens the broker's storage, joins Raft and starts serving Kafka.
+func Start(cfg Config) (*Broker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", cfg.ID), meta: meta.NewStateMachine(),
+		terms: map[uint64]uint64{}, leaderOut: make(chan raftio.LeaderInfo, 4096), ctx: ctx, cancel: cancel, started: time.Now()}
+	b.replicas = newReplicaSet(b)
+	b.liveness = newLiveness(cfg.ID)
+	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
+	b.metrics = newMetrics(b)
+
+	logdb := dbconfig.GetTinyMemLogDBConfig()
+	logdb.Shards = 1
+	expert := dbconfig.GetDefaultExpertConfig()
+	expert.LogDB = logdb
+	expert.Engine.ExecShards = 4
+	expert.Engine.CommitShards = 4
+	expert.Engine.ApplyShards = 4
+	expert.Engine.SnapshotShards = 4
+	expert.Engine.CloseShards = 4
+	nh, err := dragonboat.NewNodeHost(dbconfig.NodeHostConfig{
+		NodeHostDir:       filepath.Join(cfg.DataDir, "raft"),
+		RTTMillisecond:    uint64(cfg.RTT / time.Millisecond),
+		RaftAddress:       cfg.RaftAddr,
+		RaftEventListener: b,
+		Expert:            expert,
+	})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	b.nh = nh
+	voters := map[uint64]string{}
+	for id, addr := range cfg.MetadataVoters {
+		voters[nodeID(id)] = addr
+	}
+	if err := nh.StartConcurrentCluster(voters, false, func(uint64, uint64) sm.IConcurrentStateMachine { return b.meta },
+		shardConfig(meta.MetadataShard, nodeID(cfg.ID), 1000)); err != nil {
+		nh.Stop()
+		cancel()
+		return nil, fmt.Errorf("start metadata group: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.KafkaListen)
+	if err != nil {
+		nh.Stop()
+		cancel()
+		return nil, err
+	}
+	b.ln = ln
+	b.goBackground(b.register)
+	b.goBackground(b.replicas.run)
+	b.goBackground(b.reportLeaders)
+	b.goBackground(b.liveness.run(b))
+	b.goBackground(b.enforceRetention)
+	b.goBackground(b.groups.Run)
+	b.goBackground(b.balanceLeaders)
+	b.goBackground(b.serve)
+	b.goBackground(b.serveHTTP)
+	b.log.Info("broker started", "kafka", ln.Addr().String(), "raft", cfg.RaftAddr)
+	return b, nil
+}
+
+func shardConfig(shard, node uint64, snapshotEntries uint64) dbconfig.Config {
+	return dbconfig.Config{
+		NodeID:             node,
+		ClusterID:          shard,
+		ElectionRTT:        20,
+		HeartbeatRTT:       2,
+		CheckQuorum:        true,
+		SnapshotEntries:    snapshotEntries,
+		CompactionOverhead: snapshotEntries / 2,
+		OrderedConfigChange: true,
+	}
+}
+
+func (b *Broker) goBackground(fn func(ctx context.Context)) {
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		fn(b.ctx)
+	}()
+}
+
+// Addr is the address the Kafka listener is bound to.
+func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
+
+// Close stops serving and closes Raft; data stays on disk.
+func (b *Broker) Close() {
+	b.cancel()
+	b.ln.Close()
+	b.bg.Wait()
+	b.conns.Wait()
+	b.nh.Stop()
+	b.replicas.closeAll()
+}
+
+// register announces this broker's addresses through the metadata group and
+// retries until the group has a leader.
+func (b *Broker) register(ctx context.Context) {
+	host, port, err := splitHostPort(b.cfg.AdvertisedKafka)
+	if err != nil {
+		b.log.Error("bad advertised address", "error", err)
+		return
+	}
+	cmd := &meta.Command{RegisterBroker: &meta.Broker{ID: b.cfg.ID, Host: host, Port: port, RaftAddr: b.cfg.RaftAddr, Rack: b.cfg.Rack}}
+	for ctx.Err() == nil {
+		var current meta.Broker
+		var known bool
+		b.meta.Read(func(s *meta.State) { current, known = s.Brokers[b.cfg.ID] })
+		if known && current == *cmd.RegisterBroker {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := b.proposeMeta(pctx, cmd)
+		cancel()
+		if err == nil {
+			b.log.Info("broker registered")
+			return
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+}
+
+// proposeMeta proposes a metadata command and waits for its outcome,
+// retrying while the group is busy or electing a leader.
+func (b *Broker) proposeMeta(ctx context.Context, cmd *meta.Command) (meta.Outcome, error) {
+	data := cmd.Encode()
+	for {
+		res, err := b.nh.SyncPropose(ctx, b.nh.GetNoOPSession(meta.MetadataShard), data)
+		if err == nil {
+			return meta.DecodeOutcome(res.Data)
+		}
+		if !retriable(err) || ctx.Err() != nil {
+			return meta.Outcome{}, err
+		}
+		if !sleep(ctx, 50*time.Millisecond) {
+			return meta.Outcome{}, ctx.Err()
+		}
+	}
+}
+
+func retriable(err error) bool {
+	return errors.Is(err, dragonboat.ErrSystemBusy) || errors.Is(err, dragonboat.ErrClusterNotReady) ||
+		errors.Is(err, dragonboat.ErrTimeout) || errors.Is(err, dragonboat.ErrCanceled) || errors.Is(err, dragonboat.ErrAborted) ||
+		errors.Is(err, dragonboat.ErrRejected)
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// LeaderUpdated implements raftio.IRaftEventListener. It runs on Dragonboat's
+// goroutines, so it only records and queues.
+func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
+	b.leaderMu.Lock()
+	if info.Term > b.terms[info.ClusterID] {
+		b.terms[info.ClusterID] = info.Term
+	}
+	b.leaderMu.Unlock()
+	if info.ClusterID == meta.MetadataShard && info.LeaderID != info.NodeID {
+		// Group membership lives on the metadata leader only; a broker
+		// that lost that role must not answer for stale groups later.
+		b.groups.Reset()
+	}
+	if info.ClusterID != meta.MetadataShard && info.LeaderID == info.NodeID && info.LeaderID != 0 {
+		select {
+		case b.leaderOut <- info:
+		default: // the periodic sweep in reportLeaders catches up
+		}
+	}
+}
+
+// term is the latest Raft term this broker saw for a shard: the Kafka
+// leader epoch of a partition.
+func (b *Broker) term(shard uint64) int32 {
+	b.leaderMu.Lock()
+	defer b.leaderMu.Unlock()
+	return int32(b.terms[shard])
+}
+
+// metaLeader returns the broker leading the metadata group, which is also
+// the group coordinator.
+func (b *Broker) metaLeader() (int32, bool) {
+	id, ok, err := b.nh.GetLeaderID(meta.MetadataShard)
+	if err != nil || !ok || id == 0 {
+		return -1, false
+	}
+	return brokerOf(id), true
+}
+
+var netSplit = net.SplitHostPort

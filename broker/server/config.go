@@ -1,0 +1,94 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is a broker's configuration, from flags or a file.
+type Config struct {
+	ID               int32
+	DataDir          string
+	KafkaListen      string // host:port the Kafka listener binds
+	AdvertisedKafka  string // host:port clients are told to use
+	RaftAddr         string // host:port of this broker's Raft transport, stable across restarts
+	HTTPListen       string // metrics, readiness and safe-restart endpoints; empty disables
+	MetadataVoters   map[int32]string
+	RTT              time.Duration
+	Rack             string
+	AutoCreateTopics bool
+	DefaultPartitions int32
+	DefaultReplicationFactor int16
+	// MinFreeBytes is the free space under which produce is refused with
+	// KAFKA_STORAGE_ERROR, so the disk never fills under a write.
+	MinFreeBytes               int64
+	GroupInitialRebalanceDelay time.Duration
+	MaxRequestBytes            int32
+	Logger                     *slog.Logger
+}
+
+// ParseVoters reads "0=host:port,1=host:port,..." into a map of broker id to
+// Raft address.
+func ParseVoters(s string) (map[int32]string, error) {
+	out := map[int32]string{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(part, "=")
+		n, err := strconv.ParseInt(id, 10, 32)
+		if !ok || err != nil || n < 0 {
+			return nil, fmt.Errorf("metadata voter %q: want id=host:port", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("metadata voter %q: %v", part, err)
+		}
+		out[int32(n)] = addr
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no metadata voters")
+	}
+	return out, nil
+}
+
+func (c *Config) validate() error {
+	if c.ID < 0 {
+		return fmt.Errorf("broker id must be at least 0")
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("a data directory is required")
+	}
+	if len(c.MetadataVoters) == 0 {
+		return fmt.Errorf("metadata voters are required")
+	}
+	if _, ok := c.MetadataVoters[c.ID]; !ok {
+		ids := make([]int, 0, len(c.MetadataVoters))
+		for id := range c.MetadataVoters {
+			ids = append(ids, int(id))
+		}
+		sort.Ints(ids)
+		return fmt.Errorf("broker %d is not among the metadata voters %v: brokers outside the metadata group are not supported yet", c.ID, ids)
+	}
+	if c.RTT <= 0 {
+		c.RTT = 50 * time.Millisecond
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.DefaultReplicationFactor <= 0 {
+		c.DefaultReplicationFactor = 1
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = 100 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}

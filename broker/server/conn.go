@@ -1,0 +1,215 @@
+package server
+
+import (
+	"context"
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxInFlight bounds the requests a connection may have waiting for their
+// turn to be answered.
+const maxInFlight = 64
+
+type clientConn struct {
+	b    *Broker
+	nc   net.Conn
+	out  chan chan []byte // responses in request order
+	done chan struct{}
+}
+
+func (b *Broker) serve(ctx context.Context) {
+	for {
+		nc, err := b.ln.Accept()
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		c := &clientConn{b: b, nc: nc, out: make(chan chan []byte, maxInFlight), done: make(chan struct{})}
+		b.conns.Add(2)
+		go c.readLoop()
+		go c.writeLoop()
+	}
+}
+
+func (c *clientConn) writeLoop() {
+	defer c.b.conns.Done()
+	defer c.nc.Close()
+	w := bufio.NewWriterSize(c.nc, 64<<10)
+	for slot := range c.out {
+		var frame []byte
+		select {
+		case frame = <-slot:
+		case <-c.b.ctx.Done():
+			return
+		}
+		if frame == nil {
+			return // the reader gave up on this connection
+		}
+		if _, err := w.Write(frame); err != nil {
+			c.drain()
+			return
+		}
+		if len(c.out) == 0 {
+			if err := w.Flush(); err != nil {
+				c.drain()
+				return
+			}
+		}
+	}
+	w.Flush()
+}
+
+func (c *clientConn) drain() {
+	c.nc.Close()
+	for range c.out {
+	}
+}
+
+func (c *clientConn) readLoop() {
+	defer c.b.conns.Done()
+	defer close(c.out)
+	go func() {
+		<-c.b.ctx.Done()
+		c.nc.Close()
+	}()
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	var sizeBuf [4]byte
+	for {
+		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size < 8 || size > c.b.cfg.MaxRequestBytes {
+			c.b.log.Warn("closing connection: bad request size", "remote", c.nc.RemoteAddr().String(), "size", size)
+			return
+		}
+		body := make([]byte, size)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return
+		}
+		if !c.handle(body) {
+			return
+		}
+	}
+}
+
+// handle decodes and runs one request. It returns false when the
+// connection must be closed, which is Kafka's answer to a request that
+// cannot be parsed.
+func (c *clientConn) handle(body []byte) (keep bool) {
+	slot := make(chan []byte, 1)
+	queued := false
+	defer func() {
+		if p := recover(); p != nil {
+			c.b.log.Error("request handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			keep = false
+			if queued {
+				slot <- nil
+			}
+		}
+	}()
+	rd := kbin.Reader{Src: body}
+	key, version, corr := rd.Int16(), rd.Int16(), rd.Int32()
+	h, known := handlers[key]
+	if !known {
+		c.b.log.Warn("closing connection: unsupported API", "remote", c.nc.RemoteAddr().String(), "key", key)
+		return false
+	}
+	if version < h.min || version > h.max {
+		if key == int16(kmsg.ApiVersions) {
+			// KIP-511: answer in v0 with the versions we have.
+			resp := apiVersionsResponse(0)
+			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			c.out <- ready(frame(corr, false, resp))
+			return true
+		}
+		c.b.log.Warn("closing connection: unsupported version", "remote", c.nc.RemoteAddr().String(), "api", kmsg.NameForKey(key), "version", version)
+		return false
+	}
+	kreq := kmsg.RequestForKey(key)
+	kreq.SetVersion(version)
+	clientID := rd.NullableString()
+	if kreq.IsFlexible() {
+		kmsg.SkipTags(&rd)
+	}
+	if rd.Complete() != nil {
+		return false
+	}
+	if err := kreq.ReadFrom(rd.Src); err != nil {
+		c.b.log.Warn("closing connection: malformed request", "remote", c.nc.RemoteAddr().String(), "api", kmsg.NameForKey(key), "version", version, "error", err)
+		return false
+	}
+	req := &request{conn: c, kreq: kreq}
+	if clientID != nil {
+		req.clientID = *clientID
+	}
+	start := time.Now()
+	// Produce with acks=0 expects no answer at all.
+	if pr, ok := kreq.(*kmsg.ProduceRequest); ok && pr.Acks == 0 {
+		_, _ = h.handle(c.b, req)
+		return true
+	}
+	c.out <- slot
+	queued = true
+	resp, err := h.handle(c.b, req)
+	if err != nil {
+		c.b.log.Warn("request failed", "api", kmsg.NameForKey(key), "error", err)
+		slot <- nil
+		return false
+	}
+	flexible := kreq.IsFlexible() && key != int16(kmsg.ApiVersions)
+	if req.deferred != nil {
+		go func() {
+			resp := req.deferred()
+			c.b.metrics.observe(key, start)
+			resp.SetVersion(version)
+			slot <- frame(corr, flexible, resp)
+		}()
+		return true
+	}
+	c.b.metrics.observe(key, start)
+	resp.SetVersion(version)
+	slot <- frame(corr, flexible, resp)
+	return true
+}
+
+func ready(f []byte) chan []byte {
+	ch := make(chan []byte, 1)
+	ch <- f
+	return ch
+}
+
+// frame encodes a response with its header; ApiVersions always uses header
+// v0, whatever its own version.
+func frame(corr int32, flexibleHeader bool, resp kmsg.Response) []byte {
+	buf := make([]byte, 8, 256)
+	binary.BigEndian.PutUint32(buf[4:], uint32(corr))
+	if flexibleHeader {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
+}

@@ -1,0 +1,33 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// request is one decoded Kafka request on a connection.
+type request struct {
+	conn     *clientConn
+	clientID string
+	kreq     kmsg.Request
+	// deferred, when a handler sets it, produces the response later; the
+	// connection still answers in request order.
+	deferred func() kmsg.Response
+}
+
+type handlerFunc func(b *Broker, r *request) (kmsg.Response, error)
+
+type apiHandler struct {
+	min, max int16
+	handle   handlerFunc
+}
+
+// handlers is the dispatch table: one entry per supported API key, filled by
+// the init function of that API's file.
+var handlers = map[int16]apiHandler{}
+
+func register(key kmsg.Key, min, max int16, fn handlerFunc) {
+	if kmsg.RequestForKey(int16(key)).MaxVersion() < max {
+		panic("kmsg cannot encode " + key.Name() + " at the registered version")
+	}
+	handlers[int16(key)] = apiHandler{min: min, max: max, handle: fn}
+}

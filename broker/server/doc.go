@@ -1,0 +1,9 @@
+// Package server is the Raftka broker: one Dragonboat NodeHost hosting the
+// metadata Raft group and this broker's partition replicas, and the Kafka
+// protocol listener in front of them.
+//
+// Network, disk checks and time live here, at the edges; the replicated
+// state machines in packages meta and partition stay deterministic. Each
+// Kafka API has its own file (api_*.go) with its supported versions at the
+// top, registered in one dispatch table (dispatch.go).
+package server

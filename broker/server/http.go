@@ -1,0 +1,221 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// serveHTTP serves /metrics, /readyz and /safe-to-restart for Prometheus,
+// the kubelet and the operator.
+func (b *Broker) serveHTTP(ctx context.Context) {
+	if b.cfg.HTTPListen == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.Readiness()) })
+	mux.HandleFunc("/safe-to-restart", func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.SafeToRestart()) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", b.cfg.HTTPListen)
+	if err != nil {
+		b.log.Error("http listener failed", "address", b.cfg.HTTPListen, "error", err)
+		return
+	}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	_ = srv.Serve(ln)
+}
+
+// Check is the answer of a health check: OK, or the reasons it is not.
+type Check struct {
+	OK      bool     `json:"ok"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+func writeCheck(w http.ResponseWriter, c Check) {
+	w.Header().Set("Content-Type", "application/json")
+	if !c.OK {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(c)
+}
+
+// Readiness is OK once the broker is registered, the metadata group has a
+// leader, and every partition replica it hosts has a leader.
+func (b *Broker) Readiness() Check {
+	var reasons []string
+	if _, ok := b.metaLeader(); !ok {
+		reasons = append(reasons, "metadata group has no leader")
+	}
+	registered := false
+	b.meta.Read(func(s *meta.State) { _, registered = s.Brokers[b.cfg.ID] })
+	if !registered {
+		reasons = append(reasons, "broker not registered yet")
+	}
+	leaderless := 0
+	for _, shard := range b.replicas.shards() {
+		if _, ok, err := b.nh.GetLeaderID(shard); err != nil || !ok {
+			leaderless++
+		}
+	}
+	if leaderless > 0 {
+		reasons = append(reasons, plural(leaderless, "hosted partition has", "hosted partitions have")+" no leader")
+	}
+	return Check{OK: len(reasons) == 0, Reasons: reasons}
+}
+
+// SafeToRestart is OK when every Raft group this broker belongs to keeps a
+// quorum of live members without it.
+func (b *Broker) SafeToRestart() Check {
+	var reasons []string
+	voters := make([]int32, 0, len(b.cfg.MetadataVoters))
+	for id := range b.cfg.MetadataVoters {
+		voters = append(voters, id)
+	}
+	if !b.keepsQuorumWithoutMe(voters) {
+		reasons = append(reasons, "metadata group would lose its quorum")
+	}
+	var lost []string
+	b.meta.Read(func(s *meta.State) {
+		for _, t := range s.Topics {
+			for _, p := range t.Partitions {
+				if containsID(p.Replicas, b.cfg.ID) && !b.keepsQuorumWithoutMe(p.Replicas) {
+					lost = append(lost, t.Name+"-"+itoa(p.Index))
+				}
+			}
+		}
+	})
+	sort.Strings(lost)
+	if len(lost) > 0 {
+		if len(lost) > 10 {
+			lost = append(lost[:10], "...")
+		}
+		reasons = append(reasons, "partitions would lose their quorum: "+joinComma(lost))
+	}
+	return Check{OK: len(reasons) == 0, Reasons: reasons}
+}
+
+func (b *Broker) keepsQuorumWithoutMe(members []int32) bool {
+	live := 0
+	for _, id := range members {
+		if id != b.cfg.ID && b.liveness.isLive(id) {
+			live++
+		}
+	}
+	return live >= len(members)/2+1
+}
+
+func containsID(ids []int32, id int32) bool {
+	for _, v := range ids {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedTopicNames(s *meta.State) []string {
+	names := make([]string, 0, len(s.Topics))
+	for n := range s.Topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// metrics are the broker's Prometheus metrics. Partition gauges are read
+// from the logs at scrape time rather than kept up to date on every write.
+type metrics struct {
+	registry *prometheus.Registry
+	latency  *prometheus.HistogramVec
+	records  prometheus.Counter
+}
+
+func newMetrics(b *Broker) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "raftka_request_duration_seconds", Help: "Kafka request latency by API.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"api"}),
+		records: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_produced_batches_total", Help: "Record batches appended through this broker as leader."}),
+	}
+	m.registry.MustRegister(m.latency, m.records, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), partitionCollector{b})
+	return m
+}
+
+func (m *metrics) observe(key int16, start time.Time) {
+	m.latency.WithLabelValues(apiName(key)).Observe(time.Since(start).Seconds())
+}
+
+func (m *metrics) produced(resp interface{ GetVersion() int16 }) { m.records.Inc() }
+
+var (
+	descHighWatermark = prometheus.NewDesc("raftka_partition_high_watermark", "High watermark of a hosted partition replica.", []string{"topic", "partition"}, nil)
+	descLogStart      = prometheus.NewDesc("raftka_partition_log_start_offset", "Log start offset of a hosted partition replica.", []string{"topic", "partition"}, nil)
+	descSize          = prometheus.NewDesc("raftka_partition_size_bytes", "Bytes on disk of a hosted partition replica.", []string{"topic", "partition"}, nil)
+	descUnder         = prometheus.NewDesc("raftka_under_replicated_partitions", "Partitions led by this broker with a replica on a broker that does not answer.", nil, nil)
+	descLeaders       = prometheus.NewDesc("raftka_leader_partitions", "Partitions this broker leads.", nil, nil)
+	descReplicas      = prometheus.NewDesc("raftka_hosted_replicas", "Partition replicas this broker hosts.", nil, nil)
+)
+
+type partitionCollector struct{ b *Broker }
+
+func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas} {
+		ch <- d
+	}
+}
+
+func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	b := c.b
+	type hosted struct {
+		topic    string
+		index    int32
+		shard    uint64
+		replicas []int32
+	}
+	var all []hosted
+	b.meta.Read(func(s *meta.State) {
+		for _, t := range s.Topics {
+			for _, p := range t.Partitions {
+				if containsID(p.Replicas, b.cfg.ID) {
+					all = append(all, hosted{t.Name, p.Index, p.Shard, append([]int32(nil), p.Replicas...)})
+				}
+			}
+		}
+	})
+	leaders, under := 0, 0
+	for _, h := range all {
+		rep := b.replicas.get(h.shard)
+		if rep == nil {
+			continue
+		}
+		l := rep.sm.Log()
+		start, end := l.Offsets()
+		part := itoa(h.index)
+		ch <- prometheus.MustNewConstMetric(descHighWatermark, prometheus.GaugeValue, float64(end), h.topic, part)
+		ch <- prometheus.MustNewConstMetric(descLogStart, prometheus.GaugeValue, float64(start), h.topic, part)
+		ch <- prometheus.MustNewConstMetric(descSize, prometheus.GaugeValue, float64(l.SizeBytes()), h.topic, part)
+		if b.isLeader(h.shard) {
+			leaders++
+			if len(b.liveReplicas(h.replicas)) < len(h.replicas) {
+				under++
+			}
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descUnder, prometheus.GaugeValue, float64(under))
+	ch <- prometheus.MustNewConstMetric(descLeaders, prometheus.GaugeValue, float64(leaders))
+	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(b.replicas.count()))
+}

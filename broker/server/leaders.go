@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/raftka/raftka/broker/meta"
+	"github.com/raftka/raftka/broker/partition"
+)
+
+// reportLeaders publishes this broker's partition leaderships to the
+// metadata group, so that every broker answers Metadata with the leader. A
+// periodic sweep repairs reports lost to a metadata election.
+func (b *Broker) reportLeaders(ctx context.Context) {
+	sweep := time.NewTicker(2 * time.Second)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case info := <-b.leaderOut:
+			b.reportLeader(ctx, info.ClusterID, int32(info.Term))
+		case <-sweep.C:
+			for _, shard := range b.replicas.shards() {
+				if !b.isLeader(shard) {
+					continue
+				}
+				epoch := b.term(shard)
+				var stale bool
+				b.meta.Read(func(s *meta.State) {
+					_, p := findShard(s, shard)
+					stale = p != nil && (p.Leader != b.cfg.ID || p.LeaderEpoch < epoch)
+				})
+				if stale {
+					b.reportLeader(ctx, shard, epoch)
+				}
+			}
+		}
+	}
+}
+
+func (b *Broker) reportLeader(ctx context.Context, shard uint64, epoch int32) {
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := b.proposeMeta(pctx, &meta.Command{Leader: &meta.LeaderChange{Shard: shard, Leader: b.cfg.ID, Epoch: epoch}}); err != nil {
+		b.log.Debug("leader report failed", "shard", shard, "error", err)
+	}
+}
+
+func findShard(s *meta.State, shard uint64) (*meta.Topic, *meta.Partition) {
+	for _, t := range s.Topics {
+		for i := range t.Partitions {
+			if t.Partitions[i].Shard == shard {
+				return t, &t.Partitions[i]
+			}
+		}
+	}
+	return nil, nil
+}
+
+// isLeader reports whether this broker leads the shard's Raft group now.
+func (b *Broker) isLeader(shard uint64) bool {
+	id, ok, err := b.nh.GetLeaderID(shard)
+	return err == nil && ok && id == nodeID(b.cfg.ID)
+}
+
+// balanceLeaders hands leadership back to a partition's preferred replica
+// once it is live again, so leaders stay spread after failures, as Kafka's
+// auto.leader.rebalance does.
+func (b *Broker) balanceLeaders(ctx context.Context) {
+	for sleep(ctx, 5*time.Second) {
+		for _, shard := range b.replicas.shards() {
+			if !b.isLeader(shard) {
+				continue
+			}
+			var preferred int32 = -1
+			b.meta.Read(func(s *meta.State) {
+				if _, p := findShard(s, shard); p != nil && len(p.Replicas) > 0 {
+					preferred = p.Replicas[0]
+				}
+			})
+			if preferred >= 0 && preferred != b.cfg.ID && b.liveness.isLive(preferred) {
+				_ = b.nh.RequestLeaderTransfer(shard, nodeID(preferred))
+			}
+		}
+	}
+}
+
+// enforceRetention asks, as leader, for the segments that retention.ms or
+// retention.bytes have expired to be dropped. The clock is read here, and
+// the state machine only applies the resulting offset.
+func (b *Broker) enforceRetention(ctx context.Context) {
+	for sleep(ctx, 10*time.Second) {
+		for _, shard := range b.replicas.shards() {
+			rep := b.replicas.get(shard)
+			if rep == nil || !b.isLeader(shard) {
+				continue
+			}
+			var retentionMs, retentionBytes int64 = -1, -1
+			b.meta.Read(func(s *meta.State) {
+				if t, _ := findShard(s, shard); t != nil {
+					retentionMs, retentionBytes = t.Int(meta.ConfigRetentionMs), t.Int(meta.ConfigRetentionBytes)
+				}
+			})
+			minTs := int64(0)
+			if retentionMs >= 0 {
+				minTs = time.Now().UnixMilli() - retentionMs
+			}
+			l := rep.sm.Log()
+			start, _ := l.Offsets()
+			if point := l.RetentionPoint(minTs, retentionBytes); point > start {
+				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				_, err := b.nh.SyncPropose(pctx, b.nh.GetNoOPSession(shard), partition.DeleteRecordsCommand(point))
+				cancel()
+				if err != nil {
+					b.log.Warn("retention failed", "shard", shard, "error", err)
+				}
+			}
+		}
+	}
+}

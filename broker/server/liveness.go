@@ -1,0 +1,75 @@
+package server
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+const (
+	livenessInterval = 250 * time.Millisecond
+	livenessWindow   = 1500 * time.Millisecond
+)
+
+// liveness tracks which brokers answer on their Raft address. A replica on
+// a live broker counts as in sync for min.insync.replicas; Raft's own
+// majority commit is what makes an acknowledged write durable.
+type liveness struct {
+	self     int32
+	mu       sync.RWMutex
+	lastSeen map[int32]time.Time
+}
+
+func newLiveness(self int32) *liveness {
+	return &liveness{self: self, lastSeen: map[int32]time.Time{}}
+}
+
+func (l *liveness) isLive(id int32) bool {
+	if id == l.self {
+		return true
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return time.Since(l.lastSeen[id]) < livenessWindow
+}
+
+func (l *liveness) run(b *Broker) func(context.Context) {
+	return func(ctx context.Context) {
+		t := time.NewTicker(livenessInterval)
+		defer t.Stop()
+		for {
+			var peers []meta.Broker
+			b.meta.Read(func(s *meta.State) {
+				for _, br := range s.Brokers {
+					if br.ID != l.self {
+						peers = append(peers, br)
+					}
+				}
+			})
+			var wg sync.WaitGroup
+			for _, p := range peers {
+				wg.Add(1)
+				go func(p meta.Broker) {
+					defer wg.Done()
+					c, err := net.DialTimeout("tcp", p.RaftAddr, livenessInterval)
+					if err != nil {
+						return
+					}
+					c.Close()
+					l.mu.Lock()
+					l.lastSeen[p.ID] = time.Now()
+					l.mu.Unlock()
+				}(p)
+			}
+			wg.Wait()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}
+}

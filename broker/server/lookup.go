@@ -1,0 +1,112 @@
+package server
+
+import (
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// partitionInfo is what a handler needs about one partition, copied out of
+// the metadata so no lock is held while serving.
+type partitionInfo struct {
+	shard       uint64
+	replicas    []int32
+	leader      int32
+	leaderEpoch int32
+	minISR      int
+	maxMessage  int32
+}
+
+// partitionFor looks a partition up in the metadata.
+func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.Error) {
+	var info partitionInfo
+	var err *kerr.Error
+	b.meta.Read(func(s *meta.State) {
+		t := s.Topics[topic]
+		if t == nil || index < 0 || int(index) >= len(t.Partitions) {
+			err = kerr.UnknownTopicOrPartition
+			return
+		}
+		p := t.Partitions[index]
+		info = partitionInfo{shard: p.Shard, replicas: append([]int32(nil), p.Replicas...), leader: p.Leader, leaderEpoch: p.LeaderEpoch,
+			minISR: int(t.Int(meta.ConfigMinInsyncReplicas)), maxMessage: int32(t.Int(meta.ConfigMaxMessageBytes))}
+	})
+	if err == nil {
+		info.leader, info.leaderEpoch = b.currentLeader(info)
+	}
+	return info, err
+}
+
+// currentLeader prefers this broker's own view of a shard it hosts, which is
+// fresher than the metadata's record.
+func (b *Broker) currentLeader(info partitionInfo) (int32, int32) {
+	if b.replicas.get(info.shard) != nil {
+		if id, ok, err := b.nh.GetLeaderID(info.shard); err == nil && ok && id != 0 {
+			return brokerOf(id), max(b.term(info.shard), info.leaderEpoch)
+		}
+		return -1, info.leaderEpoch
+	}
+	if !b.liveness.isLive(info.leader) {
+		return -1, info.leaderEpoch
+	}
+	return info.leader, info.leaderEpoch
+}
+
+// leaderReplica returns the local replica if this broker leads the
+// partition, else the error a client should see.
+func (b *Broker) leaderReplica(topic string, index int32) (*replica, partitionInfo, *kerr.Error) {
+	info, err := b.partitionFor(topic, index)
+	if err != nil {
+		return nil, info, err
+	}
+	rep := b.replicas.get(info.shard)
+	if rep == nil || !b.isLeader(info.shard) {
+		return nil, info, kerr.NotLeaderForPartition
+	}
+	return rep, info, nil
+}
+
+// liveReplicas counts the replicas on brokers that answer.
+func (b *Broker) liveReplicas(replicas []int32) []int32 {
+	var out []int32
+	for _, id := range replicas {
+		if b.liveness.isLive(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// freeBytes is cached: statfs on every produce would cost more than it saves.
+type freeSpace struct {
+	at    time.Time
+	bytes uint64
+}
+
+func (b *Broker) diskFull() bool {
+	if b.cfg.MinFreeBytes <= 0 {
+		return false
+	}
+	b.leaderMu.Lock()
+	defer b.leaderMu.Unlock()
+	if time.Since(b.free.at) > time.Second {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(b.cfg.DataDir, &st); err == nil {
+			b.free = freeSpace{at: time.Now(), bytes: st.Bavail * uint64(st.Bsize)}
+		}
+	}
+	return b.free.bytes < uint64(b.cfg.MinFreeBytes)
+}
+
+func splitHostPort(addr string) (string, int32, error) {
+	host, port, err := netSplit(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := strconv.ParseInt(port, 10, 32)
+	return host, int32(n), err
+}
