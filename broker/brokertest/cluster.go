@@ -28,12 +28,12 @@ type Options struct {
 
 // Broker is one broker process of a test cluster.
 type Broker struct {
-	ID                    int
-	KafkaAddr, RaftAddr   string
-	HTTPAddr              string
-	DataDir, LogPath      string
-	cmd                   *exec.Cmd
-	exited                chan struct{}
+	ID                  int
+	KafkaAddr, RaftAddr string
+	HTTPAddr            string
+	DataDir, LogPath    string
+	cmd                 *exec.Cmd
+	exited              chan struct{}
 }
 
 // Cluster is a set of broker processes.

@@ -46,16 +46,16 @@ type Coordinator struct {
 }
 
 type member struct {
-	id, instanceID     string
-	clientID, host     string
-	protocols          []kmsg.JoinGroupRequestProtocol
-	sessionTimeout     time.Duration
-	rebalanceTimeout   time.Duration
-	lastSeen           time.Time
-	assignment         []byte
-	join               chan *kmsg.JoinGroupResponse
-	sync               chan *kmsg.SyncGroupResponse
-	joinVersion        int16
+	id, instanceID   string
+	clientID, host   string
+	protocols        []kmsg.JoinGroupRequestProtocol
+	sessionTimeout   time.Duration
+	rebalanceTimeout time.Duration
+	lastSeen         time.Time
+	assignment       []byte
+	join             chan *kmsg.JoinGroupResponse
+	sync             chan *kmsg.SyncGroupResponse
+	joinVersion      int16
 }
 
 type group struct {

@@ -45,7 +45,7 @@ func handleInitProducerID(b *Broker, r *request) (kmsg.Response, error) {
 // producerIDs hands out ids from blocks allocated through the metadata
 // group, so ids stay unique across brokers and restarts.
 type producerIDs struct {
-	mu        sync.Mutex
+	mu          sync.Mutex
 	nextID, end int64
 }
 

@@ -128,13 +128,13 @@ func Start(cfg Config) (*Broker, error) {
 
 func shardConfig(shard, node uint64, snapshotEntries uint64) dbconfig.Config {
 	return dbconfig.Config{
-		NodeID:             node,
-		ClusterID:          shard,
-		ElectionRTT:        20,
-		HeartbeatRTT:       2,
-		CheckQuorum:        true,
-		SnapshotEntries:    snapshotEntries,
-		CompactionOverhead: snapshotEntries / 2,
+		NodeID:              node,
+		ClusterID:           shard,
+		ElectionRTT:         20,
+		HeartbeatRTT:        2,
+		CheckQuorum:         true,
+		SnapshotEntries:     snapshotEntries,
+		CompactionOverhead:  snapshotEntries / 2,
 		OrderedConfigChange: true,
 	}
 }

@@ -12,17 +12,17 @@ import (
 
 // Config is a broker's configuration, from flags or a file.
 type Config struct {
-	ID               int32
-	DataDir          string
-	KafkaListen      string // host:port the Kafka listener binds
-	AdvertisedKafka  string // host:port clients are told to use
-	RaftAddr         string // host:port of this broker's Raft transport, stable across restarts
-	HTTPListen       string // metrics, readiness and safe-restart endpoints; empty disables
-	MetadataVoters   map[int32]string
-	RTT              time.Duration
-	Rack             string
-	AutoCreateTopics bool
-	DefaultPartitions int32
+	ID                       int32
+	DataDir                  string
+	KafkaListen              string // host:port the Kafka listener binds
+	AdvertisedKafka          string // host:port clients are told to use
+	RaftAddr                 string // host:port of this broker's Raft transport, stable across restarts
+	HTTPListen               string // metrics, readiness and safe-restart endpoints; empty disables
+	MetadataVoters           map[int32]string
+	RTT                      time.Duration
+	Rack                     string
+	AutoCreateTopics         bool
+	DefaultPartitions        int32
 	DefaultReplicationFactor int16
 	// MinFreeBytes is the free space under which produce is refused with
 	// KAFKA_STORAGE_ERROR, so the disk never fills under a write.

@@ -1,8 +1,8 @@
 package server
 
 import (
-	"context"
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
