@@ -3,6 +3,7 @@ package brokertest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -118,19 +119,30 @@ func Start(t testing.TB, opts Options) *Cluster {
 	return c
 }
 
+// freePorts picks ports below the kernel's ephemeral range: a broker's
+// Raft port must stay free while the broker is down, and a port in the
+// ephemeral range may meanwhile be taken by some outgoing connection.
 func freePorts(t testing.TB, n int) []int {
-	var lns []net.Listener
-	var ports []int
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				low = v
+			}
 		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	for _, ln := range lns {
+	var ports []int
+	for tries := 0; len(ports) < n && tries < 10000; tries++ {
+		p := 10000 + rand.IntN(low-10000)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
 		ln.Close()
+		ports = append(ports, p)
+	}
+	if len(ports) < n {
+		t.Fatal("no free ports")
 	}
 	return ports
 }

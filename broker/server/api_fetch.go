@@ -49,7 +49,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.RecordBatches = []byte{} // librdkafka rejects a null record set
-			rep, _, err := b.leaderReplica(t.Topic, p.Partition)
+			rep, _, err := b.actingReplica(t.Topic, p.Partition, true)
 			if err != nil {
 				rp.ErrorCode, failed = err.Code, true
 				rt.Partitions = append(rt.Partitions, rp)

@@ -17,7 +17,7 @@ func handleListOffsets(b *Broker, r *request) (kmsg.Response, error) {
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
-			rep, info, err := b.leaderReplica(t.Topic, p.Partition)
+			rep, info, err := b.actingReplica(t.Topic, p.Partition, true)
 			if err != nil {
 				rp.ErrorCode = err.Code
 				rt.Partitions = append(rt.Partitions, rp)

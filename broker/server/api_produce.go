@@ -85,12 +85,17 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	if req.TransactionID != nil {
 		return nil, kerr.TransactionalIDAuthorizationFailed
 	}
-	_, info, kerrr := b.leaderReplica(topic, p.Partition)
-	if kerrr != nil {
-		return nil, kerrr
+	rep, info, notLeader := b.leaderReplica(topic, p.Partition)
+	if rep == nil && notLeader != nil {
+		return nil, notLeader
 	}
+	// Checked before leadership: a replica that lost its quorum has no
+	// leader, and the precise answer is that replicas are missing.
 	if req.Acks == -1 && len(b.liveReplicas(info.replicas)) < info.minISR {
 		return nil, kerr.NotEnoughReplicas
+	}
+	if notLeader != nil {
+		return nil, notLeader
 	}
 	if b.diskFull() {
 		return nil, kerr.KafkaStorageError

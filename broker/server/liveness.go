@@ -58,7 +58,13 @@ func (l *liveness) run(b *Broker) func(context.Context) {
 					if err != nil {
 						return
 					}
+					// A dial to a closed port in the ephemeral range can connect
+					// to itself (TCP simultaneous open): that is no peer.
+					self := c.LocalAddr().String() == c.RemoteAddr().String()
 					c.Close()
+					if self {
+						return
+					}
 					l.mu.Lock()
 					l.lastSeen[p.ID] = time.Now()
 					l.mu.Unlock()

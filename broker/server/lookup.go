@@ -42,32 +42,56 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 }
 
 // currentLeader prefers this broker's own view of a shard it hosts, which is
-// fresher than the metadata's record.
+// fresher than the metadata's record. A partition whose Raft group has no
+// leader (it lost its quorum) names its first live replica instead: that
+// replica serves the committed records and answers produce with
+// NOT_ENOUGH_REPLICAS, which tells a client more than LEADER_NOT_AVAILABLE.
 func (b *Broker) currentLeader(info partitionInfo) (int32, int32) {
 	if b.replicas.get(info.shard) != nil {
 		if id, ok, err := b.nh.GetLeaderID(info.shard); err == nil && ok && id != 0 {
 			return brokerOf(id), max(b.term(info.shard), info.leaderEpoch)
 		}
-		return -1, info.leaderEpoch
+		return b.standIn(info), info.leaderEpoch
 	}
-	if !b.liveness.isLive(info.leader) {
-		return -1, info.leaderEpoch
+	if b.liveness.isLive(info.leader) {
+		return info.leader, info.leaderEpoch
 	}
-	return info.leader, info.leaderEpoch
+	return b.standIn(info), info.leaderEpoch
+}
+
+func (b *Broker) standIn(info partitionInfo) int32 {
+	for _, id := range info.replicas {
+		if b.liveness.isLive(id) {
+			return id
+		}
+	}
+	return -1
 }
 
 // leaderReplica returns the local replica if this broker leads the
 // partition, else the error a client should see.
 func (b *Broker) leaderReplica(topic string, index int32) (*replica, partitionInfo, *kerr.Error) {
+	return b.actingReplica(topic, index, false)
+}
+
+// actingReplica is leaderReplica that also accepts this broker standing in
+// for a leaderless partition, for reads of committed records.
+func (b *Broker) actingReplica(topic string, index int32, standIn bool) (*replica, partitionInfo, *kerr.Error) {
 	info, err := b.partitionFor(topic, index)
 	if err != nil {
 		return nil, info, err
 	}
 	rep := b.replicas.get(info.shard)
-	if rep == nil || !b.isLeader(info.shard) {
+	if rep == nil {
 		return nil, info, kerr.NotLeaderForPartition
 	}
-	return rep, info, nil
+	if b.isLeader(info.shard) {
+		return rep, info, nil
+	}
+	if standIn && info.leader == b.cfg.ID {
+		return rep, info, nil
+	}
+	return rep, info, kerr.NotLeaderForPartition
 }
 
 // liveReplicas counts the replicas on brokers that answer.
