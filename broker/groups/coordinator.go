@@ -159,9 +159,11 @@ func (c *Coordinator) removeMember(g *group, m *member, reason *kerr.Error) {
 			break
 		}
 	}
-	if len(g.members) == 0 && g.state != StatePreparingRebalance {
-		g.state, g.leader, g.protocol = StateEmpty, "", ""
-		g.generation++
+	if len(g.members) == 0 {
+		if g.state != StateEmpty {
+			g.state, g.leader, g.protocol = StateEmpty, "", ""
+			g.generation++
+		}
 		return
 	}
 	c.prepareRebalance(g)

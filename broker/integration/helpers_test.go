@@ -22,8 +22,8 @@ func batch(producerID int64, epoch int16, firstSeq int32, values ...string) []by
 		r := kmsg.NewRecord()
 		r.OffsetDelta = int32(i)
 		r.Value = []byte(v)
-		body := r.AppendTo(nil)
-		records = append(records, body...)
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // everything after the zero length varint
+		records = r.AppendTo(records)
 	}
 	b := kmsg.RecordBatch{
 		PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: int32(len(values) - 1),

@@ -1,0 +1,152 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+func produceN(t *testing.T, c *brokertest.Cluster, topic string, n int) {
+	t.Helper()
+	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprint(i))}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGroupConsumersShareTopicAndCommit(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("events", 6, 3, nil)
+	const n = 2000
+	produceN(t, c, "events", n)
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	byMember := map[int]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for m := 0; m < 2; m++ {
+		wg.Add(1)
+		go func(m int) {
+			defer wg.Done()
+			cl := c.Client(kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("events"),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+				kgo.Balancers(kgo.CooperativeStickyBalancer()))
+			for {
+				mu.Lock()
+				done := len(seen) >= n
+				mu.Unlock()
+				if done || ctx.Err() != nil {
+					cl.LeaveGroup()
+					return
+				}
+				pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+				fs := cl.PollFetches(pctx)
+				pcancel()
+				mu.Lock()
+				for _, r := range fs.Records() {
+					seen[string(r.Value)]++
+					byMember[m]++
+				}
+				mu.Unlock()
+				if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+					t.Logf("member %d commit: %v", m, err)
+				}
+			}
+		}(m)
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("the group consumed %d distinct records, want %d", len(seen), n)
+	}
+	t.Logf("records per member: %v", byMember)
+
+	adm := c.Admin()
+	committed, err := adm.FetchOffsets(ctx, "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		o, ok := committed.Lookup("events", e.Partition)
+		if !ok || o.At != e.Offset {
+			t.Errorf("partition %d: committed %v, end %d", e.Partition, o.At, e.Offset)
+		}
+	})
+	groups, err := adm.DescribeGroups(ctx, "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := groups["billing"].State; st != "Empty" {
+		t.Errorf("after both members left the group is %s, want Empty", st)
+	}
+}
+
+func TestCommittedOffsetsSurviveCoordinatorKill(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("audit", 3, 3, nil)
+	produceN(t, c, "audit", 30)
+	adm := c.Admin()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	offsets := kadm.Offsets{}
+	for p := int32(0); p < 3; p++ {
+		offsets.Add(kadm.Offset{Topic: "audit", Partition: p, At: int64(p + 1), LeaderEpoch: -1})
+	}
+	resp, err := adm.CommitOffsets(ctx, "reporting", offsets)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	coord := adm.FindGroupCoordinators(ctx, "reporting")["reporting"]
+	if coord.Err != nil {
+		t.Fatal(coord.Err)
+	}
+	victim := int(coord.NodeID)
+	t.Logf("SIGKILL coordinator broker %d", victim)
+	c.Kill(victim)
+
+	// A client caches its coordinator; each attempt starts afresh, as a
+	// restarted consumer would, until the metadata group elected a leader.
+	var fresh *kadm.Client
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		fresh = kadm.NewClient(c.Client())
+		got, err := fresh.FetchOffsets(ctx, "reporting")
+		if err == nil {
+			for p := int32(0); p < 3; p++ {
+				o, ok := got.Lookup("audit", p)
+				if !ok || o.At != int64(p+1) {
+					t.Fatalf("partition %d: offset %+v after coordinator kill, want %d", p, o, p+1)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fetch offsets from the new coordinator: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if coord2 := fresh.FindGroupCoordinators(ctx, "reporting")["reporting"]; coord2.Err != nil || int(coord2.NodeID) == victim {
+		t.Fatalf("coordinator after kill: %+v", coord2)
+	}
+}

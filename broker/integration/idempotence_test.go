@@ -1,0 +1,75 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+func TestIdempotentProducerSequences(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("payments", 1, 3, nil)
+	cl := c.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.ProducerID, init.ProducerEpoch = -1, -1
+	pid, err := init.RequestWith(ctx, cl)
+	if err != nil || pid.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v %v", err, pid)
+	}
+	id, epoch := pid.ProducerID, pid.ProducerEpoch
+
+	first := produceRaw(t, cl, "payments", 0, -1, batch(id, epoch, 0, "a", "b"))
+	if first.ErrorCode != 0 || first.BaseOffset != 0 {
+		t.Fatalf("first batch: %+v", first)
+	}
+	second := produceRaw(t, cl, "payments", 0, -1, batch(id, epoch, 2, "c"))
+	if second.ErrorCode != 0 || second.BaseOffset != 2 {
+		t.Fatalf("second batch: %+v", second)
+	}
+	// A retry of an already stored batch gets its first offset back and
+	// stores nothing.
+	retry := produceRaw(t, cl, "payments", 0, -1, batch(id, epoch, 0, "a", "b"))
+	if retry.ErrorCode != 0 || retry.BaseOffset != 0 {
+		t.Fatalf("retried batch: error %v offset %d, want offset 0", kerr.ErrorForCode(retry.ErrorCode), retry.BaseOffset)
+	}
+	// A gap in the sequence is refused.
+	gap := produceRaw(t, cl, "payments", 0, -1, batch(id, epoch, 7, "x"))
+	if gap.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("sequence gap: %v, want OUT_OF_ORDER_SEQUENCE_NUMBER", kerr.ErrorForCode(gap.ErrorCode))
+	}
+	// A new epoch fences the old one.
+	bumped := produceRaw(t, cl, "payments", 0, -1, batch(id, epoch+1, 0, "d"))
+	if bumped.ErrorCode != 0 || bumped.BaseOffset != 3 {
+		t.Fatalf("new epoch: %+v", bumped)
+	}
+	fenced := produceRaw(t, cl, "payments", 0, -1, batch(id, epoch, 3, "zombie"))
+	if fenced.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("old epoch: %v, want INVALID_PRODUCER_EPOCH", kerr.ErrorForCode(fenced.ErrorCode))
+	}
+
+	got := consumeAll(t, c, "payments", 4)
+	want := []string{"a", "b", "c", "d"}
+	if len(got) != len(want) {
+		t.Fatalf("stored %d records, want %d", len(got), len(want))
+	}
+	for i, r := range got {
+		if string(r.Value) != want[i] || r.Offset != int64(i) {
+			t.Fatalf("record %d: %q at %d, want %q at %d", i, r.Value, r.Offset, want[i], i)
+		}
+	}
+
+	// The producer table is replicated: after the leader dies, its successor
+	// still recognises the retry.
+	c.Kill(c.LeaderOf("payments", 0))
+	retry = produceRaw(t, c.Client(), "payments", 0, -1, batch(id, epoch+1, 0, "d"))
+	if retry.ErrorCode != 0 || retry.BaseOffset != 3 {
+		t.Fatalf("retry on the new leader: error %v offset %d, want offset 3", kerr.ErrorForCode(retry.ErrorCode), retry.BaseOffset)
+	}
+}
