@@ -4,7 +4,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 GOLANGCI_LINT_VERSION := v2.15.0
 
-.PHONY: all build test test-unit test-integration run bench fmt vet lint tools clean help
+.PHONY: all build test test-unit run bench fuzz fmt vet lint tools clean help
 
 all: build
 
@@ -25,6 +25,11 @@ run: build ## a local 3-broker cluster on 127.0.0.1:9092-9094 in the foreground 
 
 bench: build ## benchmarks against a local cluster; writes docs/benchmarks.md
 	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/
+
+FUZZTIME ?= 60s
+fuzz: ## run each fuzz target for FUZZTIME (request decoding, partition state machine)
+	cd broker/server && $(GO) test -run '^$$' -fuzz FuzzParseRequest -fuzztime $(FUZZTIME) .
+	cd broker/partition && $(GO) test -run '^$$' -fuzz FuzzUpdate -fuzztime $(FUZZTIME) .
 
 fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')

@@ -130,41 +130,22 @@ func (c *clientConn) handle(body []byte) (keep bool) {
 			}
 		}
 	}()
-	rd := kbin.Reader{Src: body}
-	key, version, corr := rd.Int16(), rd.Int16(), rd.Int32()
-	h, known := handlers[key]
-	if !known {
-		c.b.log.Warn("closing connection: unsupported API", "remote", c.nc.RemoteAddr().String(), "key", key)
-		return false
-	}
-	if version < h.min || version > h.max {
-		if key == int16(kmsg.ApiVersions) {
+	parsed, err := parseRequest(body)
+	if err != nil {
+		var unsupported *unsupportedVersion
+		if errors.As(err, &unsupported) && unsupported.key == int16(kmsg.ApiVersions) {
 			// KIP-511: answer in v0 with the versions we have.
 			resp := apiVersionsResponse(0)
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
-			c.out <- ready(frame(corr, false, resp))
+			c.out <- ready(frame(parsed.corr, false, resp))
 			return true
 		}
-		c.b.log.Warn("closing connection: unsupported version", "remote", c.nc.RemoteAddr().String(), "api", kmsg.NameForKey(key), "version", version)
+		c.b.log.Warn("closing connection: bad request", "remote", c.nc.RemoteAddr().String(), "error", err)
 		return false
 	}
-	kreq := kmsg.RequestForKey(key)
-	kreq.SetVersion(version)
-	clientID := rd.NullableString()
-	if kreq.IsFlexible() {
-		kmsg.SkipTags(&rd)
-	}
-	if rd.Complete() != nil {
-		return false
-	}
-	if err := kreq.ReadFrom(rd.Src); err != nil {
-		c.b.log.Warn("closing connection: malformed request", "remote", c.nc.RemoteAddr().String(), "api", kmsg.NameForKey(key), "version", version, "error", err)
-		return false
-	}
-	req := &request{conn: c, kreq: kreq}
-	if clientID != nil {
-		req.clientID = *clientID
-	}
+	key, version, corr, kreq, h := parsed.key, parsed.version, parsed.corr, parsed.kreq, handlers[parsed.key]
+	clientID := parsed.clientID
+	req := &request{conn: c, kreq: kreq, clientID: clientID}
 	start := time.Now()
 	// Produce with acks=0 expects no answer at all.
 	if pr, ok := kreq.(*kmsg.ProduceRequest); ok && pr.Acks == 0 {
@@ -212,4 +193,49 @@ func frame(corr int32, flexibleHeader bool, resp kmsg.Response) []byte {
 	buf = resp.AppendTo(buf)
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	return buf
+}
+
+type parsedRequest struct {
+	key, version int16
+	corr         int32
+	clientID     string
+	kreq         kmsg.Request
+}
+
+type unsupportedVersion struct{ key, version int16 }
+
+func (e *unsupportedVersion) Error() string {
+	return fmt.Sprintf("%s v%d is not supported", kmsg.NameForKey(e.key), e.version)
+}
+
+// parseRequest decodes a request frame (without its size prefix): the
+// header by hand, as kmsg has no request-header type, the body with kmsg.
+func parseRequest(body []byte) (parsedRequest, error) {
+	rd := kbin.Reader{Src: body}
+	p := parsedRequest{key: rd.Int16(), version: rd.Int16(), corr: rd.Int32()}
+	if rd.Complete() != nil {
+		return p, errors.New("short request header")
+	}
+	h, known := handlers[p.key]
+	if !known {
+		return p, fmt.Errorf("unsupported API key %d", p.key)
+	}
+	if p.version < h.min || p.version > h.max {
+		return p, &unsupportedVersion{p.key, p.version}
+	}
+	p.kreq = kmsg.RequestForKey(p.key)
+	p.kreq.SetVersion(p.version)
+	if id := rd.NullableString(); id != nil {
+		p.clientID = *id
+	}
+	if p.kreq.IsFlexible() {
+		kmsg.SkipTags(&rd)
+	}
+	if rd.Complete() != nil {
+		return p, errors.New("short request header")
+	}
+	if err := p.kreq.ReadFrom(rd.Src); err != nil {
+		return p, fmt.Errorf("malformed %s v%d: %w", kmsg.NameForKey(p.key), p.version, err)
+	}
+	return p, nil
 }

@@ -1,0 +1,119 @@
+package meta
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+func clusterOf(n int32) *State {
+	s := NewState()
+	for id := int32(0); id < n; id++ {
+		s.Apply(uint64(id+1), &Command{RegisterBroker: &Broker{ID: id, Host: "127.0.0.1", Port: 9092 + id, RaftAddr: "r"}})
+	}
+	return s
+}
+
+func TestCreateTopicPlacesReplicasOnDistinctBrokersAndSpreadsLeaders(t *testing.T) {
+	s := clusterOf(3)
+	out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Name: "orders", Partitions: 6, ReplicationFactor: 3}})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	preferred := map[int32]int{}
+	shards := map[uint64]bool{}
+	for _, p := range s.Topics["orders"].Partitions {
+		seen := map[int32]bool{}
+		for _, r := range p.Replicas {
+			if seen[r] {
+				t.Fatalf("partition %d has broker %d twice: %v", p.Index, r, p.Replicas)
+			}
+			seen[r] = true
+		}
+		if shards[p.Shard] || p.Shard < FirstPartitionShard {
+			t.Fatalf("partition %d shard %d reused or reserved", p.Index, p.Shard)
+		}
+		shards[p.Shard] = true
+		preferred[p.Replicas[0]]++
+	}
+	for id := int32(0); id < 3; id++ {
+		if preferred[id] != 2 {
+			t.Fatalf("preferred leaders per broker %v, want 2 each", preferred)
+		}
+	}
+}
+
+func TestTopicCommandsValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		cmd  Command
+		want error
+	}{
+		{"rf above brokers", Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 1, ReplicationFactor: 4}}, kerr.InvalidReplicationFactor},
+		{"zero partitions", Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 0, ReplicationFactor: 1}}, kerr.InvalidPartitions},
+		{"bad name", Command{CreateTopic: &CreateTopic{Name: "a/b", Partitions: 1, ReplicationFactor: 1}}, kerr.InvalidTopicException},
+		{"unknown config", Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{"bogus": "1"}}}, kerr.InvalidConfig},
+		{"min isr above rf", Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 1, ReplicationFactor: 2, Configs: map[string]string{ConfigMinInsyncReplicas: "3"}}}, kerr.InvalidConfig},
+		{"compaction", Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{ConfigCleanupPolicy: "compact"}}}, kerr.InvalidConfig},
+		{"exists", Command{CreateTopic: &CreateTopic{Name: "taken", Partitions: 1, ReplicationFactor: 1}}, kerr.TopicAlreadyExists},
+		{"shrink", Command{CreatePartitions: &CreatePartitions{Name: "taken", Count: 1}}, kerr.InvalidPartitions},
+		{"grow unknown", Command{CreatePartitions: &CreatePartitions{Name: "nope", Count: 3}}, kerr.UnknownTopicOrPartition},
+		{"alter bad value", Command{AlterConfigs: &AlterConfigs{Name: "taken", Set: map[string]string{ConfigRetentionMs: "soon"}}}, kerr.InvalidConfig},
+		{"delete unknown", Command{DeleteTopic: "nope"}, kerr.UnknownTopicOrPartition},
+		{"empty command", Command{}, kerr.InvalidRequest},
+	}
+	for _, c := range cases {
+		s := clusterOf(3)
+		s.Apply(9, &Command{CreateTopic: &CreateTopic{Name: "taken", Partitions: 2, ReplicationFactor: 1}})
+		before := s.NextShard
+		if got := s.Apply(10, &c.cmd).Err; got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+		if s.NextShard != before || len(s.Topics) != 1 {
+			t.Errorf("%s: a rejected command changed the state", c.name)
+		}
+	}
+}
+
+func TestValidateOnlyChangesNothing(t *testing.T) {
+	s := clusterOf(3)
+	if out := s.Apply(5, &Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 3, ReplicationFactor: 3, ValidateOnly: true}}); out.Err != nil || out.Topic == nil {
+		t.Fatalf("validate only: %+v", out)
+	}
+	if len(s.Topics) != 0 || s.NextShard != FirstPartitionShard {
+		t.Fatalf("validate-only create left state behind: %d topics, next shard %d", len(s.Topics), s.NextShard)
+	}
+}
+
+func TestLeaderChangesOnlyMoveForward(t *testing.T) {
+	s := clusterOf(3)
+	s.Apply(5, &Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 1, ReplicationFactor: 3}})
+	shard := s.Topics["a"].Partitions[0].Shard
+	s.Apply(6, &Command{Leader: &LeaderChange{Shard: shard, Leader: 2, Epoch: 5}})
+	s.Apply(7, &Command{Leader: &LeaderChange{Shard: shard, Leader: 1, Epoch: 4}}) // late report of an older term
+	if p := s.Topics["a"].Partitions[0]; p.Leader != 2 || p.LeaderEpoch != 5 {
+		t.Fatalf("leader %d epoch %d, want 2 at 5", p.Leader, p.LeaderEpoch)
+	}
+}
+
+func TestProducerIDBlocksDoNotOverlap(t *testing.T) {
+	s := clusterOf(1)
+	a := s.Apply(2, &Command{AllocateProducerIDs: true}).ProducerID
+	b := s.Apply(3, &Command{AllocateProducerIDs: true}).ProducerID
+	if b-a != ProducerIDBlock {
+		t.Fatalf("blocks at %d and %d", a, b)
+	}
+}
+
+func TestTopicIDsAreDeterministicAndDistinct(t *testing.T) {
+	a, b := clusterOf(1), clusterOf(1)
+	ida := a.Apply(7, &Command{CreateTopic: &CreateTopic{Name: "x", Partitions: 1, ReplicationFactor: 1}}).Topic.ID
+	idb := b.Apply(7, &Command{CreateTopic: &CreateTopic{Name: "x", Partitions: 1, ReplicationFactor: 1}}).Topic.ID
+	if ida != idb {
+		t.Fatal("replicas derived different topic ids from the same entry")
+	}
+	a.Apply(8, &Command{DeleteTopic: "x"})
+	if again := a.Apply(9, &Command{CreateTopic: &CreateTopic{Name: "x", Partitions: 1, ReplicationFactor: 1}}).Topic.ID; again == ida {
+		t.Fatal("a re-created topic reused the old topic id")
+	}
+}

@@ -1,0 +1,304 @@
+package partition
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	sm "github.com/lni/dragonboat/v3/statemachine"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+func openSM(t *testing.T, dir string, segmentBytes int64) (*StateMachine, uint64) {
+	t.Helper()
+	s := NewStateMachine(dir, segmentBytes)
+	applied, err := s.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, applied
+}
+
+// apply runs commands as Raft entries from index first on.
+func apply(t *testing.T, s *StateMachine, first uint64, cmds ...[]byte) []Result {
+	t.Helper()
+	entries := make([]sm.Entry, len(cmds))
+	for i, c := range cmds {
+		entries[i] = sm.Entry{Index: first + uint64(i), Cmd: c}
+	}
+	out, err := s.Update(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make([]Result, len(out))
+	for i, e := range out {
+		res[i] = DecodeResult(e.Result)
+	}
+	return res
+}
+
+func produce(epoch int32, pid int64, pepoch int16, seq int32, values ...string) []byte {
+	return ProduceCommand(epoch, brokertest.RecordBatch(pid, pepoch, seq, values...))
+}
+
+// readValues decodes every record value from offset on.
+func readValues(t *testing.T, l *Log, from int64) ([]string, []int64) {
+	t.Helper()
+	var vals []string
+	var offs []int64
+	for {
+		data, err := l.Read(from, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) == 0 {
+			return vals, offs
+		}
+		for len(data) > 0 {
+			var b kmsg.RecordBatch
+			if err := b.ReadFrom(data); err != nil {
+				t.Fatal(err)
+			}
+			raw := b.Records
+			for i := int32(0); i < b.NumRecords; i++ {
+				var r kmsg.Record
+				if err := r.ReadFrom(raw); err != nil {
+					t.Fatal(err)
+				}
+				raw = raw[len(r.AppendTo(nil)):]
+				off := b.FirstOffset + int64(r.OffsetDelta)
+				if off >= from {
+					vals, offs = append(vals, string(r.Value)), append(offs, off)
+				}
+			}
+			from = b.FirstOffset + int64(b.LastOffsetDelta) + 1
+			data = data[12+b.Length:]
+		}
+	}
+}
+
+func TestAppendAssignsOffsetsAndSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	s, applied := openSM(t, dir, 0)
+	if applied != 0 {
+		t.Fatalf("fresh state machine applied %d", applied)
+	}
+	res := apply(t, s, 1, produce(3, -1, 0, 0, "a", "b"), produce(3, -1, 0, 0, "c"), DeleteRecordsCommand(1))
+	if res[0].BaseOffset != 0 || res[1].BaseOffset != 2 || res[2].LogStartOffset != 1 {
+		t.Fatalf("results %+v", res)
+	}
+	vals, offs := readValues(t, s.Log(), 1)
+	if !equal(vals, []string{"b", "c"}) || offs[0] != 1 || offs[1] != 2 {
+		t.Fatalf("read %v at %v", vals, offs)
+	}
+	if e, end := s.Log().EndOffsetForEpoch(3); e != 3 || end != 3 {
+		t.Fatalf("epoch 3 ends at %d (epoch %d)", end, e)
+	}
+	s.Close()
+
+	s2, applied := openSM(t, dir, 0)
+	if applied != 3 {
+		t.Fatalf("reopened at applied index %d, want 3", applied)
+	}
+	start, end := s2.Log().Offsets()
+	if start != 1 || end != 3 {
+		t.Fatalf("reopened offsets [%d, %d), want [1, 3)", start, end)
+	}
+	if _, err := s2.Log().Read(0, 100); err != ErrOffsetOutOfRange {
+		t.Fatalf("read below log start: %v", err)
+	}
+}
+
+func TestIdempotentProducerTable(t *testing.T) {
+	s, _ := openSM(t, t.TempDir(), 0)
+	cases := []struct {
+		name    string
+		cmd     []byte
+		wantErr error
+		base    int64
+	}{
+		{"first batch", produce(1, 7, 0, 0, "a", "b"), nil, 0},
+		{"next batch", produce(1, 7, 0, 2, "c"), nil, 2},
+		{"retry of first batch", produce(1, 7, 0, 0, "a", "b"), nil, 0},
+		{"gap", produce(1, 7, 0, 9, "x"), kerr.OutOfOrderSequenceNumber, -1},
+		{"unknown producer mid-sequence", produce(1, 8, 0, 5, "x"), kerr.OutOfOrderSequenceNumber, -1},
+		{"new epoch restarts at 0", produce(1, 7, 1, 0, "d"), nil, 3},
+		{"old epoch fenced", produce(1, 7, 0, 3, "x"), kerr.InvalidProducerEpoch, -1},
+		{"new epoch must start at 0", produce(1, 7, 2, 4, "x"), kerr.OutOfOrderSequenceNumber, -1},
+		{"non-idempotent batch", produce(1, -1, -1, -1, "e"), nil, 4},
+	}
+	for i, c := range cases {
+		got := apply(t, s, uint64(i+1), c.cmd)[0]
+		if got.Err != c.wantErr || (c.wantErr == nil && got.BaseOffset != c.base) {
+			t.Fatalf("%s: got %v at %d, want %v at %d", c.name, got.Err, got.BaseOffset, c.wantErr, c.base)
+		}
+	}
+	vals, _ := readValues(t, s.Log(), 0)
+	if !equal(vals, []string{"a", "b", "c", "d", "e"}) {
+		t.Fatalf("stored %v", vals)
+	}
+}
+
+func TestProducerWindowRemembersFiveBatches(t *testing.T) {
+	s, _ := openSM(t, t.TempDir(), 0)
+	for i := int32(0); i < 7; i++ {
+		apply(t, s, uint64(i+1), produce(1, 1, 0, i, "v"))
+	}
+	// Batches 2..6 are remembered; batch 1 fell out of the window and is
+	// now a sequence error rather than a silent duplicate.
+	if r := apply(t, s, 8, produce(1, 1, 0, 2, "v"))[0]; r.Err != nil || r.BaseOffset != 2 {
+		t.Fatalf("retry within window: %+v", r)
+	}
+	if r := apply(t, s, 9, produce(1, 1, 0, 1, "v"))[0]; r.Err != kerr.OutOfOrderSequenceNumber {
+		t.Fatalf("retry outside window: %+v", r)
+	}
+}
+
+func TestMalformedCommandsAreResultsNotErrors(t *testing.T) {
+	s, _ := openSM(t, t.TempDir(), 0)
+	bad := brokertest.RecordBatch(-1, 0, 0, "x")
+	bad[len(bad)-1] ^= 1
+	res := apply(t, s, 1, nil, []byte{99}, []byte{cmdProduce}, ProduceCommand(1, bad), ProduceCommand(1, []byte{1, 2}),
+		DeleteRecordsCommand(5), []byte{cmdDeleteRecords, 1})
+	for i, r := range res {
+		if r.Err == nil {
+			t.Fatalf("command %d accepted", i)
+		}
+	}
+	if _, end := s.Log().Offsets(); end != 0 {
+		t.Fatalf("log end %d after only bad commands", end)
+	}
+}
+
+func TestTornTailIsTruncatedOnOpen(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openSM(t, dir, 0)
+	apply(t, s, 1, produce(1, -1, 0, 0, "a"), produce(1, -1, 0, 0, "b"))
+	s.Close()
+	seg := filepath.Join(dir, segmentName(0))
+	f, err := os.OpenFile(seg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Half a batch, as a crash in the middle of a write leaves it.
+	f.Write(brokertest.RecordBatch(-1, 0, 0, "torn")[:30])
+	f.Close()
+	s2, applied := openSM(t, dir, 0)
+	if applied != 2 {
+		t.Fatalf("applied %d", applied)
+	}
+	vals, _ := readValues(t, s2.Log(), 0)
+	if !equal(vals, []string{"a", "b"}) {
+		t.Fatalf("after torn tail: %v", vals)
+	}
+	r := apply(t, s2, 3, produce(1, -1, 0, 0, "c"))[0]
+	if r.BaseOffset != 2 {
+		t.Fatalf("append after truncation at %d", r.BaseOffset)
+	}
+}
+
+func TestBatchesBeyondCheckpointAreDroppedForReplay(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openSM(t, dir, 0)
+	apply(t, s, 1, produce(1, -1, 0, 0, "a"))
+	ck := s.ck
+	apply(t, s, 2, produce(1, -1, 0, 0, "b"))
+	// Crash after the segment write but before the checkpoint: the
+	// checkpoint still says index 1, so Raft will replay entry 2.
+	writeCheckpoint(s.ckFile, checkpoint{Seq: s.ck.Seq + 1, AppliedIndex: ck.AppliedIndex, NextOffset: ck.NextOffset, LogStartOffset: ck.LogStartOffset})
+	s.Close()
+	s2, applied := openSM(t, dir, 0)
+	if applied != 1 {
+		t.Fatalf("applied %d, want 1", applied)
+	}
+	apply(t, s2, 2, produce(1, -1, 0, 0, "b"))
+	vals, _ := readValues(t, s2.Log(), 0)
+	if !equal(vals, []string{"a", "b"}) {
+		t.Fatalf("after replay: %v, want [a b] once", vals)
+	}
+}
+
+func TestSnapshotStreamsThePartition(t *testing.T) {
+	src, _ := openSM(t, t.TempDir(), 200)
+	for i := 0; i < 20; i++ {
+		apply(t, src, uint64(i+1), produce(2, 5, 0, int32(i), "value"))
+	}
+	apply(t, src, 21, DeleteRecordsCommand(4))
+	state, err := src.PrepareSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := src.SaveSnapshot(state, &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	dstDir := t.TempDir()
+	dst, _ := openSM(t, dstDir, 200)
+	apply(t, dst, 1, produce(1, -1, 0, 0, "stale"))
+	if err := dst.RecoverFromSnapshot(&buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := readValues(t, src.Log(), 4)
+	got, _ := readValues(t, dst.Log(), 4)
+	if !equal(got, want) || len(got) != 16 {
+		t.Fatalf("recovered %d records, want %d", len(got), len(want))
+	}
+	if s, e := dst.Log().Offsets(); s != 4 || e != 20 {
+		t.Fatalf("recovered offsets [%d, %d)", s, e)
+	}
+	// The producer table came along: a retry of the last batch is known.
+	if r := apply(t, dst, 22, produce(2, 5, 0, 19, "value"))[0]; r.Err != nil || r.BaseOffset != 19 {
+		t.Fatalf("retry after recovery: %+v", r)
+	}
+	dst.Close()
+	reopened, applied := openSM(t, dstDir, 200)
+	if applied != 22 {
+		t.Fatalf("reopened at %d, want 22", applied)
+	}
+	if s, e := reopened.Log().Offsets(); s != 4 || e != 20 {
+		t.Fatalf("reopened offsets [%d, %d)", s, e)
+	}
+}
+
+func TestRetentionDropsWholeSegments(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openSM(t, dir, 300)
+	for i := 0; i < 30; i++ {
+		apply(t, s, uint64(i+1), produce(1, -1, 0, 0, "0123456789"))
+	}
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	total := s.Log().SizeBytes()
+	point := s.Log().RetentionPoint(0, total/2)
+	if point <= 0 || point >= 30 {
+		t.Fatalf("retention point %d", point)
+	}
+	apply(t, s, 31, DeleteRecordsCommand(point))
+	after, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	if len(after) >= len(segs) || s.Log().SizeBytes() > total/2+300 {
+		t.Fatalf("%d segments before, %d after, %d of %d bytes left", len(segs), len(after), s.Log().SizeBytes(), total)
+	}
+	if start, _ := s.Log().Offsets(); start != point {
+		t.Fatalf("log start %d, want %d", start, point)
+	}
+	// Everything is older than a future cut-off, but the active segment stays.
+	if p := s.Log().RetentionPoint(1<<62, -1); p == 30 {
+		t.Fatal("retention would delete the active segment")
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
