@@ -25,6 +25,12 @@ count() {
   if [[ -f $dir/brokers ]]; then cat "$dir/brokers"; else echo 3; fi
 }
 
+join_addrs() {
+  local n=$1 out="" i
+  for ((i = 0; i < n && i < 3; i++)); do out+="${out:+,}127.0.0.1:$(http_port "$i")"; done
+  echo "$out"
+}
+
 voters() {
   local n=$1 out="" i
   for ((i = 0; i < n && i < 3; i++)); do out+="${out:+,}$i=127.0.0.1:$(raft_port "$i")"; done
@@ -40,10 +46,12 @@ start_one() {
   local i=$1 n; n=$(count)
   if pid_of "$i" >/dev/null; then return; fi
   mkdir -p "$dir/broker-$i"
+  local extra=()
+  ((i >= 3)) && extra=(--join "$(join_addrs "$n")")
   "$bin" --id "$i" --data-dir "$dir/broker-$i/data" \
     --listen "127.0.0.1:$(kafka_port "$i")" --raft-address "127.0.0.1:$(raft_port "$i")" \
     --http-listen "127.0.0.1:$(http_port "$i")" --metadata-voters "$(voters "$n")" \
-    --default-replication-factor "$((n < 3 ? n : 3))" ${RAFTKA_BROKER_FLAGS:-} \
+    --default-replication-factor "$((n < 3 ? n : 3))" "${extra[@]}" ${RAFTKA_BROKER_FLAGS:-} \
     >>"$dir/broker-$i/log" 2>&1 &
   echo $! >"$dir/broker-$i/pid"
 }

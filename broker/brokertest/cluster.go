@@ -42,6 +42,7 @@ type Cluster struct {
 	t       testing.TB
 	bin     string
 	voters  string
+	join    string
 	flags   []string
 	admin   *kadm.Client
 	Brokers []*Broker
@@ -94,7 +95,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	c := &Cluster{t: t, bin: Binary(t), flags: opts.ExtraFlags}
 	root := t.TempDir()
 	ports := freePorts(t, 3*opts.Brokers)
-	var voters []string
+	var voters, join []string
 	for i := 0; i < opts.Brokers; i++ {
 		b := &Broker{ID: i,
 			KafkaAddr: "127.0.0.1:" + strconv.Itoa(ports[3*i]),
@@ -106,9 +107,10 @@ func Start(t testing.TB, opts Options) *Cluster {
 		c.Brokers = append(c.Brokers, b)
 		if i < 3 {
 			voters = append(voters, fmt.Sprintf("%d=%s", i, b.RaftAddr))
+			join = append(join, b.HTTPAddr)
 		}
 	}
-	c.voters = strings.Join(voters, ",")
+	c.voters, c.join = strings.Join(voters, ","), strings.Join(join, ",")
 	t.Cleanup(c.StopAll)
 	for i := range c.Brokers {
 		c.Restart(i)
@@ -164,6 +166,9 @@ func (c *Cluster) Restart(i int) {
 	args := append([]string{"--id", strconv.Itoa(i), "--data-dir", b.DataDir, "--listen", b.KafkaAddr,
 		"--raft-address", b.RaftAddr, "--http-listen", b.HTTPAddr, "--metadata-voters", c.voters,
 		"--default-replication-factor", strconv.Itoa(rf), "--group-initial-rebalance-delay", "200ms", "--log-level", "info"}, c.flags...)
+	if i >= 3 {
+		args = append(args, "--join", c.join)
+	}
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -45,3 +45,13 @@ func produceRaw(t *testing.T, cl *kgo.Client, topic string, partition int32, ack
 		return p
 	}
 }
+
+// kgoAdmin returns an admin client that talks to one broker only.
+func kgoAdmin(t *testing.T, c *brokertest.Cluster, addr string) *kadm.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}

@@ -98,12 +98,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	b.nh = nh
-	voters := map[uint64]string{}
-	for id, addr := range cfg.MetadataVoters {
-		voters[nodeID(id)] = addr
-	}
-	if err := nh.StartConcurrentCluster(voters, false, func(uint64, uint64) sm.IConcurrentStateMachine { return b.meta },
-		shardConfig(meta.MetadataShard, nodeID(cfg.ID), 1000)); err != nil {
+	if err := b.startMetadata(ctx); err != nil {
 		nh.Stop()
 		cancel()
 		return nil, fmt.Errorf("start metadata group: %w", err)
@@ -126,6 +121,27 @@ func Start(cfg Config) (*Broker, error) {
 	b.goBackground(b.serveHTTP)
 	b.log.Info("broker started", "kafka", ln.Addr().String(), "raft", cfg.RaftAddr)
 	return b, nil
+}
+
+// startMetadata starts this broker's member of the metadata group: a voter
+// with the fixed voter list, or an observer that a voter first adds.
+func (b *Broker) startMetadata(ctx context.Context) error {
+	create := func(uint64, uint64) sm.IConcurrentStateMachine { return b.meta }
+	cfg := shardConfig(meta.MetadataShard, nodeID(b.cfg.ID), 1000)
+	if b.cfg.isVoter() {
+		voters := map[uint64]dragonboat.Target{}
+		for id, addr := range b.cfg.MetadataVoters {
+			voters[nodeID(id)] = addr
+		}
+		return b.nh.StartConcurrentCluster(voters, false, create, cfg)
+	}
+	cfg.IsObserver = true
+	if !b.nh.HasNodeInfo(meta.MetadataShard, nodeID(b.cfg.ID)) {
+		if err := b.requestObserverSeat(ctx); err != nil {
+			return err
+		}
+	}
+	return b.nh.StartConcurrentCluster(nil, true, create, cfg)
 }
 
 func shardConfig(shard, node uint64, snapshotEntries uint64) dbconfig.Config {

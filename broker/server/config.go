@@ -12,13 +12,16 @@ import (
 
 // Config is a broker's configuration, from flags or a file.
 type Config struct {
-	ID                       int32
-	DataDir                  string
-	KafkaListen              string // host:port the Kafka listener binds
-	AdvertisedKafka          string // host:port clients are told to use
-	RaftAddr                 string // host:port of this broker's Raft transport, stable across restarts
-	HTTPListen               string // metrics, readiness and safe-restart endpoints; empty disables
-	MetadataVoters           map[int32]string
+	ID              int32
+	DataDir         string
+	KafkaListen     string // host:port the Kafka listener binds
+	AdvertisedKafka string // host:port clients are told to use
+	RaftAddr        string // host:port of this broker's Raft transport, stable across restarts
+	HTTPListen      string // metrics, readiness and safe-restart endpoints; empty disables
+	MetadataVoters  map[int32]string
+	// JoinAddresses are HTTP host:port of brokers to ask for a place in the
+	// metadata group, for a broker that is not one of its voters.
+	JoinAddresses            []string
 	RTT                      time.Duration
 	Rack                     string
 	AutoCreateTopics         bool
@@ -57,6 +60,11 @@ func ParseVoters(s string) (map[int32]string, error) {
 	return out, nil
 }
 
+func (c *Config) isVoter() bool {
+	_, ok := c.MetadataVoters[c.ID]
+	return ok
+}
+
 func (c *Config) validate() error {
 	if c.ID < 0 {
 		return fmt.Errorf("broker id must be at least 0")
@@ -67,13 +75,13 @@ func (c *Config) validate() error {
 	if len(c.MetadataVoters) == 0 {
 		return fmt.Errorf("metadata voters are required")
 	}
-	if _, ok := c.MetadataVoters[c.ID]; !ok {
+	if _, ok := c.MetadataVoters[c.ID]; !ok && len(c.JoinAddresses) == 0 {
 		ids := make([]int, 0, len(c.MetadataVoters))
 		for id := range c.MetadataVoters {
 			ids = append(ids, int(id))
 		}
 		sort.Ints(ids)
-		return fmt.Errorf("broker %d is not among the metadata voters %v: brokers outside the metadata group are not supported yet", c.ID, ids)
+		return fmt.Errorf("broker %d is not among the metadata voters %v, so it needs join addresses to be added as an observer", c.ID, ids)
 	}
 	if c.RTT <= 0 {
 		c.RTT = 50 * time.Millisecond

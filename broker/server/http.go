@@ -25,6 +25,7 @@ func (b *Broker) serveHTTP(ctx context.Context) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.Readiness()) })
 	mux.HandleFunc("/safe-to-restart", func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.SafeToRestart()) })
+	mux.HandleFunc("POST /internal/metadata-observers", b.handleAddObserver)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	ln, err := net.Listen("tcp", b.cfg.HTTPListen)
 	if err != nil {

@@ -37,6 +37,7 @@ func run(args []string) error {
 		advertised    = fs.String("advertised-address", "", "host:port clients are told to connect to (default: --listen)")
 		raftAddr      = fs.String("raft-address", "127.0.0.1:19092", "host:port of this broker's Raft transport; must stay the same across restarts")
 		voters        = fs.String("metadata-voters", "", "metadata Raft group members as id=raft-host:port,... (at most 3; this broker must be one)")
+		join          = fs.String("join", "", "HTTP host:port of metadata voters, comma-separated, that can add this broker to the metadata group; required for a broker that is not a voter")
 		httpListen    = fs.String("http-listen", "127.0.0.1:8080", "address for /metrics, /readyz and /safe-to-restart (empty disables)")
 		rtt           = fs.Duration("rtt", 50*time.Millisecond, "Raft round-trip time; elections take 20 RTTs, heartbeats every 2")
 		rack          = fs.String("rack", "", "rack (zone) reported to clients")
@@ -87,7 +88,7 @@ func run(args []string) error {
 	}
 	b, err := server.Start(server.Config{
 		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr,
-		HTTPListen: *httpListen, MetadataVoters: voterMap, RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
+		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
 		GroupInitialRebalanceDelay: *rebalanceWait, Logger: logger,
 	})
@@ -119,6 +120,16 @@ func applyEnv(fs *flag.FlagSet) error {
 		}
 	})
 	return err
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func ordinal(host string) (int, error) {
