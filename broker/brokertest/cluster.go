@@ -3,6 +3,7 @@ package brokertest
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -33,8 +34,10 @@ type Broker struct {
 	KafkaAddr, RaftAddr string
 	HTTPAddr            string
 	DataDir, LogPath    string
-	cmd                 *exec.Cmd
-	exited              chan struct{}
+	// Flags are extra flags for this broker's next start.
+	Flags  []string
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
 
 // Cluster is a set of broker processes.
@@ -169,6 +172,7 @@ func (c *Cluster) Restart(i int) {
 	if i >= 3 {
 		args = append(args, "--join", c.join)
 	}
+	args = append(args, b.Flags...)
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -310,4 +314,41 @@ func (c *Cluster) LeaderOf(topic string, partition int32) int {
 	}
 	c.t.Fatalf("no leader for %s/%d", topic, partition)
 	return -1
+}
+
+// Metric scrapes broker i's /metrics and returns the first sample of name
+// whose labels contain every given label text (such as `topic="t"`).
+func (c *Cluster) Metric(i int, name string, labels ...string) (float64, bool) {
+	resp, err := http.Get("http://" + c.Brokers[i].HTTPAddr + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+lines:
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		for _, l := range labels {
+			if !strings.Contains(line, l) {
+				continue lines
+			}
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		return v, err == nil
+	}
+	return 0, false
+}
+
+// Get fetches a path from broker i's HTTP listener.
+func (c *Cluster) Get(i int, path string) (int, string) {
+	resp, err := http.Get("http://" + c.Brokers[i].HTTPAddr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	sm "github.com/lni/dragonboat/v3/statemachine"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -68,6 +69,10 @@ func DecodeResult(r sm.Result) Result {
 	}
 	return out
 }
+
+// SnapshotsRecovered counts partitions this process received as a snapshot
+// from their leader, for the broker's metrics.
+var SnapshotsRecovered atomic.Int64
 
 // StateMachine is the Dragonboat on-disk state machine of one partition.
 type StateMachine struct {
@@ -346,7 +351,11 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 		return err
 	}
 	s.ck = ck
-	return s.load(ck)
+	if err := s.load(ck); err != nil {
+		return err
+	}
+	SnapshotsRecovered.Add(1)
+	return nil
 }
 
 func writeFileSynced(path string, r io.Reader, size int64) error {

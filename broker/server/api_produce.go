@@ -67,7 +67,7 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 			}
 			p.rs.Release()
 		}
-		b.metrics.produced(resp)
+		b.metrics.produced.Inc()
 		return resp
 	}
 	return nil, nil

@@ -32,7 +32,14 @@ type Config struct {
 	MinFreeBytes               int64
 	GroupInitialRebalanceDelay time.Duration
 	MaxRequestBytes            int32
-	Logger                     *slog.Logger
+	// SnapshotEntries is how many Raft entries a partition group applies
+	// between snapshots; older entries are then compacted away, and a
+	// replica that falls further behind receives the partition as a snapshot.
+	SnapshotEntries uint64
+	// RetentionCheckInterval is how often leaders apply retention.ms and
+	// retention.bytes.
+	RetentionCheckInterval time.Duration
+	Logger                 *slog.Logger
 }
 
 // ParseVoters reads "0=host:port,1=host:port,..." into a map of broker id to
@@ -91,6 +98,12 @@ func (c *Config) validate() error {
 	}
 	if c.DefaultReplicationFactor <= 0 {
 		c.DefaultReplicationFactor = 1
+	}
+	if c.SnapshotEntries == 0 {
+		c.SnapshotEntries = 20000
+	}
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = 30 * time.Second
 	}
 	if c.MaxRequestBytes <= 0 {
 		c.MaxRequestBytes = 100 << 20

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/raftka/raftka/broker/meta"
+	"github.com/raftka/raftka/broker/partition"
 )
 
 // serveHTTP serves /metrics, /readyz and /safe-to-restart for Prometheus,
@@ -141,7 +142,7 @@ func sortedTopicNames(s *meta.State) []string {
 type metrics struct {
 	registry *prometheus.Registry
 	latency  *prometheus.HistogramVec
-	records  prometheus.Counter
+	produced prometheus.Counter
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -150,9 +151,9 @@ func newMetrics(b *Broker) *metrics {
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "raftka_request_duration_seconds", Help: "Kafka request latency by API.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"api"}),
-		records: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_produced_batches_total", Help: "Record batches appended through this broker as leader."}),
+		produced: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_produce_requests_total", Help: "Produce requests answered by this broker as leader."}),
 	}
-	m.registry.MustRegister(m.latency, m.records, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), partitionCollector{b})
+	m.registry.MustRegister(m.latency, m.produced, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), partitionCollector{b})
 	return m
 }
 
@@ -160,21 +161,20 @@ func (m *metrics) observe(key int16, start time.Time) {
 	m.latency.WithLabelValues(apiName(key)).Observe(time.Since(start).Seconds())
 }
 
-func (m *metrics) produced(resp interface{ GetVersion() int16 }) { m.records.Inc() }
-
 var (
 	descHighWatermark = prometheus.NewDesc("raftka_partition_high_watermark", "High watermark of a hosted partition replica.", []string{"topic", "partition"}, nil)
 	descLogStart      = prometheus.NewDesc("raftka_partition_log_start_offset", "Log start offset of a hosted partition replica.", []string{"topic", "partition"}, nil)
 	descSize          = prometheus.NewDesc("raftka_partition_size_bytes", "Bytes on disk of a hosted partition replica.", []string{"topic", "partition"}, nil)
 	descUnder         = prometheus.NewDesc("raftka_under_replicated_partitions", "Partitions led by this broker with a replica on a broker that does not answer.", nil, nil)
 	descLeaders       = prometheus.NewDesc("raftka_leader_partitions", "Partitions this broker leads.", nil, nil)
+	descSnapshots     = prometheus.NewDesc("raftka_partition_snapshots_recovered_total", "Partition replicas rebuilt from a leader's snapshot since the broker started.", nil, nil)
 	descReplicas      = prometheus.NewDesc("raftka_hosted_replicas", "Partition replicas this broker hosts.", nil, nil)
 )
 
 type partitionCollector struct{ b *Broker }
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas} {
+	for _, d := range []*prometheus.Desc{descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas, descSnapshots} {
 		ch <- d
 	}
 }
@@ -219,4 +219,5 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descUnder, prometheus.GaugeValue, float64(under))
 	ch <- prometheus.MustNewConstMetric(descLeaders, prometheus.GaugeValue, float64(leaders))
 	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(b.replicas.count()))
+	ch <- prometheus.MustNewConstMetric(descSnapshots, prometheus.CounterValue, float64(partition.SnapshotsRecovered.Load()))
 }

@@ -90,7 +90,7 @@ func (b *Broker) balanceLeaders(ctx context.Context) {
 // retention.bytes have expired to be dropped. The clock is read here, and
 // the state machine only applies the resulting offset.
 func (b *Broker) enforceRetention(ctx context.Context) {
-	for sleep(ctx, 10*time.Second) {
+	for sleep(ctx, b.cfg.RetentionCheckInterval) {
 		for _, shard := range b.replicas.shards() {
 			rep := b.replicas.get(shard)
 			if rep == nil || !b.isLeader(shard) {

@@ -115,7 +115,7 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 	dir := filepath.Join(r.b.cfg.DataDir, "partitions", strconv.FormatUint(shard, 10))
 	rep := &replica{shard: shard, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes)}
 	create := func(uint64, uint64) sm.IOnDiskStateMachine { return rep.sm }
-	err := r.b.nh.StartOnDiskCluster(toTargets(p.members), false, create, shardConfig(shard, nodeID(r.b.cfg.ID), 20000))
+	err := r.b.nh.StartOnDiskCluster(toTargets(p.members), false, create, shardConfig(shard, nodeID(r.b.cfg.ID), r.b.cfg.SnapshotEntries))
 	if err != nil && !errors.Is(err, dragonboat.ErrClusterAlreadyExist) {
 		return err
 	}

@@ -1,0 +1,164 @@
+package integration
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestLaggingReplicaCatchesUpFromSnapshot(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--raft-snapshot-entries", "50"}})
+	c.CreateTopic("history", 1, 3, nil)
+	leader := c.LeaderOf("history", 0)
+	lagging := (leader + 1) % 3
+	c.Kill(lagging)
+	// One produce request per record: 400 Raft entries, far past the 50
+	// after which the log is compacted.
+	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := 0; i < 400; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "history", Value: []byte(itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Restart(lagging)
+	c.WaitReady(lagging)
+	waitFor(t, 30*time.Second, "the restarted replica to catch up", func() bool {
+		hw, ok := c.Metric(lagging, "raftka_partition_high_watermark", `topic="history"`)
+		return ok && hw == 400
+	})
+	if n, _ := c.Metric(lagging, "raftka_partition_snapshots_recovered_total"); n < 1 {
+		t.Fatalf("the replica caught up without a snapshot (%v recovered): the test did not exercise snapshots", n)
+	}
+	// Only the caught-up replica is left: it serves what it received.
+	for i := range c.Brokers {
+		if i != lagging {
+			c.Kill(i)
+		}
+	}
+	got := consumeAll(t, c, "history", 400)
+	for i, r := range got {
+		if string(r.Value) != itoa(i) || r.Offset != int64(i) {
+			t.Fatalf("record %d: %q at %d", i, r.Value, r.Offset)
+		}
+	}
+}
+
+func TestRetentionBytesDropsOldSegments(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1, ExtraFlags: []string{"--retention-check-interval", "500ms"}})
+	segment, retain := "1048576", "1048576"
+	c.CreateTopic("metrics", 1, 1, map[string]*string{"segment.bytes": &segment, "retention.bytes": &retain})
+	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("metrics"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	value := []byte(strings.Repeat("m", 1024))
+	for i := 0; i < 4000; i++ { // about 4 MiB: four segments
+		cl.Produce(ctx, &kgo.Record{Value: value}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	adm := c.Admin()
+	var start int64
+	waitFor(t, 20*time.Second, "retention to move the log start", func() bool {
+		starts, err := adm.ListStartOffsets(ctx, "metrics")
+		if err != nil {
+			return false
+		}
+		o, _ := starts.Lookup("metrics", 0)
+		start = o.Offset
+		return start > 0
+	})
+	size, _ := c.Metric(0, "raftka_partition_size_bytes", `topic="metrics"`)
+	if size > 2*1048576+64*1024 {
+		t.Fatalf("partition holds %v bytes after retention of 1 MiB", size)
+	}
+	got := consumeAll(t, c, "metrics", 4000-int(start))
+	if got[0].Offset != start {
+		t.Fatalf("consumption starts at %d, log start is %d", got[0].Offset, start)
+	}
+}
+
+func TestFullDiskRefusesProduceAndKeepsData(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1})
+	c.CreateTopic("precious", 1, 1, nil)
+	produceN(t, c, "precious", 10)
+	// Restart the broker believing its disk is full: it must refuse writes
+	// with KAFKA_STORAGE_ERROR and still serve what it has.
+	c.Stop(0)
+	c.Brokers[0].Flags = []string{"--min-free-bytes", "1152921504606846976"}
+	c.Restart(0)
+	c.WaitReady(0)
+	p := produceRaw(t, c.Client(), "precious", 0, -1, batch(-1, 0, 0, "one too many"))
+	if p.ErrorCode != kerr.KafkaStorageError.Code {
+		t.Fatalf("produce on a full disk: %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(p.ErrorCode))
+	}
+	if got := consumeAll(t, c, "precious", 10); len(got) != 10 {
+		t.Fatalf("read %d records, want 10", len(got))
+	}
+}
+
+func TestHealthEndpoints(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("health", 3, 3, nil)
+	produceN(t, c, "health", 30)
+	for i := range c.Brokers {
+		if code, body := c.Get(i, "/readyz"); code != http.StatusOK {
+			t.Fatalf("broker %d readyz: %d %s", i, code, body)
+		}
+		if code, body := c.Get(i, "/safe-to-restart"); code != http.StatusOK {
+			t.Fatalf("broker %d safe-to-restart with all up: %d %s", i, code, body)
+		}
+	}
+	var sum float64
+	for i := range c.Brokers {
+		for _, p := range []string{`partition="0"`, `partition="1"`, `partition="2"`} {
+			if v, ok := c.Metric(i, "raftka_partition_high_watermark", `topic="health"`, p); ok {
+				sum += v
+			}
+		}
+	}
+	if sum != 90 { // 30 records, every broker hosts every partition
+		t.Fatalf("high watermarks over all replicas sum to %v, want 90", sum)
+	}
+	if leaders, _ := c.Metric(0, "raftka_leader_partitions"); leaders < 0 || leaders > 3 {
+		t.Fatalf("broker 0 leads %v partitions", leaders)
+	}
+	var produces float64
+	for i := range c.Brokers {
+		n, _ := c.Metric(i, "raftka_request_duration_seconds_count", `api="Produce"`)
+		produces += n
+	}
+	if produces < 1 {
+		t.Fatal("no produce latency metric on any broker")
+	}
+	c.Kill(2)
+	waitFor(t, 10*time.Second, "brokers to notice broker 2 is gone", func() bool {
+		code, _ := c.Get(0, "/safe-to-restart")
+		return code == http.StatusServiceUnavailable
+	})
+	_, body := c.Get(1, "/safe-to-restart")
+	if !strings.Contains(body, "health-0") || !strings.Contains(body, "metadata") {
+		t.Fatalf("safe-to-restart does not name what would lose quorum: %s", body)
+	}
+}
