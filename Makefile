@@ -24,7 +24,7 @@ run: build ## a local 3-broker cluster on 127.0.0.1:9092-9094 in the foreground 
 	hack/local-cluster.sh run 3
 
 bench: build ## benchmarks against a local cluster; writes docs/benchmarks.md
-	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/
+	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/
 
 FUZZTIME ?= 60s
 fuzz: ## run each fuzz target for FUZZTIME (request decoding, partition state machine)

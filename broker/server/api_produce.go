@@ -122,6 +122,7 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 			}
 			return nil, kerr.NotLeaderForPartition
 		}
+		b.metrics.busy.Inc()
 		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -79,13 +79,17 @@ func Start(cfg Config) (*Broker, error) {
 
 	logdb := dbconfig.GetTinyMemLogDBConfig()
 	logdb.Shards = 1
+	logdb.KVWriteBufferSize = uint64(cfg.RaftLogWriteBuffer)
+	logdb.KVMaxWriteBufferNumber = 4
 	expert := dbconfig.GetDefaultExpertConfig()
 	expert.LogDB = logdb
-	expert.Engine.ExecShards = 4
-	expert.Engine.CommitShards = 4
-	expert.Engine.ApplyShards = 4
-	expert.Engine.SnapshotShards = 4
-	expert.Engine.CloseShards = 4
+	if os.Getenv("RAFTKA_EXP_SHARDS") == "" {
+		expert.Engine.ExecShards = 4
+		expert.Engine.CommitShards = 4
+		expert.Engine.ApplyShards = 4
+		expert.Engine.SnapshotShards = 4
+		expert.Engine.CloseShards = 4
+	}
 	nh, err := dragonboat.NewNodeHost(dbconfig.NodeHostConfig{
 		NodeHostDir:       filepath.Join(cfg.DataDir, "raft"),
 		RTTMillisecond:    uint64(cfg.RTT / time.Millisecond),

@@ -32,6 +32,11 @@ type Config struct {
 	MinFreeBytes               int64
 	GroupInitialRebalanceDelay time.Duration
 	MaxRequestBytes            int32
+	EnablePprof                bool
+	// RaftLogWriteBuffer is the memtable size of the Raft log store. Small
+	// memtables flush entries to disk tables before their partitions
+	// applied them, which then costs compactions.
+	RaftLogWriteBuffer int64
 	// SnapshotEntries is how many Raft entries a partition group applies
 	// between snapshots; older entries are then compacted away, and a
 	// replica that falls further behind receives the partition as a snapshot.
@@ -100,7 +105,10 @@ func (c *Config) validate() error {
 		c.DefaultReplicationFactor = 1
 	}
 	if c.SnapshotEntries == 0 {
-		c.SnapshotEntries = 20000
+		c.SnapshotEntries = 5000
+	}
+	if c.RaftLogWriteBuffer <= 0 {
+		c.RaftLogWriteBuffer = 64 << 20
 	}
 	if c.RetentionCheckInterval <= 0 {
 		c.RetentionCheckInterval = 30 * time.Second

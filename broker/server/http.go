@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"time"
 
@@ -27,6 +28,11 @@ func (b *Broker) serveHTTP(ctx context.Context) {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.Readiness()) })
 	mux.HandleFunc("/safe-to-restart", func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.SafeToRestart()) })
 	mux.HandleFunc("POST /internal/metadata-observers", b.handleAddObserver)
+	if b.cfg.EnablePprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	ln, err := net.Listen("tcp", b.cfg.HTTPListen)
 	if err != nil {
@@ -143,6 +149,7 @@ type metrics struct {
 	registry *prometheus.Registry
 	latency  *prometheus.HistogramVec
 	produced prometheus.Counter
+	busy     prometheus.Counter
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -151,9 +158,10 @@ func newMetrics(b *Broker) *metrics {
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "raftka_request_duration_seconds", Help: "Kafka request latency by API.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"api"}),
+		busy:     prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_raft_busy_total", Help: "Proposals a partition's Raft group pushed back (system busy) and that were retried."}),
 		produced: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_produce_requests_total", Help: "Produce requests answered by this broker as leader."}),
 	}
-	m.registry.MustRegister(m.latency, m.produced, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), partitionCollector{b})
+	m.registry.MustRegister(m.latency, m.produced, m.busy, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), partitionCollector{b})
 	return m
 }
 

@@ -1,0 +1,228 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+// report collects rows for docs/benchmarks.md.
+var report struct {
+	mu   sync.Mutex
+	rows [][2]string
+}
+
+func row(name, value string) {
+	report.mu.Lock()
+	defer report.mu.Unlock()
+	report.rows = append(report.rows, [2]string{name, value})
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if path := os.Getenv("RAFTKA_BENCH_REPORT"); path != "" && len(report.rows) > 0 {
+		if err := writeReport(path); err != nil {
+			fmt.Fprintln(os.Stderr, "write report:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func writeReport(path string) error {
+	var b strings.Builder
+	b.WriteString("# Benchmarks\n\n")
+	b.WriteString("Measured by `make bench` (package `broker/bench`): real `raftka-broker` processes on 127.0.0.1\n")
+	b.WriteString("and a real franz-go client in one run on one machine. Absolute numbers depend on the\n")
+	b.WriteString("machine; compare runs made side by side on the same one.\n\n")
+	fmt.Fprintf(&b, "Machine: %d CPUs, %s/%s, %s. Run at %s.\n\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), time.Now().UTC().Format(time.RFC3339))
+	b.WriteString("| measurement | value |\n| --- | --- |\n")
+	for _, r := range report.rows {
+		fmt.Fprintf(&b, "| %s | %s |\n", r[0], r[1])
+	}
+	b.WriteString(`
+## Reproduce
+
+` + "```sh\nmake bench          # builds bin/raftka-broker, runs the benchmarks, rewrites this file\n```" + `
+
+- Throughput: 3 brokers, a topic of 6 partitions with replication factor 3, an idempotent
+  franz-go producer with acks=all, 1 KiB records (compression off), round-robin over the
+  partitions, 16 MiB of records buffered; latency is per record, from Produce to its
+  acknowledgement, so it includes the time queued in the client. Then one consumer reads
+  everything back.
+- Failover: an idempotent producer with acks=all writes one partition (RF 3); its leader is
+  SIGKILLed; the time is from the kill to the first acknowledgement of a record produced after
+  it. The producer's MetadataMinAge is 100 ms: with franz-go's default of 5 s the client itself
+  waits up to 5 s before it asks who leads now. Raft elects after 20 RTTs (1-2 s at --rtt 50ms).
+- Idle partitions: 3 brokers, one topic of 1,000 partitions with replication factor 3, so every
+  broker hosts 1,000 partition replicas (1,000 Raft groups); RSS after they all have leaders.
+`)
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
+}
+
+func BenchmarkProduceConsume(b *testing.B) {
+	c := brokertest.Start(b, brokertest.Options{Brokers: 3, ExtraFlags: append([]string{"--enable-pprof"}, strings.Fields(os.Getenv("RAFTKA_BENCH_FLAGS"))...)})
+	c.CreateTopic("bench", 6, 3, nil)
+	if os.Getenv("RAFTKA_BENCH_PROFILE") != "" {
+		go func() {
+			time.Sleep(3 * time.Second)
+			code, body := c.Get(0, "/debug/pprof/profile?seconds=5")
+			os.WriteFile(os.Getenv("RAFTKA_BENCH_PROFILE"), []byte(body), 0o644)
+			b.Logf("profile: %d", code)
+		}()
+	}
+	const records = 200_000
+	value := make([]byte, 1024)
+	for i := range value {
+		value[i] = byte(i*7 + i/13) // no run compresses away, and compression is off anyway
+	}
+	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("bench"),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedBytes(16<<20), kgo.ProducerLinger(2*time.Millisecond), kgo.ProducerBatchMaxBytes(batchBytes()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	latencies := make([]time.Duration, records)
+	var wg sync.WaitGroup
+	wg.Add(records)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < records; i++ {
+		sent := time.Now()
+		producer.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+			latencies[i] = time.Since(sent)
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	rate := float64(records) / elapsed.Seconds()
+	b.ReportMetric(rate, "records/s")
+	row("produce, acks=all, idempotent, 1 KiB records", fmt.Sprintf("%.0f records/s, %.1f MB/s", rate, rate*1024/1e6))
+	row("produce latency p50 / p99", fmt.Sprintf("%.1f ms / %.1f ms", ms(percentile(latencies, 0.5)), ms(percentile(latencies, 0.99))))
+	for i := range c.Brokers {
+		row(fmt.Sprintf("RSS broker %d after producing", i), mib(c.RSS(i)))
+	}
+
+	if os.Getenv("RAFTKA_BENCH_DEBUG") != "" {
+		_, body := c.Get(0, "/metrics")
+		for _, l := range strings.Split(body, "\n") {
+			if strings.Contains(l, `_count{api="Produce"`) || strings.Contains(l, `_sum{api="Produce"`) || strings.HasPrefix(l, "raftka_raft_busy") {
+				b.Log(l)
+			}
+		}
+	}
+	consumer := c.Client(kgo.ConsumeTopics("bench"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))
+	start = time.Now()
+	got := 0
+	for got < records {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			b.Fatalf("consumed %d of %d", got, records)
+		}
+		got += fs.NumRecords()
+	}
+	crate := float64(records) / time.Since(start).Seconds()
+	row("consume from the start", fmt.Sprintf("%.0f records/s, %.1f MB/s", crate, crate*1024/1e6))
+}
+
+func BenchmarkFailover(b *testing.B) {
+	c := brokertest.Start(b, brokertest.Options{Brokers: 3})
+	c.CreateTopic("failover", 1, 3, nil)
+	// A client refreshes metadata at most every MetadataMinAge (franz-go's
+	// default is 5 s); lowered here so that the broker's failover is measured.
+	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("failover"), kgo.MetadataMinAge(100*time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.ProduceRequestTimeout(2*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var samples []time.Duration
+	for round := 0; round < 3; round++ {
+		if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte("warm")}).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+		victim := c.LeaderOf("failover", 0)
+		killed := time.Now()
+		c.Kill(victim)
+		if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+		samples = append(samples, time.Since(killed))
+		c.Restart(victim)
+		c.WaitReady(victim)
+		time.Sleep(6 * time.Second) // leadership returns to the preferred replica
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	row("failover: SIGKILL of the leader to the next acknowledged record (3 rounds)",
+		fmt.Sprintf("min %.2f s, median %.2f s, max %.2f s", samples[0].Seconds(), samples[1].Seconds(), samples[2].Seconds()))
+}
+
+func BenchmarkIdlePartitions(b *testing.B) {
+	c := brokertest.Start(b, brokertest.Options{Brokers: 3})
+	base := c.RSS(0)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	resp, err := c.Admin().CreateTopic(ctx, 1000, 3, nil, "idle")
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	for {
+		md, err := c.Admin().Metadata(ctx, "idle")
+		if err == nil {
+			led := 0
+			for _, p := range md.Topics["idle"].Partitions {
+				if p.Leader >= 0 {
+					led++
+				}
+			}
+			if led == 1000 {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			b.Fatal("partitions did not all get leaders")
+		}
+		time.Sleep(time.Second)
+	}
+	row("1,000 partitions (RF 3) created until all have leaders", fmt.Sprintf("%.1f s", time.Since(start).Seconds()))
+	time.Sleep(5 * time.Second)
+	row("RSS of a broker before / with 1,000 idle partition replicas", mib(base)+" / "+mib(c.RSS(0)))
+	for i := 1; i < 3; i++ {
+		row(fmt.Sprintf("RSS broker %d with 1,000 idle partition replicas", i), mib(c.RSS(i)))
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+
+func batchBytes() int32 {
+	if v := os.Getenv("RAFTKA_BENCH_BATCH"); v != "" {
+		var n int32
+		fmt.Sscan(v, &n)
+		return n
+	}
+	return 1000012
+}
