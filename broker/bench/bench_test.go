@@ -66,6 +66,17 @@ func writeReport(path string) error {
   waits up to 5 s before it asks who leads now. Raft elects after 20 RTTs (1-2 s at --rtt 50ms).
 - Idle partitions: 3 brokers, one topic of 1,000 partitions with replication factor 3, so every
   broker hosts 1,000 partition replicas (1,000 Raft groups); RSS after they all have leaders.
+
+## Reading the numbers
+
+- Produce throughput is bound by disk bandwidth, not CPU: the brokers use well under both cores.
+  Every byte produced is written on each replica to the Raft log (Pebble's WAL, then a table when
+  its memtable flushes) and to the partition's segment file, each fsynced before the record is
+  acknowledged. In this benchmark the three replicas share one disk, so one produced byte costs
+  about nine written bytes (measured from /proc/diskstats: 1.8 GB written for 200 MB produced).
+  On three machines with a disk each, each disk takes a third of that.
+- Per-replica memory is dominated by Dragonboat's per-group queues; the broker shrinks them
+  (broker/server/dragonboat_tuning.go) from about 0.6 MB to about 0.45 MB per replica.
 `)
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
