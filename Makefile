@@ -3,22 +3,41 @@ SHELL := /usr/bin/env bash
 GO ?= go
 BIN := $(CURDIR)/bin
 GOLANGCI_LINT_VERSION := v2.15.0
+CONTROLLER_TOOLS_VERSION := v0.23.0
+KUSTOMIZE_VERSION := v5.8.3
+CONTROLLER_GEN := $(BIN)/controller-gen
+KUSTOMIZE := $(BIN)/kustomize
 
-.PHONY: all build test test-unit run bench fuzz fmt vet lint tools clean help
+.PHONY: all build test test-unit run run-operator bench fuzz fmt vet lint tools generate manifests envtest clean help
 
 all: build
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-build: ## build bin/raftka-broker
+build: generate ## build bin/raftka-broker and bin/raftka-operator
 	$(GO) build -o $(BIN)/raftka-broker ./broker/cmd/raftka-broker
+	$(GO) build -o $(BIN)/raftka-operator .
 
-test: build ## unit and integration tests (real brokers on 127.0.0.1, franz-go and kcat)
-	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker $(GO) test -count=1 -timeout 25m ./...
+generate: $(CONTROLLER_GEN) ## deep-copy functions for api/
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+manifests: $(CONTROLLER_GEN) ## CRDs and RBAC in config/ from the markers
+	$(CONTROLLER_GEN) crd rbac:roleName=raftka-operator paths=./api/... paths=./controllers/... \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+envtest: ## build kube-apiserver, etcd and kubectl for envtest into bin/k8s
+	hack/envtest-assets.sh
+
+test: build manifests envtest ## unit, envtest and integration tests (real API server, real brokers on 127.0.0.1, franz-go and kcat)
+	@git diff --exit-code --stat -- config/ api/ || (echo "generated files are out of date: commit 'make generate manifests'"; exit 1)
+	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker $(GO) test -count=1 -timeout 25m ./...
 
 test-unit: ## tests that start no broker process
 	$(GO) test -count=1 -short ./...
+
+run-operator: build manifests ## the operator against the current kubeconfig (RAFTKA_BOOTSTRAP_OVERRIDE reaches brokers from outside)
+	$(BIN)/raftka-operator $(OPERATOR_ARGS)
 
 run: build ## a local 3-broker cluster on 127.0.0.1:9092-9094 in the foreground (Ctrl-C stops it)
 	hack/local-cluster.sh run 3
@@ -43,7 +62,13 @@ lint: $(BIN)/golangci-lint ## golangci-lint, pinned
 $(BIN)/golangci-lint:
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
-tools: $(BIN)/golangci-lint ## install pinned tools into bin/
+$(CONTROLLER_GEN):
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+$(KUSTOMIZE):
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+
+tools: $(BIN)/golangci-lint $(CONTROLLER_GEN) $(KUSTOMIZE) ## install pinned tools into bin/
 
 clean: ## remove builds and the local cluster's data
 	-hack/local-cluster.sh stop

@@ -94,6 +94,7 @@ func Start(cfg Config) (*Broker, error) {
 		NodeHostDir:       filepath.Join(cfg.DataDir, "raft"),
 		RTTMillisecond:    uint64(cfg.RTT / time.Millisecond),
 		RaftAddress:       cfg.RaftAddr,
+		ListenAddress:     cfg.RaftListen,
 		RaftEventListener: b,
 		Expert:            expert,
 	})

@@ -17,6 +17,7 @@ type Config struct {
 	KafkaListen     string // host:port the Kafka listener binds
 	AdvertisedKafka string // host:port clients are told to use
 	RaftAddr        string // host:port of this broker's Raft transport, stable across restarts
+	RaftListen      string // host:port the Raft transport binds; RaftAddr when empty
 	HTTPListen      string // metrics, readiness and safe-restart endpoints; empty disables
 	MetadataVoters  map[int32]string
 	// JoinAddresses are HTTP host:port of brokers to ask for a place in the

@@ -36,6 +36,7 @@ func run(args []string) error {
 		listen        = fs.String("listen", "127.0.0.1:9092", "address the Kafka listener binds")
 		advertised    = fs.String("advertised-address", "", "host:port clients are told to connect to (default: --listen)")
 		raftAddr      = fs.String("raft-address", "127.0.0.1:19092", "host:port of this broker's Raft transport; must stay the same across restarts")
+		raftListen    = fs.String("raft-listen", "", "address the Raft transport binds, such as 0.0.0.0:9093 (default: --raft-address)")
 		voters        = fs.String("metadata-voters", "", "metadata Raft group members as id=raft-host:port,... (at most 3; this broker must be one)")
 		join          = fs.String("join", "", "HTTP host:port of metadata voters, comma-separated, that can add this broker to the metadata group; required for a broker that is not a voter")
 		httpListen    = fs.String("http-listen", "127.0.0.1:8080", "address for /metrics, /readyz and /safe-to-restart (empty disables)")
@@ -91,7 +92,7 @@ func run(args []string) error {
 		return err
 	}
 	b, err := server.Start(server.Config{
-		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr,
+		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
 		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RetentionCheckInterval: *retentionTick, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, Logger: logger,

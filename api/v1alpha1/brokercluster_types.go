@@ -1,0 +1,129 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BrokerClusterSpec is the desired broker cluster.
+type BrokerClusterSpec struct {
+	// Replicas is the number of brokers. The first three form the metadata
+	// Raft group; more join it as observers. Scaling in waits while a broker
+	// to be removed still hosts partition replicas.
+	// +kubebuilder:validation:Minimum=1
+	Replicas int32 `json:"replicas"`
+
+	// Image is the broker image.
+	// +kubebuilder:validation:MinLength=1
+	Image string `json:"image"`
+
+	// ImagePullPolicy of the broker containers; IfNotPresent when unset.
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// Storage is each broker's persistent volume.
+	Storage StorageSpec `json:"storage"`
+
+	// Resources of each broker container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Config holds broker settings, by flag name without the dashes
+	// prefix: auto-create-topics, default-partitions,
+	// default-replication-factor, min-free-bytes, rtt, log-level,
+	// raft-snapshot-entries, retention-check-interval,
+	// group-initial-rebalance-delay.
+	// +optional
+	Config map[string]string `json:"config,omitempty"`
+
+	// PodTemplate adds labels, annotations, node selection, tolerations and
+	// a service account to the broker pods.
+	// +optional
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
+}
+
+// StorageSpec is a broker's persistent volume claim.
+type StorageSpec struct {
+	// Size of the volume.
+	Size resource.Quantity `json:"size"`
+	// StorageClassName of the volume; the cluster default when unset.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// PodTemplate is what users may add to the broker pods.
+type PodTemplate struct {
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+}
+
+// BrokerStatus is one broker as the operator sees it.
+type BrokerStatus struct {
+	// ID is the broker id, the pod's ordinal.
+	ID int32 `json:"id"`
+	// Address is the broker's advertised Kafka address.
+	Address string `json:"address"`
+	// Ready is the pod's readiness, which is the broker's /readyz.
+	Ready bool `json:"ready"`
+}
+
+// BrokerClusterStatus is the observed state of a BrokerCluster.
+type BrokerClusterStatus struct {
+	// ObservedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ReadyReplicas is the number of ready brokers.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// BootstrapServers is the client Service's address.
+	// +optional
+	BootstrapServers string `json:"bootstrapServers,omitempty"`
+	// Brokers lists every broker pod.
+	// +optional
+	Brokers []BrokerStatus `json:"brokers,omitempty"`
+	// Conditions: Ready, Progressing, Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// BrokerCluster is a Raftka broker cluster.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rbc,categories=raftka
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Bootstrap",type=string,JSONPath=`.status.bootstrapServers`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type BrokerCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   BrokerClusterSpec   `json:"spec,omitempty"`
+	Status BrokerClusterStatus `json:"status,omitempty"`
+}
+
+// BrokerClusterList is a list of BrokerClusters.
+//
+// +kubebuilder:object:root=true
+type BrokerClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BrokerCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&BrokerCluster{}, &BrokerClusterList{})
+}

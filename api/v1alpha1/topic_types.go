@@ -1,0 +1,136 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DeletionPolicy says what happens to the Kafka topic when its Topic is deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyRetain keeps the Kafka topic and its records.
+	DeletionPolicyRetain DeletionPolicy = "Retain"
+	// DeletionPolicyDelete deletes the Kafka topic.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+)
+
+// TopicSpec is a desired Kafka topic.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.minInSyncReplicas) || self.minInSyncReplicas <= self.replicationFactor",message="minInSyncReplicas must not exceed replicationFactor"
+// +kubebuilder:validation:XValidation:rule="has(self.topicName) == has(oldSelf.topicName) && (!has(self.topicName) || self.topicName == oldSelf.topicName)",message="topicName is immutable"
+type TopicSpec struct {
+	// ClusterRef names the BrokerCluster that holds the topic.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterRef is immutable"
+	ClusterRef ClusterReference `json:"clusterRef"`
+
+	// TopicName is the Kafka topic's name; metadata.name when unset.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=249
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9._-]+$`
+	TopicName string `json:"topicName,omitempty"`
+
+	// Partitions is the number of partitions. It can grow, never shrink.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="self >= oldSelf",message="partitions cannot decrease"
+	Partitions int32 `json:"partitions"`
+
+	// ReplicationFactor is the number of replicas of each partition.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicationFactor is immutable"
+	ReplicationFactor int32 `json:"replicationFactor"`
+
+	// MinInSyncReplicas is min.insync.replicas: acks=all writes are refused
+	// with NOT_ENOUGH_REPLICAS while fewer replicas are live.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinInSyncReplicas *int32 `json:"minInSyncReplicas,omitempty"`
+
+	// Config holds other topic configs, such as retention.ms.
+	// +optional
+	Config map[string]string `json:"config,omitempty"`
+
+	// DeletionPolicy is Retain (the default) or Delete.
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// TopicStatus is the observed Kafka topic.
+type TopicStatus struct {
+	// ObservedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// TopicName is the Kafka topic this object manages.
+	// +optional
+	TopicName string `json:"topicName,omitempty"`
+	// TopicID is the topic's id on the brokers.
+	// +optional
+	TopicID string `json:"topicID,omitempty"`
+	// Partitions is the topic's actual partition count; it exceeds
+	// spec.partitions when a ConsumerGroup's autoscaler grew the topic.
+	// +optional
+	Partitions int32 `json:"partitions,omitempty"`
+	// ReplicationFactor is the topic's actual replication factor.
+	// +optional
+	ReplicationFactor int32 `json:"replicationFactor,omitempty"`
+	// Config is the topic's configs that are not at their defaults.
+	// +optional
+	Config map[string]string `json:"config,omitempty"`
+	// Conditions: Ready, with reasons Created, Updated, NotSupported,
+	// ResourceConflict, ClusterNotReady, BrokerError.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Ready condition reasons of a Topic.
+const (
+	ReasonCreated          = "Created"
+	ReasonUpdated          = "Updated"
+	ReasonNotSupported     = "NotSupported"
+	ReasonResourceConflict = "ResourceConflict"
+	ReasonClusterNotReady  = "ClusterNotReady"
+	ReasonBrokerError      = "BrokerError"
+)
+
+// Topic is a Kafka topic on a BrokerCluster.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=kt,categories=raftka
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
+// +kubebuilder:printcolumn:name="Partitions",type=integer,JSONPath=`.status.partitions`
+// +kubebuilder:printcolumn:name="RF",type=integer,JSONPath=`.spec.replicationFactor`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Topic struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   TopicSpec   `json:"spec,omitempty"`
+	Status TopicStatus `json:"status,omitempty"`
+}
+
+// KafkaName is the Kafka topic's name.
+func (t *Topic) KafkaName() string {
+	if t.Spec.TopicName != "" {
+		return t.Spec.TopicName
+	}
+	return t.Name
+}
+
+// TopicList is a list of Topics.
+//
+// +kubebuilder:object:root=true
+type TopicList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Topic `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Topic{}, &TopicList{})
+}

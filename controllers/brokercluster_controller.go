@@ -1,0 +1,359 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/rollout"
+	"github.com/raftka/raftka/internal/specs"
+)
+
+// BrokerClusterReconciler runs the brokers of a BrokerCluster.
+type BrokerClusterReconciler struct {
+	client.Client
+	Brokers *brokerclient.Clients
+	// SafeToRestart asks a broker whether it may restart; by default over
+	// HTTP at the broker's stable DNS name.
+	SafeToRestart func(ctx context.Context, cluster *raftkav1.BrokerCluster, id int32) (brokerclient.Check, error)
+}
+
+// +kubebuilder:rbac:groups=raftka.io,resources=brokerclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=raftka.io,resources=brokerclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=raftka.io,resources=brokerclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile runs the steps for one BrokerCluster.
+func (r *BrokerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var cluster raftkav1.BrokerCluster
+	if err := r.Get(ctx, req.NamespacedName, &cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := cluster.Status.DeepCopy()
+	result, err := r.reconcile(ctx, &cluster)
+	cluster.Status.ObservedGeneration = cluster.Generation
+	if !equality.Semantic.DeepEqual(before, &cluster.Status) {
+		if uerr := r.Status().Update(ctx, &cluster); uerr != nil && !apierrors.IsNotFound(uerr) {
+			return ctrl.Result{}, uerr
+		}
+	}
+	return result, err
+}
+
+func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.BrokerCluster) (ctrl.Result, error) {
+	if err := specs.ValidateConfig(c); err != nil {
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionReady, false, "InvalidSpec", err.Error())
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionDegraded, true, "InvalidSpec", err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	voters, err := r.metadataVoters(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	cm := specs.BuildConfigMap(c, voters)
+	if err := r.apply(ctx, c, cm, func(existing client.Object) {
+		e := existing.(*corev1.ConfigMap)
+		e.Labels, e.Data = cm.Labels, cm.Data
+		if e.Annotations == nil {
+			e.Annotations = map[string]string{}
+		}
+		e.Annotations[specs.AnnotationVoters] = cm.Annotations[specs.AnnotationVoters]
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, svc := range []*corev1.Service{specs.BuildHeadlessService(c), specs.BuildClientService(c)} {
+		if err := r.apply(ctx, c, svc, func(existing client.Object) {
+			e := existing.(*corev1.Service)
+			e.Labels, e.Spec.Ports, e.Spec.Selector, e.Spec.PublishNotReadyAddresses = svc.Labels, svc.Spec.Ports, svc.Spec.Selector, svc.Spec.PublishNotReadyAddresses
+		}); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	pdb := specs.BuildPodDisruptionBudget(c)
+	if err := r.apply(ctx, c, pdb, func(existing client.Object) {
+		e := existing.(*policyv1.PodDisruptionBudget)
+		e.Labels, e.Spec = pdb.Labels, pdb.Spec
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	sts, blocked, err := r.applyStatefulSet(ctx, c, voters, configHash(cm))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	waiting, err := r.rollBrokers(ctx, c, sts)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.observe(ctx, c, sts, blocked, waiting); err != nil {
+		return ctrl.Result{}, err
+	}
+	if blocked != "" || waiting != "" || c.Status.ReadyReplicas < c.Spec.Replicas {
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	return ctrl.Result{RequeueAfter: time.Minute}, nil
+}
+
+// metadataVoters is fixed at the cluster's creation: read back from the
+// ConfigMap, which records it.
+func (r *BrokerClusterReconciler) metadataVoters(ctx context.Context, c *raftkav1.BrokerCluster) (int32, error) {
+	var cm corev1.ConfigMap
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.ConfigMapName(c)}, &cm)
+	if apierrors.IsNotFound(err) {
+		return specs.InitialVoters(c), nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if n, err := strconv.Atoi(cm.Annotations[specs.AnnotationVoters]); err == nil && n > 0 {
+		return int32(n), nil
+	}
+	return specs.InitialVoters(c), nil
+}
+
+// apply creates obj or updates the fields mutate copies onto the existing
+// one, writing only when something changed.
+func (r *BrokerClusterReconciler) apply(ctx context.Context, owner *raftkav1.BrokerCluster, obj client.Object, mutate func(existing client.Object)) error {
+	existing := obj.DeepCopyObject().(client.Object)
+	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, existing, func() error {
+		if ts := existing.GetCreationTimestamp(); ts.IsZero() {
+			existing.SetLabels(obj.GetLabels())
+			existing.SetAnnotations(obj.GetAnnotations())
+		}
+		mutate(existing)
+		return controllerutil.SetControllerReference(owner, existing, r.Scheme())
+	})
+	if err != nil {
+		return fmt.Errorf("apply %T %s: %w", obj, obj.GetName(), err)
+	}
+	if op != controllerutil.OperationResultNone {
+		log.FromContext(ctx).Info("object applied", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName(), "operation", op)
+	}
+	return nil
+}
+
+func configHash(cm *corev1.ConfigMap) string {
+	keys := make([]string, 0, len(cm.Data))
+	for k := range cm.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%s\n", k, cm.Data[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// applyStatefulSet writes the StatefulSet, holding back a scale-in while
+// brokers to be removed still host partition replicas.
+func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftkav1.BrokerCluster, voters int32, hash string) (*appsv1.StatefulSet, string, error) {
+	var current appsv1.StatefulSet
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.StatefulSetName(c)}, &current)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, "", err
+	}
+	replicas, blocked := c.Spec.Replicas, ""
+	if err == nil && current.Spec.Replicas != nil && *current.Spec.Replicas > c.Spec.Replicas {
+		hosted, herr := r.hostedReplicas(ctx, c)
+		if herr != nil {
+			replicas, blocked = *current.Spec.Replicas, "scale-in waits: cannot ask the brokers which partitions they host: "+herr.Error()
+		} else {
+			replicas, blocked = rollout.ScaleIn(c.Spec.Replicas, *current.Spec.Replicas, hosted)
+		}
+	}
+	desired := specs.BuildStatefulSet(c, voters, replicas, hash)
+	if err := r.apply(ctx, c, desired, func(existing client.Object) {
+		e := existing.(*appsv1.StatefulSet)
+		if e.CreationTimestamp.IsZero() {
+			e.Spec = desired.Spec
+			return
+		}
+		// Selector, service name, pod management and claim templates are
+		// immutable; the rest follows the spec.
+		e.Labels = desired.Labels
+		e.Spec.Replicas = desired.Spec.Replicas
+		e.Spec.Template = desired.Spec.Template
+		e.Spec.UpdateStrategy = desired.Spec.UpdateStrategy
+		e.Spec.PersistentVolumeClaimRetentionPolicy = desired.Spec.PersistentVolumeClaimRetentionPolicy
+	}); err != nil {
+		return nil, "", err
+	}
+	var sts appsv1.StatefulSet
+	if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.StatefulSetName(c)}, &sts); err != nil {
+		return nil, "", err
+	}
+	return &sts, blocked, nil
+}
+
+// hostedReplicas counts partition replicas per broker id.
+func (r *BrokerClusterReconciler) hostedReplicas(ctx context.Context, c *raftkav1.BrokerCluster) (map[int32]int, error) {
+	adm, err := r.Brokers.Admin(r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c)))
+	if err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	md, err := adm.Metadata(mctx)
+	if err != nil {
+		return nil, err
+	}
+	hosted := map[int32]int{}
+	for _, t := range md.Topics {
+		for _, p := range t.Partitions {
+			for _, id := range p.Replicas {
+				hosted[id]++
+			}
+		}
+	}
+	return hosted, nil
+}
+
+// rollBrokers restarts one outdated broker when every broker is ready and
+// the broker itself says each of its Raft groups keeps a quorum without it.
+func (r *BrokerClusterReconciler) rollBrokers(ctx context.Context, c *raftkav1.BrokerCluster, sts *appsv1.StatefulSet) (string, error) {
+	pods, err := r.pods(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	var states []rollout.Pod
+	for _, p := range pods {
+		states = append(states, rollout.Pod{Ordinal: ordinalOf(p.Name), Ready: podReady(&p), Terminating: !p.DeletionTimestamp.IsZero(),
+			Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey]})
+	}
+	if sts.Status.UpdateRevision == "" {
+		return "", nil
+	}
+	id, restart, wait := rollout.NextRestart(states, ptr.Deref(sts.Spec.Replicas, 0), sts.Status.UpdateRevision)
+	if !restart {
+		return wait, nil
+	}
+	check, err := r.SafeToRestart(ctx, c, id)
+	if err != nil {
+		return fmt.Sprintf("rolling update waits: broker %d did not answer the safe-restart check: %v", id, err), nil
+	}
+	if !check.OK {
+		return fmt.Sprintf("rolling update waits: restarting broker %d now would lose a quorum: %s", id, strings.Join(check.Reasons, "; ")), nil
+	}
+	for _, p := range pods {
+		if ordinalOf(p.Name) == id {
+			log.FromContext(ctx).Info("restarting broker for rolling update", "broker", id, "revision", sts.Status.UpdateRevision)
+			if err := r.Delete(ctx, &p); err != nil && !apierrors.IsNotFound(err) {
+				return "", err
+			}
+		}
+	}
+	return fmt.Sprintf("rolling update: broker %d restarting", id), nil
+}
+
+func (r *BrokerClusterReconciler) pods(ctx context.Context, c *raftkav1.BrokerCluster) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(specs.Labels(c))); err != nil {
+		return nil, err
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return ordinalOf(pods.Items[i].Name) < ordinalOf(pods.Items[j].Name) })
+	return pods.Items, nil
+}
+
+func ordinalOf(name string) int32 {
+	i := strings.LastIndex(name, "-")
+	n, _ := strconv.Atoi(name[i+1:])
+	return int32(n)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// observe derives the status from the StatefulSet and its pods.
+func (r *BrokerClusterReconciler) observe(ctx context.Context, c *raftkav1.BrokerCluster, sts *appsv1.StatefulSet, blocked, waiting string) error {
+	pods, err := r.pods(ctx, c)
+	if err != nil {
+		return err
+	}
+	c.Status.BootstrapServers = specs.BootstrapServers(c)
+	c.Status.Brokers = nil
+	var ready int32
+	for i := range pods {
+		id := ordinalOf(pods[i].Name)
+		ok := podReady(&pods[i])
+		if ok {
+			ready++
+		}
+		c.Status.Brokers = append(c.Status.Brokers, raftkav1.BrokerStatus{ID: id, Address: fmt.Sprintf("%s:%d", specs.BrokerHost(c, id), specs.KafkaPort), Ready: ok})
+	}
+	c.Status.ReadyReplicas = ready
+	updated := sts.Status.UpdatedReplicas == c.Spec.Replicas && sts.Status.UpdateRevision == sts.Status.CurrentRevision
+	switch {
+	case blocked != "":
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionReady, ready >= ptr.Deref(sts.Spec.Replicas, 0), "ScaleInBlocked", blocked)
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionProgressing, false, "ScaleInBlocked", blocked)
+	case ready < c.Spec.Replicas:
+		msg := fmt.Sprintf("%d of %d brokers ready", ready, c.Spec.Replicas)
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionReady, false, "BrokersNotReady", msg)
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionProgressing, true, "BrokersStarting", msg)
+	case waiting != "" || !updated && sts.Status.UpdateRevision != "":
+		msg := waiting
+		if msg == "" {
+			msg = "rolling update in progress"
+		}
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionReady, true, "RollingUpdate", msg)
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionProgressing, true, "RollingUpdate", msg)
+	default:
+		msg := fmt.Sprintf("%d brokers ready", ready)
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionReady, true, "BrokersReady", msg)
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionProgressing, false, "Reconciled", msg)
+	}
+	setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionDegraded, false, "Reconciled", "")
+	return nil
+}
+
+// HTTPSafeToRestart asks the broker's /safe-to-restart at its stable DNS name.
+func HTTPSafeToRestart(ctx context.Context, c *raftkav1.BrokerCluster, id int32) (brokerclient.Check, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return brokerclient.SafeToRestart(cctx, fmt.Sprintf("%s:%d", specs.BrokerHost(c, id), specs.HTTPPort))
+}
+
+// SetupWithManager registers the controller and what it owns.
+func (r *BrokerClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.SafeToRestart == nil {
+		r.SafeToRestart = HTTPSafeToRestart
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&raftkav1.BrokerCluster{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Named("brokercluster").
+		Complete(r)
+}

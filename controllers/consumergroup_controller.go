@@ -1,0 +1,165 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/specs"
+)
+
+// ConsumerGroupReconciler reports a consumer group's lag.
+type ConsumerGroupReconciler struct {
+	client.Client
+	Brokers *brokerclient.Clients
+	// SyncPeriod is how often lag is measured.
+	SyncPeriod time.Duration
+}
+
+// +kubebuilder:rbac:groups=raftka.io,resources=consumergroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=raftka.io,resources=consumergroups/status,verbs=get;update;patch
+
+// Reconcile measures one group's lag into its status.
+func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var cg raftkav1.ConsumerGroup
+	if err := r.Get(ctx, req.NamespacedName, &cg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := cg.Status.DeepCopy()
+	err := r.measure(ctx, &cg)
+	if err != nil {
+		setCondition(&cg.Status.Conditions, cg.Generation, raftkav1.ConditionReady, false, "LagUnknown", err.Error())
+	} else {
+		setCondition(&cg.Status.Conditions, cg.Generation, raftkav1.ConditionReady, true, "LagMeasured",
+			fmt.Sprintf("lag %d over %d topics", cg.Status.TotalLag, len(cg.Status.Topics)))
+	}
+	cg.Status.ObservedGeneration = cg.Generation
+	if !equality.Semantic.DeepEqual(before, &cg.Status) {
+		if uerr := r.Status().Update(ctx, &cg); uerr != nil && !apierrors.IsNotFound(uerr) {
+			return ctrl.Result{}, uerr
+		}
+	}
+	// Lag changes without any Kubernetes event: poll, and retry failures
+	// on the same period rather than faster, as the brokers may be down.
+	return ctrl.Result{RequeueAfter: r.SyncPeriod}, nil
+}
+
+// Lag is one partition's observation.
+type Lag struct {
+	Topic     string
+	Partition int32
+	Committed int64 // -1 without a commit
+	Start     int64
+	End       int64
+}
+
+// measure reads committed and end offsets and the group's state.
+func (r *ConsumerGroupReconciler) measure(ctx context.Context, cg *raftkav1.ConsumerGroup) error {
+	var cluster raftkav1.BrokerCluster
+	if err := r.Get(ctx, types.NamespacedName{Namespace: cg.Namespace, Name: cg.Spec.ClusterRef.Name}, &cluster); err != nil {
+		return fmt.Errorf("BrokerCluster %s: %w", cg.Spec.ClusterRef.Name, err)
+	}
+	adm, err := r.Brokers.Admin(r.Brokers.Bootstrap(cluster.Namespace, cluster.Name, specs.BootstrapServers(&cluster)))
+	if err != nil {
+		return err
+	}
+	lags, err := ReadLag(ctx, adm, cg.Spec.GroupID, cg.Spec.Topics)
+	if err != nil {
+		return err
+	}
+	cg.Status.Topics, cg.Status.TotalLag, cg.Status.Partitions = SummarizeLag(lags)
+	groups, err := adm.DescribeGroups(ctx, cg.Spec.GroupID)
+	if err == nil {
+		g := groups[cg.Spec.GroupID]
+		cg.Status.State, cg.Status.Members = g.State, int32(len(g.Members))
+	}
+	return nil
+}
+
+// ReadLag reads, for every partition of the topics, the group's committed
+// offset and the log's start and end offsets.
+func ReadLag(ctx context.Context, adm *kadm.Client, group string, topics []string) ([]Lag, error) {
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, err
+	}
+	if err := ends.Error(); err != nil {
+		return nil, err
+	}
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err != nil {
+		return nil, err
+	}
+	committed, err := adm.FetchOffsetsForTopics(ctx, group, topics...)
+	if err != nil {
+		return nil, err
+	}
+	var out []Lag
+	ends.Each(func(e kadm.ListedOffset) {
+		l := Lag{Topic: e.Topic, Partition: e.Partition, End: e.Offset, Committed: -1}
+		if s, ok := starts.Lookup(e.Topic, e.Partition); ok {
+			l.Start = s.Offset
+		}
+		if c, ok := committed.Lookup(e.Topic, e.Partition); ok && c.Err == nil && c.At >= 0 {
+			l.Committed = c.At
+		}
+		out = append(out, l)
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out, nil
+}
+
+// SummarizeLag turns observations into status: a partition without a
+// commit lags by everything it holds, as a group starting from the
+// earliest offset would.
+func SummarizeLag(lags []Lag) (topics []raftkav1.TopicLag, total int64, minPartitions int32) {
+	byTopic := map[string]*raftkav1.TopicLag{}
+	var order []string
+	for _, l := range lags {
+		t := byTopic[l.Topic]
+		if t == nil {
+			t = &raftkav1.TopicLag{Topic: l.Topic}
+			byTopic[l.Topic] = t
+			order = append(order, l.Topic)
+		}
+		from := l.Committed
+		if from < 0 {
+			from = l.Start
+		}
+		lag := max(l.End-from, 0)
+		t.Lag += lag
+		total += lag
+		t.Partitions = append(t.Partitions, raftkav1.PartitionLag{Partition: l.Partition, Committed: l.Committed, End: l.End, Lag: lag})
+	}
+	for _, name := range order {
+		t := byTopic[name]
+		topics = append(topics, *t)
+		if n := int32(len(t.Partitions)); minPartitions == 0 || n < minPartitions {
+			minPartitions = n
+		}
+	}
+	return topics, total, minPartitions
+}
+
+// SetupWithManager registers the controller.
+func (r *ConsumerGroupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&raftkav1.ConsumerGroup{}).
+		Named("consumergroup").
+		Complete(r)
+}

@@ -1,0 +1,381 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/specs"
+)
+
+// TopicFinalizer holds a Topic until its deletion policy was carried out.
+const TopicFinalizer = "raftka.io/topic"
+
+// TopicReconciler makes Kafka topics match Topic objects.
+type TopicReconciler struct {
+	client.Client
+	Brokers *brokerclient.Clients
+	// Resync is how often a Ready topic is compared with the brokers again,
+	// to revert changes made outside Kubernetes.
+	Resync time.Duration
+}
+
+// +kubebuilder:rbac:groups=raftka.io,resources=topics,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=raftka.io,resources=topics/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=raftka.io,resources=topics/finalizers,verbs=update
+// +kubebuilder:rbac:groups=raftka.io,resources=brokerclusters,verbs=get;list;watch
+
+// Reconcile runs the steps for one Topic.
+func (r *TopicReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var topic raftkav1.Topic
+	if err := r.Get(ctx, req.NamespacedName, &topic); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := topic.Status.DeepCopy()
+	result, err := r.reconcile(ctx, &topic)
+	topic.Status.ObservedGeneration = topic.Generation
+	topic.Status.TopicName = topic.KafkaName()
+	if topic.DeletionTimestamp.IsZero() && !equality.Semantic.DeepEqual(before, &topic.Status) {
+		if uerr := r.Status().Update(ctx, &topic); uerr != nil && !apierrors.IsNotFound(uerr) {
+			return ctrl.Result{}, uerr
+		}
+	}
+	return result, err
+}
+
+func (r *TopicReconciler) reconcile(ctx context.Context, topic *raftkav1.Topic) (ctrl.Result, error) {
+	if !topic.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, topic)
+	}
+	if controllerutil.AddFinalizer(topic, TopicFinalizer) {
+		if err := r.Update(ctx, topic); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if winner, err := r.owner(ctx, topic); err != nil {
+		return ctrl.Result{}, err
+	} else if winner != topic.Name {
+		r.notReady(topic, raftkav1.ReasonResourceConflict, fmt.Sprintf("Topic %s already manages Kafka topic %s on this cluster", winner, topic.KafkaName()))
+		return ctrl.Result{RequeueAfter: r.Resync}, nil
+	}
+	adm, err := r.admin(ctx, topic)
+	if err != nil {
+		r.notReady(topic, raftkav1.ReasonClusterNotReady, err.Error())
+		// Returned, so the workqueue retries with backoff; the cluster
+		// watch also wakes this Topic when the cluster appears.
+		return ctrl.Result{}, fmt.Errorf("cluster for topic %s: %w", topic.Name, err)
+	}
+	reason, err := r.ensureTopic(ctx, adm, topic)
+	if err != nil {
+		var notSupported errNotSupported
+		if errors.As(err, &notSupported) {
+			r.notReady(topic, raftkav1.ReasonNotSupported, err.Error())
+			return ctrl.Result{RequeueAfter: r.Resync}, nil
+		}
+		r.notReady(topic, raftkav1.ReasonBrokerError, err.Error())
+		return ctrl.Result{}, err
+	}
+	if err := r.observe(ctx, adm, topic); err != nil {
+		r.notReady(topic, raftkav1.ReasonBrokerError, err.Error())
+		return ctrl.Result{}, err
+	}
+	message := fmt.Sprintf("topic %s has %d partitions", topic.KafkaName(), topic.Status.Partitions)
+	if reason == "" {
+		reason = readyReason(topic)
+	}
+	setCondition(&topic.Status.Conditions, topic.Generation, raftkav1.ConditionReady, true, reason, message)
+	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+// readyReason keeps the reason of an already Ready topic, so a periodic
+// resync that changed nothing does not rewrite its status.
+func readyReason(topic *raftkav1.Topic) string {
+	for _, c := range topic.Status.Conditions {
+		if c.Type == raftkav1.ConditionReady && c.Status == "True" {
+			return c.Reason
+		}
+	}
+	return raftkav1.ReasonCreated
+}
+
+func (r *TopicReconciler) notReady(topic *raftkav1.Topic, reason, message string) {
+	setCondition(&topic.Status.Conditions, topic.Generation, raftkav1.ConditionReady, false, reason, message)
+}
+
+type errNotSupported struct{ msg string }
+
+func (e errNotSupported) Error() string { return e.msg }
+
+// owner returns the name of the Topic that manages this Kafka topic: of all
+// Topics naming it on the same cluster, the oldest.
+func (r *TopicReconciler) owner(ctx context.Context, topic *raftkav1.Topic) (string, error) {
+	var all raftkav1.TopicList
+	if err := r.List(ctx, &all, client.InNamespace(topic.Namespace)); err != nil {
+		return "", err
+	}
+	var same []raftkav1.Topic
+	for _, t := range all.Items {
+		if t.Spec.ClusterRef == topic.Spec.ClusterRef && t.KafkaName() == topic.KafkaName() && t.DeletionTimestamp.IsZero() {
+			same = append(same, t)
+		}
+	}
+	if len(same) == 0 {
+		return topic.Name, nil
+	}
+	sort.Slice(same, func(i, j int) bool {
+		ti, tj := same[i].CreationTimestamp, same[j].CreationTimestamp
+		if !ti.Equal(&tj) {
+			return ti.Before(&tj)
+		}
+		return same[i].Name < same[j].Name
+	})
+	return same[0].Name, nil
+}
+
+func (r *TopicReconciler) admin(ctx context.Context, topic *raftkav1.Topic) (*kadm.Client, error) {
+	var cluster raftkav1.BrokerCluster
+	key := types.NamespacedName{Namespace: topic.Namespace, Name: topic.Spec.ClusterRef.Name}
+	if err := r.Get(ctx, key, &cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: %s", errClusterMissing, key.Name)
+		}
+		return nil, err
+	}
+	return r.Brokers.Admin(r.Brokers.Bootstrap(cluster.Namespace, cluster.Name, specs.BootstrapServers(&cluster)))
+}
+
+// desiredConfigs are the topic configs the spec sets.
+func desiredConfigs(topic *raftkav1.Topic) map[string]string {
+	want := map[string]string{}
+	for k, v := range topic.Spec.Config {
+		want[k] = v
+	}
+	if topic.Spec.MinInSyncReplicas != nil {
+		want["min.insync.replicas"] = strconv.Itoa(int(*topic.Spec.MinInSyncReplicas))
+	}
+	return want
+}
+
+// ensureTopic creates the topic, grows its partitions and sets its
+// configs; it returns the Ready reason for what it changed.
+func (r *TopicReconciler) ensureTopic(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topic) (string, error) {
+	name := topic.KafkaName()
+	want := desiredConfigs(topic)
+	details, err := adm.ListTopics(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	current, exists := details[name]
+	if !exists || errors.Is(current.Err, kerr.UnknownTopicOrPartition) {
+		configs := map[string]*string{}
+		for k, v := range want {
+			configs[k] = &v
+		}
+		resp, err := adm.CreateTopic(ctx, topic.Spec.Partitions, int16(topic.Spec.ReplicationFactor), configs, name)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			if errors.Is(err, kerr.InvalidConfig) || errors.Is(err, kerr.InvalidReplicationFactor) || errors.Is(err, kerr.InvalidTopicException) {
+				return "", errNotSupported{fmt.Sprintf("the brokers refused topic %s: %v %s", name, err, resp.ErrMessage)}
+			}
+			return "", fmt.Errorf("create topic %s: %w", name, err)
+		}
+		log.FromContext(ctx).Info("topic created", "topic", name, "partitions", topic.Spec.Partitions)
+		return raftkav1.ReasonCreated, nil
+	}
+	if current.Err != nil {
+		return "", current.Err
+	}
+	reason := ""
+	if rf := int32(current.Partitions.NumReplicas()); rf != topic.Spec.ReplicationFactor {
+		return "", errNotSupported{fmt.Sprintf("topic %s has replication factor %d; changing it to %d is not supported", name, rf, topic.Spec.ReplicationFactor)}
+	}
+	if have := int32(len(current.Partitions)); have < topic.Spec.Partitions {
+		resp, err := adm.UpdatePartitions(ctx, int(topic.Spec.Partitions), name)
+		if err == nil {
+			err = resp[name].Err
+		}
+		if err != nil {
+			return "", fmt.Errorf("grow topic %s to %d partitions: %w", name, topic.Spec.Partitions, err)
+		}
+		log.FromContext(ctx).Info("topic partitions grown", "topic", name, "from", have, "to", topic.Spec.Partitions)
+		reason = raftkav1.ReasonUpdated
+	}
+	changed, err := r.syncConfigs(ctx, adm, name, want)
+	if err != nil {
+		return "", err
+	}
+	if changed {
+		reason = raftkav1.ReasonUpdated
+	}
+	return reason, nil
+}
+
+// syncConfigs sets the wanted configs and removes any other set on the
+// brokers (drift made outside Kubernetes), in one incremental alter.
+func (r *TopicReconciler) syncConfigs(ctx context.Context, adm *kadm.Client, name string, want map[string]string) (bool, error) {
+	rcs, err := adm.DescribeTopicConfigs(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	rc, err := rcs.On(name, nil)
+	if err != nil {
+		return false, err
+	}
+	if rc.Err != nil {
+		return false, rc.Err
+	}
+	have := map[string]string{}
+	for _, c := range rc.Configs {
+		if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+			have[c.Key] = *c.Value
+		}
+	}
+	var alters []kadm.AlterConfig
+	for k, v := range want {
+		if have[k] != v {
+			alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+		}
+	}
+	for k := range have {
+		if _, ok := want[k]; !ok {
+			alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+		}
+	}
+	if len(alters) == 0 {
+		return false, nil
+	}
+	resp, err := adm.AlterTopicConfigs(ctx, alters, name)
+	if err == nil {
+		var r kadm.AlterConfigsResponse
+		r, err = resp.On(name, nil)
+		if err == nil {
+			err = r.Err
+		}
+		if errors.Is(err, kerr.InvalidConfig) {
+			return false, errNotSupported{fmt.Sprintf("the brokers refused the configs of topic %s: %s", name, r.ErrMessage)}
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("configure topic %s: %w", name, err)
+	}
+	log.FromContext(ctx).Info("topic configs updated", "topic", name, "changes", len(alters))
+	return true, nil
+}
+
+// observe reads the topic back into the status.
+func (r *TopicReconciler) observe(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topic) error {
+	name := topic.KafkaName()
+	details, err := adm.ListTopics(ctx, name)
+	if err != nil {
+		return err
+	}
+	d, ok := details[name]
+	if !ok || d.Err != nil {
+		return fmt.Errorf("topic %s: %v", name, d.Err)
+	}
+	topic.Status.Partitions = int32(len(d.Partitions))
+	topic.Status.ReplicationFactor = int32(d.Partitions.NumReplicas())
+	topic.Status.TopicID = uuid.UUID(d.ID).String()
+	rcs, err := adm.DescribeTopicConfigs(ctx, name)
+	if err != nil {
+		return err
+	}
+	rc, err := rcs.On(name, nil)
+	if err != nil {
+		return err
+	}
+	cfg := map[string]string{}
+	for _, c := range rc.Configs {
+		if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+			cfg[c.Key] = *c.Value
+		}
+	}
+	if len(cfg) == 0 {
+		cfg = nil
+	}
+	topic.Status.Config = cfg
+	return nil
+}
+
+// finalize carries out the deletion policy, then lets the Topic go.
+func (r *TopicReconciler) finalize(ctx context.Context, topic *raftkav1.Topic) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(topic, TopicFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if topic.Spec.DeletionPolicy == raftkav1.DeletionPolicyDelete && managedKafkaTopic(topic) {
+		adm, err := r.admin(ctx, topic)
+		if err == nil {
+			resp, derr := adm.DeleteTopics(ctx, topic.KafkaName())
+			if derr == nil {
+				derr = resp[topic.KafkaName()].Err
+			}
+			if derr != nil && !errors.Is(derr, kerr.UnknownTopicOrPartition) {
+				return ctrl.Result{}, fmt.Errorf("delete topic %s: %w", topic.KafkaName(), derr)
+			}
+			log.FromContext(ctx).Info("topic deleted", "topic", topic.KafkaName())
+		} else if !errors.Is(err, errClusterMissing) {
+			return ctrl.Result{}, err
+		}
+	}
+	controllerutil.RemoveFinalizer(topic, TopicFinalizer)
+	return ctrl.Result{}, r.Update(ctx, topic)
+}
+
+// managedKafkaTopic is false for a Topic that lost a conflict: it never
+// managed the Kafka topic and must not delete it.
+func managedKafkaTopic(topic *raftkav1.Topic) bool {
+	for _, c := range topic.Status.Conditions {
+		if c.Type == raftkav1.ConditionReady && c.Reason == raftkav1.ReasonResourceConflict {
+			return false
+		}
+	}
+	return true
+}
+
+// errClusterMissing: the BrokerCluster a Topic names does not exist. A
+// Topic deleted then has no Kafka topic left to delete.
+var errClusterMissing = errors.New("BrokerCluster not found")
+
+// SetupWithManager registers the controller: Topics, and the Topics of a
+// BrokerCluster when it changes.
+func (r *TopicReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&raftkav1.Topic{}).
+		Watches(&raftkav1.BrokerCluster{}, handler.EnqueueRequestsFromMapFunc(r.topicsOfCluster)).
+		Named("topic").
+		Complete(r)
+}
+
+func (r *TopicReconciler) topicsOfCluster(ctx context.Context, obj client.Object) []ctrl.Request {
+	var topics raftkav1.TopicList
+	if err := r.List(ctx, &topics, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []ctrl.Request
+	for _, t := range topics.Items {
+		if t.Spec.ClusterRef.Name == obj.GetName() {
+			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}})
+		}
+	}
+	return reqs
+}

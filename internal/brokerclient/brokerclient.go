@@ -1,0 +1,110 @@
+// Package brokerclient is how the operator reaches brokers: Kafka admin
+// clients (franz-go kadm) per cluster, and the brokers' HTTP checks. It is
+// the operator's only way to the brokers.
+package brokerclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Clients caches one Kafka client per bootstrap address list.
+type Clients struct {
+	// Override maps "namespace/name" of a BrokerCluster to bootstrap
+	// addresses, for an operator running outside the cluster network.
+	Override map[string][]string
+
+	mu      sync.Mutex
+	clients map[string]*kgo.Client
+}
+
+// ParseOverride reads "ns/name=host:port,host:port;ns/other=host:port".
+func ParseOverride(s string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, part := range strings.Split(s, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		key, addrs, ok := strings.Cut(part, "=")
+		if !ok || !strings.Contains(key, "/") || addrs == "" {
+			return nil, fmt.Errorf("bootstrap override %q: want namespace/name=host:port[,host:port]", part)
+		}
+		out[key] = strings.Split(addrs, ",")
+	}
+	return out, nil
+}
+
+// Bootstrap returns the addresses to reach a cluster at.
+func (c *Clients) Bootstrap(namespace, name, inCluster string) []string {
+	if addrs, ok := c.Override[namespace+"/"+name]; ok {
+		return addrs
+	}
+	return []string{inCluster}
+}
+
+// Admin returns a cached admin client for the addresses.
+func (c *Clients) Admin(addrs []string) (*kadm.Client, error) {
+	sorted := append([]string(nil), addrs...)
+	sort.Strings(sorted)
+	key := strings.Join(sorted, ",")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.clients == nil {
+		c.clients = map[string]*kgo.Client{}
+	}
+	if cl, ok := c.clients[key]; ok {
+		return kadm.NewClient(cl), nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(sorted...), kgo.ClientID("raftka-operator"),
+		kgo.MetadataMinAge(time.Second), kgo.RequestTimeoutOverhead(5*time.Second), kgo.RetryTimeout(10*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	c.clients[key] = cl
+	return kadm.NewClient(cl), nil
+}
+
+// Close closes every cached client.
+func (c *Clients) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range c.clients {
+		cl.Close()
+	}
+	c.clients = nil
+}
+
+// Check is a broker's answer to /readyz or /safe-to-restart.
+type Check struct {
+	OK      bool     `json:"ok"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// SafeToRestart asks a broker whether every Raft group it belongs to keeps
+// a quorum without it.
+func SafeToRestart(ctx context.Context, httpAddr string) (Check, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/safe-to-restart", nil)
+	if err != nil {
+		return Check{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return Check{}, err
+	}
+	defer resp.Body.Close()
+	var c Check
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		return Check{}, fmt.Errorf("safe-to-restart from %s: %w", httpAddr, err)
+	}
+	return c, nil
+}

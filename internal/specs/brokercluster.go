@@ -1,0 +1,269 @@
+package specs
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+)
+
+// Ports every broker listens on.
+const (
+	KafkaPort = 9092
+	RaftPort  = 9093
+	HTTPPort  = 8080
+	// MaxMetadataVoters is the size of the metadata Raft group.
+	MaxMetadataVoters = 3
+	dataPath          = "/var/lib/raftka"
+)
+
+// Label keys on everything a BrokerCluster owns.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// AnnotationVoters records, on the ConfigMap, how many brokers form the
+	// metadata Raft group. It is fixed when the cluster is first created:
+	// Raft membership does not follow later changes of spec.replicas.
+	AnnotationVoters = "raftka.io/metadata-voters"
+	// AnnotationConfigHash on the pod template rolls the brokers when
+	// their configuration changes.
+	AnnotationConfigHash = "raftka.io/config-hash"
+)
+
+// Names of a cluster's objects.
+func HeadlessServiceName(c *raftkav1.BrokerCluster) string { return c.Name + "-brokers" }
+func ClientServiceName(c *raftkav1.BrokerCluster) string   { return c.Name }
+func ConfigMapName(c *raftkav1.BrokerCluster) string       { return c.Name + "-config" }
+func StatefulSetName(c *raftkav1.BrokerCluster) string     { return c.Name }
+func PDBName(c *raftkav1.BrokerCluster) string             { return c.Name }
+
+// Labels selects a cluster's brokers.
+func Labels(c *raftkav1.BrokerCluster) map[string]string {
+	return map[string]string{LabelName: "raftka", LabelInstance: c.Name, LabelComponent: "broker", LabelManagedBy: "raftka-operator"}
+}
+
+// BootstrapServers is the client Service's address.
+func BootstrapServers(c *raftkav1.BrokerCluster) string {
+	return fmt.Sprintf("%s.%s.svc:%d", ClientServiceName(c), c.Namespace, KafkaPort)
+}
+
+// BrokerHost is broker id's stable DNS name through the headless Service.
+func BrokerHost(c *raftkav1.BrokerCluster, id int32) string {
+	return fmt.Sprintf("%s-%d.%s.%s.svc", StatefulSetName(c), id, HeadlessServiceName(c), c.Namespace)
+}
+
+// InitialVoters is the metadata group size for a new cluster.
+func InitialVoters(c *raftkav1.BrokerCluster) int32 {
+	return min(c.Spec.Replicas, MaxMetadataVoters)
+}
+
+// brokerFlags maps spec.config keys to the broker's environment variables.
+var brokerFlags = map[string]bool{
+	"auto-create-topics": true, "default-partitions": true, "default-replication-factor": true,
+	"min-free-bytes": true, "rtt": true, "log-level": true, "raft-snapshot-entries": true,
+	"retention-check-interval": true, "group-initial-rebalance-delay": true, "raft-log-write-buffer": true,
+}
+
+// ValidateConfig rejects spec.config keys the broker does not know.
+func ValidateConfig(c *raftkav1.BrokerCluster) error {
+	var unknown []string
+	for k := range c.Spec.Config {
+		if !brokerFlags[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	if len(unknown) > 0 {
+		return fmt.Errorf("unknown broker config %s", strings.Join(unknown, ", "))
+	}
+	return nil
+}
+
+// BuildConfigMap holds the broker settings as RAFTKA_* environment variables.
+func BuildConfigMap(c *raftkav1.BrokerCluster, voters int32) *corev1.ConfigMap {
+	data := map[string]string{"RAFTKA_LOG_FORMAT": "json"}
+	if _, set := c.Spec.Config["default-replication-factor"]; !set {
+		data["RAFTKA_DEFAULT_REPLICATION_FACTOR"] = strconv.Itoa(int(min(c.Spec.Replicas, 3)))
+	}
+	for k, v := range c.Spec.Config {
+		data["RAFTKA_"+strings.ToUpper(strings.ReplaceAll(k, "-", "_"))] = v
+	}
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName(c), Namespace: c.Namespace, Labels: Labels(c),
+			Annotations: map[string]string{AnnotationVoters: strconv.Itoa(int(voters))}},
+		Data: data,
+	}
+}
+
+// BuildHeadlessService gives every broker a stable DNS name, published
+// before the broker is ready: brokers need each other's addresses to form
+// the Raft groups that readiness waits for.
+func BuildHeadlessService(c *raftkav1.BrokerCluster) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: HeadlessServiceName(c), Namespace: c.Namespace, Labels: Labels(c)},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true, Selector: Labels(c),
+			Ports: []corev1.ServicePort{
+				{Name: "kafka", Port: KafkaPort, TargetPort: intstr.FromString("kafka")},
+				{Name: "raft", Port: RaftPort, TargetPort: intstr.FromString("raft")},
+				{Name: "http", Port: HTTPPort, TargetPort: intstr.FromString("http")},
+			},
+		},
+	}
+}
+
+// BuildClientService is the bootstrap address for clients.
+func BuildClientService(c *raftkav1.BrokerCluster) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: ClientServiceName(c), Namespace: c.Namespace, Labels: Labels(c)},
+		Spec: corev1.ServiceSpec{
+			Selector: Labels(c),
+			Ports: []corev1.ServicePort{
+				{Name: "kafka", Port: KafkaPort, TargetPort: intstr.FromString("kafka")},
+				{Name: "http", Port: HTTPPort, TargetPort: intstr.FromString("http")},
+			},
+		},
+	}
+}
+
+// BuildPodDisruptionBudget lets at most one broker be evicted at a time.
+func BuildPodDisruptionBudget(c *raftkav1.BrokerCluster) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: PDBName(c), Namespace: c.Namespace, Labels: Labels(c)},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: Labels(c)},
+		},
+	}
+}
+
+// BuildStatefulSet is the brokers' StatefulSet. Pods start in parallel (the
+// metadata group needs a quorum before any broker is ready) and are replaced
+// by the operator, one at a time (OnDelete), when the safe-restart check allows.
+func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, configHash string) *appsv1.StatefulSet {
+	labels := Labels(c)
+	podLabels := map[string]string{}
+	podAnnotations := map[string]string{AnnotationConfigHash: configHash}
+	var pt raftkav1.PodTemplate
+	if c.Spec.PodTemplate != nil {
+		pt = *c.Spec.PodTemplate
+	}
+	for k, v := range pt.Labels {
+		podLabels[k] = v
+	}
+	for k, v := range labels {
+		podLabels[k] = v
+	}
+	for k, v := range pt.Annotations {
+		podAnnotations[k] = v
+	}
+	var voterList, joinList []string
+	for id := int32(0); id < voters; id++ {
+		voterList = append(voterList, fmt.Sprintf("%d=%s:%d", id, BrokerHost(c, id), RaftPort))
+		joinList = append(joinList, fmt.Sprintf("%s:%d", BrokerHost(c, id), HTTPPort))
+	}
+	self := fmt.Sprintf("$(POD_NAME).%s.$(POD_NAMESPACE).svc", HeadlessServiceName(c))
+	pullPolicy := c.Spec.ImagePullPolicy
+	if pullPolicy == "" {
+		pullPolicy = corev1.PullIfNotPresent
+	}
+	container := corev1.Container{
+		Name:            "broker",
+		Image:           c.Spec.Image,
+		ImagePullPolicy: pullPolicy,
+		Args: []string{
+			"--id-from-hostname",
+			"--data-dir=" + dataPath,
+			fmt.Sprintf("--listen=0.0.0.0:%d", KafkaPort),
+			fmt.Sprintf("--advertised-address=%s:%d", self, KafkaPort),
+			fmt.Sprintf("--raft-address=%s:%d", self, RaftPort),
+			fmt.Sprintf("--raft-listen=0.0.0.0:%d", RaftPort),
+			fmt.Sprintf("--http-listen=0.0.0.0:%d", HTTPPort),
+			"--metadata-voters=" + strings.Join(voterList, ","),
+			"--join=" + strings.Join(joinList, ","),
+		},
+		Env: []corev1.EnvVar{
+			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		},
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(c)}}}},
+		Ports: []corev1.ContainerPort{
+			{Name: "kafka", ContainerPort: KafkaPort},
+			{Name: "raft", ContainerPort: RaftPort},
+			{Name: "http", ContainerPort: HTTPPort},
+		},
+		Resources: c.Spec.Resources,
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("http")}},
+			PeriodSeconds: 5, FailureThreshold: 3,
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}},
+			InitialDelaySeconds: 10, PeriodSeconds: 10, FailureThreshold: 6,
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: dataPath}},
+	}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName(c), Namespace: c.Namespace, Labels: labels},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(replicas),
+			ServiceName:         HeadlessServiceName(c),
+			Selector:            &metav1.LabelSelector{MatchLabels: labels},
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
+				Spec: corev1.PodSpec{
+					Containers:                    []corev1.Container{container},
+					ServiceAccountName:            pt.ServiceAccountName,
+					NodeSelector:                  pt.NodeSelector,
+					Tolerations:                   pt.Tolerations,
+					TerminationGracePeriodSeconds: ptr.To[int64](30),
+					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+							Weight: 100,
+							PodAffinityTerm: corev1.PodAffinityTerm{
+								TopologyKey:   "kubernetes.io/hostname",
+								LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+							},
+						}},
+					}},
+				},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: labels},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName: c.Spec.Storage.StorageClassName,
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceStorage: storageSize(c),
+					}},
+				},
+			}},
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
+		},
+	}
+	return sts
+}
+
+func storageSize(c *raftkav1.BrokerCluster) resource.Quantity {
+	if c.Spec.Storage.Size.IsZero() {
+		return resource.MustParse("10Gi")
+	}
+	return c.Spec.Storage.Size
+}
