@@ -1,0 +1,129 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/specs"
+)
+
+func TestBrokerClusterOwnsItsObjects(t *testing.T) {
+	ns := newNamespace(t)
+	c := brokerCluster(ns)
+	c.Spec.Config = map[string]string{"log-level": "debug"}
+	mustCreate(t, c)
+	ctx := context.Background()
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+	var sts appsv1.StatefulSet
+	eventually(t, "the StatefulSet", func() (bool, string) { return k8s.Get(ctx, key("events"), &sts) == nil, "" })
+	if *sts.Spec.Replicas != 3 || len(sts.OwnerReferences) != 1 || sts.OwnerReferences[0].Name != "events" {
+		t.Fatalf("statefulset replicas %d owners %v", *sts.Spec.Replicas, sts.OwnerReferences)
+	}
+	for _, obj := range []client.Object{&corev1.Service{}, &corev1.ConfigMap{}, &policyv1.PodDisruptionBudget{}} {
+		name := map[string]string{"*v1.Service": "events-brokers", "*v1.ConfigMap": "events-config", "*v1.PodDisruptionBudget": "events"}[typeName(obj)]
+		if err := k8s.Get(ctx, key(name), obj); err != nil {
+			t.Fatalf("%s %s: %v", typeName(obj), name, err)
+		}
+		if len(obj.GetOwnerReferences()) != 1 {
+			t.Fatalf("%s %s has no owner reference", typeName(obj), name)
+		}
+	}
+	var cm corev1.ConfigMap
+	_ = k8s.Get(ctx, key("events-config"), &cm)
+	if cm.Data["RAFTKA_LOG_LEVEL"] != "debug" {
+		t.Fatalf("config map %v", cm.Data)
+	}
+	eventually(t, "status", func() (bool, string) {
+		var got raftkav1.BrokerCluster
+		_ = k8s.Get(ctx, key("events"), &got)
+		ready := meta.FindStatusCondition(got.Status.Conditions, raftkav1.ConditionReady)
+		// envtest runs no pods: the brokers never become ready.
+		return got.Status.BootstrapServers == specs.BootstrapServers(&got) && ready != nil && ready.Status == metav1.ConditionFalse &&
+			ready.Reason == "BrokersNotReady" && got.Status.ObservedGeneration == got.Generation, ""
+	})
+
+	// The user's spec is not rewritten with defaults.
+	var got raftkav1.BrokerCluster
+	_ = k8s.Get(ctx, key("events"), &got)
+	if got.Spec.ImagePullPolicy != "" || got.Spec.PodTemplate != nil {
+		t.Fatalf("the operator wrote into spec: %+v", got.Spec)
+	}
+
+	// A config change reaches the ConfigMap and changes the pod template's hash.
+	oldHash := sts.Spec.Template.Annotations[specs.AnnotationConfigHash]
+	got.Spec.Config["log-level"] = "warn"
+	if err := k8s.Update(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a new config hash", func() (bool, string) {
+		_ = k8s.Get(ctx, key("events"), &sts)
+		return sts.Spec.Template.Annotations[specs.AnnotationConfigHash] != oldHash, ""
+	})
+}
+
+// Broker 2 of the real cluster hosts partition replicas, so scaling to two
+// brokers must wait, and say why.
+func TestScaleInWaitsForHostedReplicas(t *testing.T) {
+	ns := newNamespace(t)
+	mustCreate(t, brokerCluster(ns))
+	mustCreate(t, topicObject(ns, "pinned", 3))
+	readyIs(t, ns, "pinned", metav1.ConditionTrue, raftkav1.ReasonCreated)
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: ns, Name: "events"}
+	var c raftkav1.BrokerCluster
+	eventually(t, "the cluster reconciled", func() (bool, string) {
+		_ = k8s.Get(ctx, key, &c)
+		return c.Status.ObservedGeneration == c.Generation, ""
+	})
+	c.Spec.Replicas = 2
+	if err := k8s.Update(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "ScaleInBlocked", func() (bool, string) {
+		_ = k8s.Get(ctx, key, &c)
+		p := meta.FindStatusCondition(c.Status.Conditions, raftkav1.ConditionProgressing)
+		if p == nil {
+			return false, ""
+		}
+		return p.Reason == "ScaleInBlocked" && contains(p.Message, "broker 2 hosts"), p.Reason + ": " + p.Message
+	})
+	var sts appsv1.StatefulSet
+	_ = k8s.Get(ctx, key, &sts)
+	if *sts.Spec.Replicas != 3 {
+		t.Fatalf("the StatefulSet was scaled to %d while broker 2 hosts replicas", *sts.Spec.Replicas)
+	}
+}
+
+func TestInvalidBrokerConfigIsTerminal(t *testing.T) {
+	ns := newNamespace(t)
+	c := brokerCluster(ns)
+	c.Spec.Config = map[string]string{"bogus": "1"}
+	mustCreate(t, c)
+	eventually(t, "Degraded", func() (bool, string) {
+		var got raftkav1.BrokerCluster
+		_ = k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "events"}, &got)
+		d := meta.FindStatusCondition(got.Status.Conditions, raftkav1.ConditionDegraded)
+		return d != nil && d.Status == metav1.ConditionTrue && contains(d.Message, "bogus"), ""
+	})
+}
+
+func typeName(obj client.Object) string {
+	switch obj.(type) {
+	case *corev1.Service:
+		return "*v1.Service"
+	case *corev1.ConfigMap:
+		return "*v1.ConfigMap"
+	case *policyv1.PodDisruptionBudget:
+		return "*v1.PodDisruptionBudget"
+	}
+	return "?"
+}

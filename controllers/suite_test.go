@@ -1,0 +1,170 @@
+package controllers
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/broker/brokertest"
+	"github.com/raftka/raftka/internal/brokerclient"
+)
+
+// The suite runs one real API server (envtest) and one real 3-broker
+// cluster for every test in the package; each test uses its own namespace.
+var (
+	k8s     client.Client
+	brokers *brokertest.Cluster
+	scheme  = runtime.NewScheme()
+)
+
+// suiteT lets brokertest, which wants a testing.TB, live for the package.
+type suiteT struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (s *suiteT) Cleanup(f func())                  { s.cleanups = append(s.cleanups, f) }
+func (s *suiteT) Fatal(args ...any)                 { panic(fmt.Sprint(args...)) }
+func (s *suiteT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (s *suiteT) Logf(format string, args ...any)   { fmt.Printf(format+"\n", args...) }
+func (s *suiteT) Helper()                           {}
+func (s *suiteT) Failed() bool                      { return false }
+func (s *suiteT) TempDir() string {
+	dir, err := os.MkdirTemp("", "raftka-suite")
+	if err != nil {
+		panic(err)
+	}
+	s.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	if testing.Short() || os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Println("controllers: KUBEBUILDER_ASSETS is not set (make test sets it from hack/envtest-assets.sh); running the tests that need no API server")
+		return m.Run()
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(raftkav1.AddToScheme(scheme))
+
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Println("envtest:", err)
+		return 1
+	}
+	defer env.Stop()
+
+	st := &suiteT{}
+	defer func() {
+		for i := len(st.cleanups) - 1; i >= 0; i-- {
+			st.cleanups[i]()
+		}
+	}()
+	brokers = brokertest.Start(st, brokertest.Options{Brokers: 3})
+
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	// Every BrokerCluster named "events", in any test namespace, is the
+	// real cluster started above.
+	pool := &brokerclient.Clients{Override: overrideAll(brokers.AllAddrs())}
+	defer pool.Close()
+	if err := Setup(mgr, pool, Options{TopicResync: 2 * time.Second, LagPeriod: time.Second}); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Println("manager:", err)
+		}
+	}()
+	return m.Run()
+}
+
+func zapLevel() zapLevelT {
+	if os.Getenv("RAFTKA_TEST_VERBOSE") != "" {
+		return -1
+	}
+	return 2 // errors only
+}
+
+// testNamespaces is filled by newNamespace; overrideAll covers them.
+var testNamespaces = []string{}
+
+func overrideAll(addrs []string) map[string][]string {
+	m := map[string][]string{}
+	for i := 0; i < 64; i++ {
+		m[fmt.Sprintf("test-%d/events", i)] = addrs
+	}
+	return m
+}
+
+var nsCounter int
+
+// newNamespace creates a namespace for one test, with a BrokerCluster
+// named "events" that stands for the real brokers.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	if k8s == nil {
+		t.Skip("needs the envtest API server")
+	}
+	ns := fmt.Sprintf("test-%d", nsCounter)
+	nsCounter++
+	mustCreate(t, namespaceObject(ns))
+	return ns
+}
+
+func mustCreate(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Create(context.Background(), obj); err != nil {
+		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// eventually polls cond for up to 30 s.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

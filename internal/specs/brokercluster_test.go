@@ -1,0 +1,95 @@
+package specs
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+)
+
+func cluster(replicas int32) *raftkav1.BrokerCluster {
+	return &raftkav1.BrokerCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: "kafka"},
+		Spec: raftkav1.BrokerClusterSpec{Replicas: replicas, Image: "raftka/broker:v1",
+			Storage: raftkav1.StorageSpec{Size: resource.MustParse("20Gi")}, Config: map[string]string{"log-level": "debug"}},
+	}
+}
+
+func arg(args []string, flag string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func TestBuildStatefulSet(t *testing.T) {
+	c := cluster(5)
+	sts := BuildStatefulSet(c, 3, 5, "abc")
+	if *sts.Spec.Replicas != 5 || sts.Spec.ServiceName != "events-brokers" {
+		t.Fatalf("replicas %d service %s", *sts.Spec.Replicas, sts.Spec.ServiceName)
+	}
+	if sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Fatal("brokers must start in parallel: none is ready before the metadata group has a quorum")
+	}
+	if sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+		t.Fatal("the operator, not the StatefulSet controller, must pace restarts")
+	}
+	args := sts.Spec.Template.Spec.Containers[0].Args
+	voters := arg(args, "--metadata-voters")
+	if strings.Count(voters, "=") != 3 || !strings.Contains(voters, "0=events-0.events-brokers.kafka.svc:9093") {
+		t.Fatalf("voters %q", voters)
+	}
+	if got := arg(args, "--raft-address"); got != "$(POD_NAME).events-brokers.$(POD_NAMESPACE).svc:9093" {
+		t.Fatalf("raft address %q", got)
+	}
+	if sts.Spec.Template.Annotations[AnnotationConfigHash] != "abc" {
+		t.Fatal("config hash missing from the pod template: config changes would not roll the brokers")
+	}
+	probe := sts.Spec.Template.Spec.Containers[0].ReadinessProbe
+	if probe == nil || probe.HTTPGet.Path != "/readyz" {
+		t.Fatal("readiness must be the broker's /readyz")
+	}
+	pvc := sts.Spec.VolumeClaimTemplates[0]
+	if q := pvc.Spec.Resources.Requests["storage"]; q.String() != "20Gi" || pvc.Labels[LabelInstance] != "events" {
+		t.Fatalf("claim %v labels %v", q, pvc.Labels)
+	}
+}
+
+func TestVotersStayFixed(t *testing.T) {
+	// A cluster created with one broker keeps one voter when it grows.
+	sts := BuildStatefulSet(cluster(3), 1, 3, "h")
+	if v := arg(sts.Spec.Template.Spec.Containers[0].Args, "--metadata-voters"); strings.Count(v, "=") != 1 {
+		t.Fatalf("voters %q", v)
+	}
+	if InitialVoters(cluster(1)) != 1 || InitialVoters(cluster(7)) != 3 {
+		t.Fatal("initial voters")
+	}
+}
+
+func TestServicesAndConfig(t *testing.T) {
+	c := cluster(3)
+	if h := BuildHeadlessService(c); h.Spec.ClusterIP != "None" || !h.Spec.PublishNotReadyAddresses {
+		t.Fatal("the headless Service must publish brokers before they are ready")
+	}
+	if BootstrapServers(c) != "events.kafka.svc:9092" {
+		t.Fatal(BootstrapServers(c))
+	}
+	cm := BuildConfigMap(c, 3)
+	if cm.Data["RAFTKA_LOG_LEVEL"] != "debug" || cm.Data["RAFTKA_DEFAULT_REPLICATION_FACTOR"] != "3" || cm.Annotations[AnnotationVoters] != "3" {
+		t.Fatalf("config map %v %v", cm.Data, cm.Annotations)
+	}
+	if pdb := BuildPodDisruptionBudget(c); pdb.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Fatal("pdb")
+	}
+	bad := cluster(3)
+	bad.Spec.Config["no-such-flag"] = "1"
+	if err := ValidateConfig(bad); err == nil || !strings.Contains(err.Error(), "no-such-flag") {
+		t.Fatalf("validate: %v", err)
+	}
+}
