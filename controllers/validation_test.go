@@ -23,7 +23,11 @@ func TestAdmissionRejectsInvalidObjects(t *testing.T) {
 	}{
 		{"zero partitions", func() *raftkav1.Topic { t := topicObject(ns, "a", 0); return t }, "spec.partitions"},
 		{"zero replication", func() *raftkav1.Topic { t := topicObject(ns, "b", 1); t.Spec.ReplicationFactor = 0; return t }, "spec.replicationFactor"},
-		{"min isr above rf", func() *raftkav1.Topic { t := topicObject(ns, "c", 1); t.Spec.MinInSyncReplicas = ptr.To[int32](4); return t }, "minInSyncReplicas must not exceed replicationFactor"},
+		{"min isr above rf", func() *raftkav1.Topic {
+			t := topicObject(ns, "c", 1)
+			t.Spec.MinInSyncReplicas = ptr.To[int32](4)
+			return t
+		}, "minInSyncReplicas must not exceed replicationFactor"},
 		{"bad topic name", func() *raftkav1.Topic { t := topicObject(ns, "d", 1); t.Spec.TopicName = "no/slashes"; return t }, "spec.topicName"},
 		{"bad deletion policy", func() *raftkav1.Topic { t := topicObject(ns, "e", 1); t.Spec.DeletionPolicy = "Shred"; return t }, "spec.deletionPolicy"},
 	}
