@@ -42,8 +42,9 @@ run-operator: build manifests ## the operator against the current kubeconfig (RA
 run: build ## a local 3-broker cluster on 127.0.0.1:9092-9094 in the foreground (Ctrl-C stops it)
 	hack/local-cluster.sh run 3
 
-bench: build ## benchmarks against a local cluster; writes docs/benchmarks.md
+bench: build envtest ## benchmarks of the broker and the operator; writes docs/benchmarks.md
 	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/
+	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./controllers/
 
 FUZZTIME ?= 60s
 fuzz: ## run each fuzz target for FUZZTIME (request decoding, partition state machine)

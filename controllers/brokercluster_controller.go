@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -336,6 +337,14 @@ func (r *BrokerClusterReconciler) observe(ctx context.Context, c *raftkav1.Broke
 	return nil
 }
 
+func clusterOfPod(_ context.Context, obj client.Object) []ctrl.Request {
+	l := obj.GetLabels()
+	if l[specs.LabelManagedBy] != "raftka-operator" || l[specs.LabelInstance] == "" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: l[specs.LabelInstance]}}}
+}
+
 // HTTPSafeToRestart asks the broker's /safe-to-restart at its stable DNS name.
 func HTTPSafeToRestart(ctx context.Context, c *raftkav1.BrokerCluster, id int32) (brokerclient.Check, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -354,6 +363,9 @@ func (r *BrokerClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		// Broker pods belong to the StatefulSet; their readiness paces the
+		// rolling update, so they wake their cluster too.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfPod)).
 		Named("brokercluster").
 		Complete(r)
 }

@@ -1,10 +1,12 @@
 package controllers
 
 import (
+	"context"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/brokerclient"
 )
 
@@ -12,6 +14,9 @@ import (
 type Options struct {
 	TopicResync time.Duration
 	LagPeriod   time.Duration
+	// SafeToRestart replaces the HTTP safe-restart check at the brokers'
+	// in-cluster DNS names, for an operator that reaches them otherwise.
+	SafeToRestart func(ctx context.Context, cluster *raftkav1.BrokerCluster, id int32) (brokerclient.Check, error)
 }
 
 // Setup registers every controller with the manager.
@@ -22,7 +27,7 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 	if opts.LagPeriod <= 0 {
 		opts.LagPeriod = 15 * time.Second
 	}
-	if err := (&BrokerClusterReconciler{Client: mgr.GetClient(), Brokers: brokers}).SetupWithManager(mgr); err != nil {
+	if err := (&BrokerClusterReconciler{Client: mgr.GetClient(), Brokers: brokers, SafeToRestart: opts.SafeToRestart}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&TopicReconciler{Client: mgr.GetClient(), Brokers: brokers, Resync: opts.TopicResync}).SetupWithManager(mgr); err != nil {

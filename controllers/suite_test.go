@@ -97,7 +97,11 @@ func runSuite(m *testing.M) int {
 	// real cluster started above.
 	pool := &brokerclient.Clients{Override: overrideAll(brokers.AllAddrs())}
 	defer pool.Close()
-	if err := Setup(mgr, pool, Options{TopicResync: 2 * time.Second, LagPeriod: time.Second}); err != nil {
+	// envtest runs no pods: the safe-restart check asks the real brokers.
+	safe := func(ctx context.Context, _ *raftkav1.BrokerCluster, id int32) (brokerclient.Check, error) {
+		return brokerclient.SafeToRestart(ctx, brokers.Brokers[id].HTTPAddr)
+	}
+	if err := Setup(mgr, pool, Options{TopicResync: 2 * time.Second, LagPeriod: time.Second, SafeToRestart: safe}); err != nil {
 		fmt.Println(err)
 		return 1
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -362,6 +363,9 @@ func (r *TopicReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&raftkav1.Topic{}).
 		Watches(&raftkav1.BrokerCluster{}, handler.EnqueueRequestsFromMapFunc(r.topicsOfCluster)).
+		// A new topic waits for its partitions' first Raft elections; many
+		// at once keep a GitOps sync of hundreds of Topics short.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 16}).
 		Named("topic").
 		Complete(r)
 }

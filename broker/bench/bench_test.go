@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -14,24 +13,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/raftka/raftka/broker/brokertest"
+	"github.com/raftka/raftka/internal/benchreport"
 )
 
-// report collects rows for docs/benchmarks.md.
-var report struct {
-	mu   sync.Mutex
-	rows [][2]string
-}
+var report benchreport.Table
 
-func row(name, value string) {
-	report.mu.Lock()
-	defer report.mu.Unlock()
-	report.rows = append(report.rows, [2]string{name, value})
-}
+func row(name, value string) { report.Add(name, value) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if path := os.Getenv("RAFTKA_BENCH_REPORT"); path != "" && len(report.rows) > 0 {
-		if err := writeReport(path); err != nil {
+	if path := os.Getenv("RAFTKA_BENCH_REPORT"); path != "" && report.Len() > 0 {
+		if err := benchreport.WriteSection(path, "broker", "Broker",
+			"Real `raftka-broker` processes on 127.0.0.1 and a real franz-go client, package `broker/bench`.",
+			&report, reportNotes); err != nil {
 			fmt.Fprintln(os.Stderr, "write report:", err)
 			code = 1
 		}
@@ -39,19 +33,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func writeReport(path string) error {
-	var b strings.Builder
-	b.WriteString("# Benchmarks\n\n")
-	b.WriteString("Measured by `make bench` (package `broker/bench`): real `raftka-broker` processes on 127.0.0.1\n")
-	b.WriteString("and a real franz-go client in one run on one machine. Absolute numbers depend on the\n")
-	b.WriteString("machine; compare runs made side by side on the same one.\n\n")
-	fmt.Fprintf(&b, "Machine: %d CPUs, %s/%s, %s. Run at %s.\n\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), time.Now().UTC().Format(time.RFC3339))
-	b.WriteString("| measurement | value |\n| --- | --- |\n")
-	for _, r := range report.rows {
-		fmt.Fprintf(&b, "| %s | %s |\n", r[0], r[1])
-	}
-	b.WriteString(`
-## Reproduce
+const reportNotes = `### Reproduce
 
 ` + "```sh\nmake bench          # builds bin/raftka-broker, runs the benchmarks, rewrites this file\n```" + `
 
@@ -67,7 +49,7 @@ func writeReport(path string) error {
 - Idle partitions: 3 brokers, one topic of 1,000 partitions with replication factor 3, so every
   broker hosts 1,000 partition replicas (1,000 Raft groups); RSS after they all have leaders.
 
-## Reading the numbers
+### Reading the numbers
 
 - Produce throughput is bound by disk bandwidth, not CPU: the brokers use well under both cores.
   Every byte produced is written on each replica to the Raft log (Pebble's WAL, then a table when
@@ -77,9 +59,7 @@ func writeReport(path string) error {
   On three machines with a disk each, each disk takes a third of that.
 - Per-replica memory is dominated by Dragonboat's per-group queues; the broker shrinks them
   (broker/server/dragonboat_tuning.go) from about 0.6 MB to about 0.45 MB per replica.
-`)
-	return os.WriteFile(path, []byte(b.String()), 0o644)
-}
+`
 
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {

@@ -1,0 +1,58 @@
+// Package benchreport writes benchmark results into docs/benchmarks.md,
+// one section per benchmark suite, replacing that section on each run and
+// leaving the others alone.
+package benchreport
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+const header = "# Benchmarks\n\nWritten by `make bench`. Each section is replaced when its suite runs again.\nAbsolute numbers depend on the machine; compare runs made side by side on one machine.\n"
+
+// Table is a section's measurements, in order.
+type Table struct {
+	rows [][2]string
+}
+
+// Add appends a measurement.
+func (t *Table) Add(name, value string) { t.rows = append(t.rows, [2]string{name, value}) }
+
+// Len is the number of measurements.
+func (t *Table) Len() int { return len(t.rows) }
+
+// WriteSection puts the section named name, with an intro, the table and
+// notes, into the report at path.
+func WriteSection(path, name, title, intro string, t *Table, notes string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!-- section %s -->\n## %s\n\n%s\n\n", name, title, strings.TrimSpace(intro))
+	fmt.Fprintf(&b, "Machine: %d CPUs, %s/%s, %s. Run at %s.\n\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), time.Now().UTC().Format(time.RFC3339))
+	b.WriteString("| measurement | value |\n| --- | --- |\n")
+	for _, r := range t.rows {
+		fmt.Fprintf(&b, "| %s | %s |\n", r[0], r[1])
+	}
+	if notes = strings.TrimSpace(notes); notes != "" {
+		b.WriteString("\n" + notes + "\n")
+	}
+	fmt.Fprintf(&b, "<!-- end %s -->\n", name)
+	section := b.String()
+
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	doc := string(old)
+	if !strings.HasPrefix(doc, "# Benchmarks") {
+		doc = header
+	}
+	start, end := strings.Index(doc, "<!-- section "+name+" -->"), strings.Index(doc, "<!-- end "+name+" -->")
+	if start >= 0 && end > start {
+		doc = doc[:start] + section + doc[end+len("<!-- end "+name+" -->\n"):]
+	} else {
+		doc = strings.TrimRight(doc, "\n") + "\n\n" + section
+	}
+	return os.WriteFile(path, []byte(doc), 0o644)
+}
