@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,13 +22,17 @@ import (
 // ConsumerGroupReconciler reports a consumer group's lag.
 type ConsumerGroupReconciler struct {
 	client.Client
-	Brokers *brokerclient.Clients
+	Brokers  *brokerclient.Clients
+	Recorder record.EventRecorder
 	// SyncPeriod is how often lag is measured.
 	SyncPeriod time.Duration
+	states     autoscaleStates
 }
 
 // +kubebuilder:rbac:groups=raftka.io,resources=consumergroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=raftka.io,resources=consumergroups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile measures one group's lag into its status.
 func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -78,12 +83,16 @@ func (r *ConsumerGroupReconciler) measure(ctx context.Context, cg *raftkav1.Cons
 		return err
 	}
 	cg.Status.Topics, cg.Status.TotalLag, cg.Status.Partitions = SummarizeLag(lags)
+	exportLag(cg.Namespace, cg.Spec.GroupID, lags, policyOf(cg, r.SyncPeriod))
 	groups, err := adm.DescribeGroups(ctx, cg.Spec.GroupID)
 	if err == nil {
 		g := groups[cg.Spec.GroupID]
 		cg.Status.State, cg.Status.Members = g.State, int32(len(g.Members))
 	}
-	return nil
+	if cg.Spec.ScaleTargetRef == nil {
+		return nil
+	}
+	return r.autoscale(ctx, cg, adm, lags)
 }
 
 // ReadLag reads, for every partition of the topics, the group's committed

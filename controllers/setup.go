@@ -33,5 +33,6 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 	if err := (&TopicReconciler{Client: mgr.GetClient(), Brokers: brokers, Resync: opts.TopicResync}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&ConsumerGroupReconciler{Client: mgr.GetClient(), Brokers: brokers, SyncPeriod: opts.LagPeriod}).SetupWithManager(mgr)
+	return (&ConsumerGroupReconciler{Client: mgr.GetClient(), Brokers: brokers, SyncPeriod: opts.LagPeriod,
+		Recorder: mgr.GetEventRecorderFor("raftka-consumergroup")}).SetupWithManager(mgr)
 }

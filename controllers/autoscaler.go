@@ -1,0 +1,206 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/autoscale"
+)
+
+// ConditionStalled is True while a group's lag grows and its committed
+// offsets stand still.
+const ConditionStalled = "Stalled"
+
+var (
+	lagGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "raftka_consumergroup_lag",
+		Help: "Records a consumer group has yet to consume, per partition."}, []string{"namespace", "group", "topic", "partition"})
+	desiredGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "raftka_consumergroup_desired_replicas",
+		Help: "Consumers the autoscaler wants for a group."}, []string{"namespace", "group"})
+	currentGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "raftka_consumergroup_current_replicas",
+		Help: "Replicas of a group's scale target."}, []string{"namespace", "group"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(lagGauge, desiredGauge, currentGauge)
+}
+
+// autoscaleStates keeps each group's decision state between syncs. It is
+// memory only: after an operator restart the stabilization windows start
+// again, which delays scale-down rather than hastening it.
+type autoscaleStates struct {
+	mu sync.Mutex
+	m  map[types.UID]autoscale.State
+}
+
+func (s *autoscaleStates) get(uid types.UID) autoscale.State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[uid]
+}
+
+func (s *autoscaleStates) put(uid types.UID, st autoscale.State) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[types.UID]autoscale.State{}
+	}
+	s.m[uid] = st
+}
+
+// policyOf applies the spec's defaults.
+func policyOf(cg *raftkav1.ConsumerGroup, lagPeriod time.Duration) autoscale.Policy {
+	p := autoscale.Policy{
+		MinReplicas: ptr.Deref(cg.Spec.MinReplicas, 1), MaxReplicas: ptr.Deref(cg.Spec.MaxReplicas, 10),
+		LagThreshold: ptr.Deref(cg.Spec.LagThreshold, 1000), ScaleDownWindow: 5 * time.Minute,
+		StallAfter: max(2*time.Minute, 4*lagPeriod),
+	}
+	if ps := cg.Spec.PartitionScaling; ps != nil && ps.Enabled {
+		p.PartitionScaling = true
+		p.MaxPartitions = ptr.Deref(ps.MaxPartitions, p.MaxReplicas)
+	}
+	if b := cg.Spec.Behavior; b != nil {
+		if b.ScaleUpStabilizationSeconds != nil {
+			p.ScaleUpWindow = time.Duration(*b.ScaleUpStabilizationSeconds) * time.Second
+		}
+		if b.ScaleDownStabilizationSeconds != nil {
+			p.ScaleDownWindow = time.Duration(*b.ScaleDownStabilizationSeconds) * time.Second
+		}
+	}
+	return p
+}
+
+// scaleTarget returns the target and its scale subresource, read as
+// unstructured objects so that any kind with /scale works.
+func (r *ConsumerGroupReconciler) scaleTarget(ctx context.Context, cg *raftkav1.ConsumerGroup) (*unstructured.Unstructured, *unstructured.Unstructured, error) {
+	ref := cg.Spec.ScaleTargetRef
+	target := &unstructured.Unstructured{}
+	target.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+	target.SetNamespace(cg.Namespace)
+	target.SetName(ref.Name)
+	scale := &unstructured.Unstructured{}
+	scale.SetGroupVersionKind(autoscalingv1.SchemeGroupVersion.WithKind("Scale"))
+	if err := r.SubResource("scale").Get(ctx, target, scale); err != nil {
+		return nil, nil, fmt.Errorf("scale of %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	return target, scale, nil
+}
+
+func scaleReplicas(scale *unstructured.Unstructured) int32 {
+	n, _, _ := unstructured.NestedInt64(scale.Object, "spec", "replicas")
+	return int32(n)
+}
+
+// ledPartitions counts, per topic, the partitions that have a leader.
+func ledPartitions(ctx context.Context, adm *kadm.Client, topics []string) (map[string]int32, error) {
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int32{}
+	for _, t := range topics {
+		d, ok := md.Topics[t]
+		if !ok || d.Err != nil {
+			return nil, fmt.Errorf("topic %s: %v", t, d.Err)
+		}
+		n := int32(0)
+		for _, p := range d.Partitions {
+			if p.Leader >= 0 && p.Err == nil {
+				n++
+			}
+		}
+		out[t] = n
+	}
+	return out, nil
+}
+
+// autoscale decides and acts: partitions first, then the target's replicas.
+// It writes only /scale and the brokers' partition counts, never a spec.
+func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.ConsumerGroup, adm *kadm.Client, lags []Lag) error {
+	target, scale, err := r.scaleTarget(ctx, cg)
+	if err != nil {
+		return err
+	}
+	led, err := ledPartitions(ctx, adm, cg.Spec.Topics)
+	if err != nil {
+		return err
+	}
+	current := scaleReplicas(scale)
+	obs := autoscale.Observation{Now: time.Now(), LedPartitions: led, CurrentReplicas: current}
+	for _, l := range lags {
+		obs.Lags = append(obs.Lags, autoscale.PartitionLag{Topic: l.Topic, Partition: l.Partition, Committed: l.Committed, Start: l.Start, End: l.End})
+	}
+	d := autoscale.Decide(obs, policyOf(cg, r.SyncPeriod), r.states.get(cg.UID))
+	r.states.put(cg.UID, d.Next)
+	logger := log.FromContext(ctx)
+
+	for topic, n := range d.GrowPartitions {
+		resp, err := adm.UpdatePartitions(ctx, int(n), topic)
+		if err == nil {
+			err = resp[topic].Err
+		}
+		if err != nil {
+			return fmt.Errorf("grow %s to %d partitions: %w", topic, n, err)
+		}
+		logger.Info("partitions grown for consumers", "topic", topic, "partitions", n)
+		r.event(cg, corev1.EventTypeNormal, "PartitionsGrown", fmt.Sprintf("topic %s grown to %d partitions: %s", topic, n, d.Reason))
+		cg.Status.LastScaleTime, cg.Status.LastScaleReason = ptr.To(metav1.Now()), d.Reason
+	}
+	if d.DesiredReplicas != current {
+		from := current
+		if err := unstructured.SetNestedField(scale.Object, int64(d.DesiredReplicas), "spec", "replicas"); err != nil {
+			return err
+		}
+		if err := r.SubResource("scale").Update(ctx, target, client.WithSubResourceBody(scale)); err != nil {
+			return fmt.Errorf("scale %s %s: %w", cg.Spec.ScaleTargetRef.Kind, cg.Spec.ScaleTargetRef.Name, err)
+		}
+		logger.Info("consumers scaled", "from", from, "to", d.DesiredReplicas, "lag", d.TotalLag)
+		r.event(cg, corev1.EventTypeNormal, "Scaled", fmt.Sprintf("%s %s scaled from %d to %d: %s", cg.Spec.ScaleTargetRef.Kind, cg.Spec.ScaleTargetRef.Name, from, d.DesiredReplicas, d.Reason))
+		cg.Status.LastScaleTime, cg.Status.LastScaleReason = ptr.To(metav1.Now()), d.Reason
+	}
+	wasStalled := false
+	for _, c := range cg.Status.Conditions {
+		wasStalled = wasStalled || c.Type == ConditionStalled && c.Status == metav1.ConditionTrue
+	}
+	if d.Stalled && !wasStalled {
+		r.event(cg, corev1.EventTypeWarning, "Stalled", d.Reason)
+	}
+	if d.Stalled {
+		setCondition(&cg.Status.Conditions, cg.Generation, ConditionStalled, true, "OffsetsNotMoving", d.Reason)
+	} else {
+		setCondition(&cg.Status.Conditions, cg.Generation, ConditionStalled, false, "OffsetsMoving", "committed offsets move or there is no lag")
+	}
+	cg.Status.CurrentReplicas, cg.Status.DesiredReplicas = scaleReplicas(scale), d.DesiredReplicas
+	desiredGauge.WithLabelValues(cg.Namespace, cg.Spec.GroupID).Set(float64(d.DesiredReplicas))
+	currentGauge.WithLabelValues(cg.Namespace, cg.Spec.GroupID).Set(float64(scaleReplicas(scale)))
+	return nil
+}
+
+func (r *ConsumerGroupReconciler) event(cg *raftkav1.ConsumerGroup, typ, reason, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Event(cg, typ, reason, msg)
+	}
+}
+
+func exportLag(ns, group string, lags []Lag, p autoscale.Policy) {
+	for _, l := range lags {
+		lagGauge.WithLabelValues(ns, group, l.Topic, strconv.Itoa(int(l.Partition))).Set(float64(p.Lag(autoscale.PartitionLag{
+			Topic: l.Topic, Partition: l.Partition, Committed: l.Committed, Start: l.Start, End: l.End})))
+	}
+}
