@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 )
@@ -118,7 +119,7 @@ func TestAutoscalerGrowsPartitionsThenConsumersAndDrainsLag(t *testing.T) {
 		defer close(watchDone)
 		lastP, lastR := 0, 0
 		for ctx.Err() == nil {
-			p := freshPartitionCount(t, "work")
+			p := freshPartitionCount("work")
 			var d appsv1.Deployment
 			_ = k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "workers"}, &d)
 			r := int(ptr.Deref(d.Spec.Replicas, 0))
@@ -157,7 +158,7 @@ func TestAutoscalerGrowsPartitionsThenConsumersAndDrainsLag(t *testing.T) {
 		_ = k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "workers"}, &d)
 		var cg raftkav1.ConsumerGroup
 		_ = k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "workers"}, &cg)
-		return freshPartitionCount(t, "work") == 4 && ptr.Deref(d.Spec.Replicas, 0) == 4,
+		return freshPartitionCount("work") == 4 && ptr.Deref(d.Spec.Replicas, 0) == 4,
 			fmt.Sprintf("replicas %d status %+v", ptr.Deref(d.Spec.Replicas, 0), cg.Status)
 	})
 	eventually2(t, 120*time.Second, "the lag to drain", func() (bool, string) {
@@ -207,6 +208,39 @@ func TestAutoscalerGrowsPartitionsThenConsumersAndDrainsLag(t *testing.T) {
 	if cg.Status.LastScaleTime == nil || cg.Status.LastScaleReason == "" {
 		t.Fatalf("no last scale in status: %+v", cg.Status)
 	}
+	// Each action was an Event, and the numbers are on the metrics endpoint.
+	var events corev1.EventList
+	if err := k8s.List(context.Background(), &events, clientInNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]int{}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == "workers" {
+			reasons[e.Reason]++
+		}
+	}
+	if reasons["Scaled"] < 2 || reasons["PartitionsGrown"] < 1 {
+		t.Fatalf("events by reason: %v", reasons)
+	}
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := map[string]bool{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "namespace" && l.GetValue() == ns {
+					exported[f.GetName()] = true
+				}
+			}
+		}
+	}
+	for _, name := range []string{"raftka_consumergroup_lag", "raftka_consumergroup_desired_replicas", "raftka_consumergroup_current_replicas"} {
+		if !exported[name] {
+			t.Errorf("metric %s not exported for the group", name)
+		}
+	}
 	// The autoscaler wrote /scale and the brokers, not the Topic's spec.
 	if got := getTopic(t, ns, "work"); got.Spec.Partitions != 2 || got.Status.Partitions != 4 {
 		t.Fatalf("topic spec %d status %d: want spec untouched at 2, status 4", got.Spec.Partitions, got.Status.Partitions)
@@ -231,10 +265,9 @@ func eventually2(t *testing.T, timeout time.Duration, what string, cond func() (
 
 // freshPartitionCount asks the brokers through a new client each time:
 // franz-go clients cache metadata.
-func freshPartitionCount(t *testing.T, topic string) int {
+func freshPartitionCount(topic string) int {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers.AllAddrs()...))
 	if err != nil {
-		t.Error(err)
 		return 0
 	}
 	defer cl.Close()

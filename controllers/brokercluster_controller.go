@@ -312,26 +312,26 @@ func (r *BrokerClusterReconciler) observe(ctx context.Context, c *raftkav1.Broke
 		c.Status.Brokers = append(c.Status.Brokers, raftkav1.BrokerStatus{ID: id, Address: fmt.Sprintf("%s:%d", specs.BrokerHost(c, id), specs.KafkaPort), Ready: ok})
 	}
 	c.Status.ReadyReplicas = ready
-	updated := sts.Status.UpdatedReplicas == c.Spec.Replicas && sts.Status.UpdateRevision == sts.Status.CurrentRevision
+	rolling := waiting != "" || sts.Status.UpdateRevision != "" && sts.Status.UpdateRevision != sts.Status.CurrentRevision
+	want := ptr.Deref(sts.Spec.Replicas, 0)
+	if ready >= want {
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionReady, true, "BrokersReady", fmt.Sprintf("%d brokers ready", ready))
+	} else {
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionReady, false, "BrokersNotReady", fmt.Sprintf("%d of %d brokers ready", ready, want))
+	}
 	switch {
 	case blocked != "":
-		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionReady, ready >= ptr.Deref(sts.Spec.Replicas, 0), "ScaleInBlocked", blocked)
 		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionProgressing, false, "ScaleInBlocked", blocked)
-	case ready < c.Spec.Replicas:
-		msg := fmt.Sprintf("%d of %d brokers ready", ready, c.Spec.Replicas)
-		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionReady, false, "BrokersNotReady", msg)
-		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionProgressing, true, "BrokersStarting", msg)
-	case waiting != "" || !updated && sts.Status.UpdateRevision != "":
+	case rolling:
 		msg := waiting
 		if msg == "" {
 			msg = "rolling update in progress"
 		}
-		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionReady, true, "RollingUpdate", msg)
 		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionProgressing, true, "RollingUpdate", msg)
+	case ready < want:
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionProgressing, true, "BrokersStarting", fmt.Sprintf("%d of %d brokers ready", ready, want))
 	default:
-		msg := fmt.Sprintf("%d brokers ready", ready)
-		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionReady, true, "BrokersReady", msg)
-		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionProgressing, false, "Reconciled", msg)
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionProgressing, false, "Reconciled", fmt.Sprintf("%d brokers ready", ready))
 	}
 	setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionDegraded, false, "Reconciled", "")
 	return nil

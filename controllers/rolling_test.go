@@ -43,15 +43,20 @@ func TestRollingUpdateRestartsOneSafeBrokerAtATime(t *testing.T) {
 		t.Fatal("a second broker was restarted while broker 2 was")
 	}
 
-	// Broker 2 comes back at the new revision, but the real broker 2 is down:
-	// restarting broker 1 now would leave its partitions without a quorum.
-	replaceBrokerPod(t, ns, 2, "rev-2")
+	// The real broker 2 is down, so restarting broker 1 would leave its
+	// partitions without a quorum; broker 1 itself says so. Then pod 2
+	// comes back at the new revision and looks ready.
 	brokers.Kill(2)
 	defer func() {
 		brokers.Restart(2)
 		brokers.WaitReady(2)
 	}()
-	eventually(t, "the operator to wait and say why", func() (bool, string) {
+	eventually(t, "broker 1 to notice broker 2 is gone", func() (bool, string) {
+		code, _ := brokers.Get(1, "/safe-to-restart")
+		return code == 503, ""
+	})
+	replaceBrokerPod(t, ns, 2, "rev-2")
+	eventually2(t, 60*time.Second, "the operator to wait and say why", func() (bool, string) {
 		var c raftkav1.BrokerCluster
 		_ = k8s.Get(ctx, key, &c)
 		p := meta.FindStatusCondition(c.Status.Conditions, raftkav1.ConditionProgressing)

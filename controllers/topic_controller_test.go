@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,9 +122,7 @@ func TestTopicIsCreatedGrownAndKeptInLine(t *testing.T) {
 	})
 
 	// Partitions grow with the spec.
-	topic := getTopic(t, ns, "orders")
-	topic.Spec.Partitions = 5
-	if err := k8s.Update(ctx, topic); err != nil {
+	if err := updateTopic(t, ns, "orders", func(t *raftkav1.Topic) { t.Spec.Partitions = 5 }); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "partitions to grow", func() (bool, string) {
@@ -214,4 +213,18 @@ func fmtMap(m map[string]string) string {
 		b.WriteString(k + "=" + v + " ")
 	}
 	return b.String()
+}
+
+// updateTopic changes a Topic, retrying while the controller updates it too.
+func updateTopic(t *testing.T, ns, name string, change func(*raftkav1.Topic)) error {
+	t.Helper()
+	var err error
+	for try := 0; try < 20; try++ {
+		fresh := getTopic(t, ns, name)
+		change(fresh)
+		if err = k8s.Update(context.Background(), fresh); !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
 }

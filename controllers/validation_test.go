@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -54,14 +53,7 @@ func TestAdmissionRejectsInvalidObjects(t *testing.T) {
 		{"replication", func(t *raftkav1.Topic) { t.Spec.ReplicationFactor = 1; t.Spec.MinInSyncReplicas = nil }, "replicationFactor is immutable"},
 	}
 	for _, c := range update {
-		var err error
-		for try := 0; try < 20; try++ { // the controller may be adding its finalizer
-			fresh := getTopic(t, ns, "valid")
-			c.change(fresh)
-			if err = k8s.Update(ctx, fresh); !apierrors.IsConflict(err) {
-				break
-			}
-		}
+		err := updateTopic(t, ns, "valid", c.change)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
 		}
