@@ -69,7 +69,7 @@ func policyOf(cg *raftkav1.ConsumerGroup, lagPeriod time.Duration) autoscale.Pol
 	p := autoscale.Policy{
 		MinReplicas: ptr.Deref(cg.Spec.MinReplicas, 1), MaxReplicas: ptr.Deref(cg.Spec.MaxReplicas, 10),
 		LagThreshold: ptr.Deref(cg.Spec.LagThreshold, 1000), ScaleDownWindow: 5 * time.Minute,
-		StallAfter: max(2*time.Minute, 4*lagPeriod),
+		StallAfter: max(2*time.Minute, 4*lagPeriod), ResetLatest: cg.Spec.OffsetReset == "latest",
 	}
 	if ps := cg.Spec.PartitionScaling; ps != nil && ps.Enabled {
 		p.PartitionScaling = true

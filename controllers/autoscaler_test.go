@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -242,9 +243,11 @@ func TestAutoscalerGrowsPartitionsThenConsumersAndDrainsLag(t *testing.T) {
 		}
 	}
 	// The autoscaler wrote /scale and the brokers, not the Topic's spec.
-	if got := getTopic(t, ns, "work"); got.Spec.Partitions != 2 || got.Status.Partitions != 4 {
-		t.Fatalf("topic spec %d status %d: want spec untouched at 2, status 4", got.Spec.Partitions, got.Status.Partitions)
-	}
+	eventually(t, "the Topic to show the grown partitions and stay Ready", func() (bool, string) {
+		got := getTopic(t, ns, "work")
+		return got.Spec.Partitions == 2 && got.Status.Partitions == 4 && meta.IsStatusConditionTrue(got.Status.Conditions, raftkav1.ConditionReady),
+			fmt.Sprintf("spec %d status %d", got.Spec.Partitions, got.Status.Partitions)
+	})
 }
 
 // eventually2 is eventually with its own timeout.

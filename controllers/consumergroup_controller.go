@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/autoscale"
 	"github.com/raftka/raftka/internal/brokerclient"
 	"github.com/raftka/raftka/internal/specs"
 )
@@ -82,7 +83,7 @@ func (r *ConsumerGroupReconciler) measure(ctx context.Context, cg *raftkav1.Cons
 	if err != nil {
 		return err
 	}
-	cg.Status.Topics, cg.Status.TotalLag, cg.Status.Partitions = SummarizeLag(lags)
+	cg.Status.Topics, cg.Status.TotalLag, cg.Status.Partitions = SummarizeLag(lags, policyOf(cg, r.SyncPeriod))
 	exportLag(cg.Namespace, cg.Spec.GroupID, lags, policyOf(cg, r.SyncPeriod))
 	groups, err := adm.DescribeGroups(ctx, cg.Spec.GroupID)
 	if err == nil {
@@ -133,10 +134,9 @@ func ReadLag(ctx context.Context, adm *kadm.Client, group string, topics []strin
 	return out, nil
 }
 
-// SummarizeLag turns observations into status: a partition without a
-// commit lags by everything it holds, as a group starting from the
-// earliest offset would.
-func SummarizeLag(lags []Lag) (topics []raftkav1.TopicLag, total int64, minPartitions int32) {
+// SummarizeLag turns observations into status, counting a partition
+// without a commit by the policy's offset reset.
+func SummarizeLag(lags []Lag, p autoscale.Policy) (topics []raftkav1.TopicLag, total int64, minPartitions int32) {
 	byTopic := map[string]*raftkav1.TopicLag{}
 	var order []string
 	for _, l := range lags {
@@ -146,11 +146,7 @@ func SummarizeLag(lags []Lag) (topics []raftkav1.TopicLag, total int64, minParti
 			byTopic[l.Topic] = t
 			order = append(order, l.Topic)
 		}
-		from := l.Committed
-		if from < 0 {
-			from = l.Start
-		}
-		lag := max(l.End-from, 0)
+		lag := p.Lag(autoscale.PartitionLag{Topic: l.Topic, Partition: l.Partition, Committed: l.Committed, Start: l.Start, End: l.End})
 		t.Lag += lag
 		total += lag
 		t.Partitions = append(t.Partitions, raftkav1.PartitionLag{Partition: l.Partition, Committed: l.Committed, End: l.End, Lag: lag})

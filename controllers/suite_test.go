@@ -158,17 +158,7 @@ func mustCreate(t *testing.T, obj client.Object) {
 // eventually polls cond for up to 30 s.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+	eventually2(t, 30*time.Second, what, cond)
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -57,6 +57,12 @@ type ConsumerGroupSpec struct {
 	// Topics the group consumes.
 	// +kubebuilder:validation:MinItems=1
 	Topics []string `json:"topics"`
+	// OffsetReset is the consumers' auto.offset.reset: a partition without
+	// a committed offset lags by all it holds with earliest (the default),
+	// by nothing with latest.
+	// +optional
+	// +kubebuilder:validation:Enum=earliest;latest
+	OffsetReset string `json:"offsetReset,omitempty"`
 	// ScaleTargetRef is the consumer workload; without it the group's lag
 	// is only reported.
 	// +optional

@@ -15,57 +15,62 @@ func handleOffsetFetch(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	coordinator := b.isCoordinator()
-	if req.GetVersion() >= 8 {
-		for _, g := range req.Groups {
-			rg := kmsg.NewOffsetFetchResponseGroup()
-			rg.Group = g.Group
-			if !coordinator {
-				rg.ErrorCode = kerr.NotCoordinator.Code
-			} else {
-				var asked map[string][]int32
-				if g.Topics != nil {
-					asked = map[string][]int32{}
-					for _, t := range g.Topics {
-						asked[t.Topic] = t.Partitions
-					}
-				}
-				for topic, parts := range b.committedOffsets(g.Group, asked) {
-					rt := kmsg.NewOffsetFetchResponseGroupTopic()
-					rt.Topic = topic
-					for _, p := range parts {
-						rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-						rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p.partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
-						rt.Partitions = append(rt.Partitions, rp)
-					}
-					rg.Topics = append(rg.Topics, rt)
-				}
+	if req.GetVersion() < 8 {
+		// Before v8 a request names one group; answer it through the
+		// batched form and copy the answer back.
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = req.Group
+		if req.Topics != nil {
+			g.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
+			for _, t := range req.Topics {
+				g.Topics = append(g.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 			}
-			resp.Groups = append(resp.Groups, rg)
+		}
+		rg := b.offsetFetchGroup(g, coordinator)
+		resp.ErrorCode = rg.ErrorCode
+		for _, t := range rg.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp, nil
 	}
+	for _, g := range req.Groups {
+		resp.Groups = append(resp.Groups, b.offsetFetchGroup(g, coordinator))
+	}
+	return resp, nil
+}
+
+func (b *Broker) offsetFetchGroup(g kmsg.OffsetFetchRequestGroup, coordinator bool) kmsg.OffsetFetchResponseGroup {
+	rg := kmsg.NewOffsetFetchResponseGroup()
+	rg.Group = g.Group
 	if !coordinator {
-		resp.ErrorCode = kerr.NotCoordinator.Code
-		return resp, nil
+		rg.ErrorCode = kerr.NotCoordinator.Code
+		return rg
 	}
 	var asked map[string][]int32
-	if req.Topics != nil {
+	if g.Topics != nil {
 		asked = map[string][]int32{}
-		for _, t := range req.Topics {
+		for _, t := range g.Topics {
 			asked[t.Topic] = t.Partitions
 		}
 	}
-	for topic, parts := range b.committedOffsets(req.Group, asked) {
-		rt := kmsg.NewOffsetFetchResponseTopic()
+	for topic, parts := range b.committedOffsets(g.Group, asked) {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
 		rt.Topic = topic
 		for _, p := range parts {
-			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p.partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
+		rg.Topics = append(rg.Topics, rt)
 	}
-	return resp, nil
+	return rg
 }
 
 type committed struct {
