@@ -54,11 +54,11 @@ func (r *BrokerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Get(ctx, req.NamespacedName, &cluster); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	before := cluster.Status.DeepCopy()
+	before := cluster.DeepCopy()
 	result, err := r.reconcile(ctx, &cluster)
 	cluster.Status.ObservedGeneration = cluster.Generation
-	if !equality.Semantic.DeepEqual(before, &cluster.Status) {
-		if uerr := r.Status().Update(ctx, &cluster); uerr != nil && !apierrors.IsNotFound(uerr) {
+	if !equality.Semantic.DeepEqual(before.Status, cluster.Status) {
+		if uerr := r.Status().Patch(ctx, &cluster, client.MergeFrom(before)); uerr != nil && !apierrors.IsNotFound(uerr) {
 			return ctrl.Result{}, uerr
 		}
 	}
@@ -138,6 +138,12 @@ func (r *BrokerClusterReconciler) metadataVoters(ctx context.Context, c *raftkav
 // apply creates obj or updates the fields mutate copies onto the existing
 // one, writing only when something changed.
 func (r *BrokerClusterReconciler) apply(ctx context.Context, owner *raftkav1.BrokerCluster, obj client.Object, mutate func(existing client.Object)) error {
+	_, err := r.applyObject(ctx, owner, obj, mutate)
+	return err
+}
+
+// applyObject is apply, returning the object as written or found.
+func (r *BrokerClusterReconciler) applyObject(ctx context.Context, owner *raftkav1.BrokerCluster, obj client.Object, mutate func(existing client.Object)) (client.Object, error) {
 	existing := obj.DeepCopyObject().(client.Object)
 	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, existing, func() error {
 		if ts := existing.GetCreationTimestamp(); ts.IsZero() {
@@ -148,12 +154,12 @@ func (r *BrokerClusterReconciler) apply(ctx context.Context, owner *raftkav1.Bro
 		return controllerutil.SetControllerReference(owner, existing, r.Scheme())
 	})
 	if err != nil {
-		return fmt.Errorf("apply %T %s: %w", obj, obj.GetName(), err)
+		return nil, fmt.Errorf("apply %T %s: %w", obj, obj.GetName(), err)
 	}
 	if op != controllerutil.OperationResultNone {
 		log.FromContext(ctx).Info("object applied", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName(), "operation", op)
 	}
-	return nil
+	return existing, nil
 }
 
 func configHash(cm *corev1.ConfigMap) string {
@@ -187,7 +193,7 @@ func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftk
 		}
 	}
 	desired := specs.BuildStatefulSet(c, voters, replicas, hash)
-	if err := r.apply(ctx, c, desired, func(existing client.Object) {
+	applied, err := r.applyObject(ctx, c, desired, func(existing client.Object) {
 		e := existing.(*appsv1.StatefulSet)
 		if e.CreationTimestamp.IsZero() {
 			e.Spec = desired.Spec
@@ -200,14 +206,11 @@ func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftk
 		e.Spec.Template = desired.Spec.Template
 		e.Spec.UpdateStrategy = desired.Spec.UpdateStrategy
 		e.Spec.PersistentVolumeClaimRetentionPolicy = desired.Spec.PersistentVolumeClaimRetentionPolicy
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, "", err
 	}
-	var sts appsv1.StatefulSet
-	if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.StatefulSetName(c)}, &sts); err != nil {
-		return nil, "", err
-	}
-	return &sts, blocked, nil
+	return applied.(*appsv1.StatefulSet), blocked, nil
 }
 
 // hostedReplicas counts partition replicas per broker id.

@@ -41,7 +41,7 @@ func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Get(ctx, req.NamespacedName, &cg); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	before := cg.Status.DeepCopy()
+	before := cg.DeepCopy()
 	err := r.measure(ctx, &cg)
 	if err != nil {
 		setCondition(&cg.Status.Conditions, cg.Generation, raftkav1.ConditionReady, false, "LagUnknown", err.Error())
@@ -50,8 +50,8 @@ func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			fmt.Sprintf("lag %d over %d topics", cg.Status.TotalLag, len(cg.Status.Topics)))
 	}
 	cg.Status.ObservedGeneration = cg.Generation
-	if !equality.Semantic.DeepEqual(before, &cg.Status) {
-		if uerr := r.Status().Update(ctx, &cg); uerr != nil && !apierrors.IsNotFound(uerr) {
+	if !equality.Semantic.DeepEqual(before.Status, cg.Status) {
+		if uerr := r.Status().Patch(ctx, &cg, client.MergeFrom(before)); uerr != nil && !apierrors.IsNotFound(uerr) {
 			return ctrl.Result{}, uerr
 		}
 	}

@@ -50,12 +50,12 @@ func (r *TopicReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Get(ctx, req.NamespacedName, &topic); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	before := topic.Status.DeepCopy()
+	before := topic.DeepCopy()
 	result, err := r.reconcile(ctx, &topic)
 	topic.Status.ObservedGeneration = topic.Generation
 	topic.Status.TopicName = topic.KafkaName()
-	if topic.DeletionTimestamp.IsZero() && !equality.Semantic.DeepEqual(before, &topic.Status) {
-		if uerr := r.Status().Update(ctx, &topic); uerr != nil && !apierrors.IsNotFound(uerr) {
+	if topic.DeletionTimestamp.IsZero() && !equality.Semantic.DeepEqual(before.Status, topic.Status) {
+		if uerr := r.Status().Patch(ctx, &topic, client.MergeFrom(before)); uerr != nil && !apierrors.IsNotFound(uerr) {
 			return ctrl.Result{}, uerr
 		}
 	}

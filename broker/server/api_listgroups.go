@@ -3,7 +3,6 @@ package server
 import (
 	"sort"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/groups"
@@ -43,7 +42,6 @@ func handleListGroups(b *Broker, r *request) (kmsg.Response, error) {
 		g.Group, g.GroupState, g.ProtocolType = id, st[0], st[1]
 		resp.Groups = append(resp.Groups, g)
 	}
-	_ = kerr.NotCoordinator
 	return resp, nil
 }
 

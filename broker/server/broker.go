@@ -284,5 +284,3 @@ func (b *Broker) metaLeader() (int32, bool) {
 	}
 	return brokerOf(id), true
 }
-
-var netSplit = net.SplitHostPort

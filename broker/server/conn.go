@@ -163,6 +163,12 @@ func (c *clientConn) handle(body []byte) (keep bool) {
 	flexible := kreq.IsFlexible() && key != int16(kmsg.ApiVersions)
 	if req.deferred != nil {
 		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					c.b.log.Error("request handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					slot <- nil // closes the connection in order
+				}
+			}()
 			resp := req.deferred()
 			c.b.metrics.observe(key, start)
 			resp.SetVersion(version)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"strconv"
 	"syscall"
 	"time"
@@ -127,7 +128,7 @@ func (b *Broker) diskFull() bool {
 }
 
 func splitHostPort(addr string) (string, int32, error) {
-	host, port, err := netSplit(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", 0, err
 	}
