@@ -5,10 +5,12 @@ BIN := $(CURDIR)/bin
 GOLANGCI_LINT_VERSION := v2.15.0
 CONTROLLER_TOOLS_VERSION := v0.23.0
 KUSTOMIZE_VERSION := v5.8.3
+HELM_VERSION := v3.22.0
+HELM := $(BIN)/helm
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
 
-.PHONY: all build test test-unit run run-operator bench fuzz fmt vet lint tools generate manifests envtest clean help
+.PHONY: all build test test-unit run run-operator bench fuzz fmt vet lint tools generate manifests envtest chart-lint clean help
 
 all: build
 
@@ -25,12 +27,13 @@ generate: $(CONTROLLER_GEN) ## deep-copy functions for api/
 manifests: $(CONTROLLER_GEN) ## CRDs and RBAC in config/ from the markers
 	$(CONTROLLER_GEN) crd rbac:roleName=raftka-operator paths=./api/... paths=./controllers/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	hack/sync-chart.sh
 
 envtest: ## build kube-apiserver, etcd and kubectl for envtest into bin/k8s
 	hack/envtest-assets.sh
 
 test: build manifests envtest ## unit, envtest and integration tests (real API server, real brokers on 127.0.0.1, franz-go and kcat)
-	@git diff --exit-code --stat -- config/ api/ || (echo "generated files are out of date: commit 'make generate manifests'"; exit 1)
+	@git diff --exit-code --stat -- config/ api/ charts/ || (echo "generated files are out of date: commit 'make generate manifests'"; exit 1)
 	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker $(GO) test -count=1 -p 1 -timeout 25m ./...
 
 test-unit: ## tests that start no broker process
@@ -66,10 +69,17 @@ $(BIN)/golangci-lint:
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 
+$(HELM):
+	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+chart-lint: $(HELM) ## helm lint and render the chart
+	$(HELM) lint charts/raftka
+	$(HELM) template raftka charts/raftka --namespace raftka-system --set brokerCluster.enabled=true >/dev/null
+
 $(KUSTOMIZE):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 
-tools: $(BIN)/golangci-lint $(CONTROLLER_GEN) $(KUSTOMIZE) ## install pinned tools into bin/
+tools: $(BIN)/golangci-lint $(CONTROLLER_GEN) $(KUSTOMIZE) $(HELM) ## install pinned tools into bin/
 
 clean: ## remove builds and the local cluster's data
 	-hack/local-cluster.sh stop
