@@ -32,7 +32,7 @@ manifests: $(CONTROLLER_GEN) ## CRDs and RBAC in config/ from the markers
 envtest: ## build kube-apiserver, etcd and kubectl for envtest into bin/k8s
 	hack/envtest-assets.sh
 
-test: build manifests envtest ## unit, envtest and integration tests (real API server, real brokers on 127.0.0.1, franz-go and kcat)
+test: build manifests envtest $(HELM) ## unit, envtest and integration tests (real API server, real brokers on 127.0.0.1, franz-go and kcat)
 	@git diff --exit-code --stat -- config/ api/ charts/ || (echo "generated files are out of date: commit 'make generate manifests'"; exit 1)
 	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker $(GO) test -count=1 -p 1 -timeout 25m ./...
 

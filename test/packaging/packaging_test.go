@@ -1,0 +1,142 @@
+package packaging
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// apiServer starts envtest without CRDs (the installs bring them) and
+// returns a client and a kubeconfig file for the binaries.
+func apiServer(t *testing.T) (client.Client, string) {
+	t.Helper()
+	if testing.Short() || os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("needs KUBEBUILDER_ASSETS (make test sets it)")
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "installer", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, path
+}
+
+func repoRoot(t *testing.T) string {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func run(t *testing.T, dir, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+func mustExist(t *testing.T, c client.Client, gvk schema.GroupVersionKind, ns, name string) {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
+		t.Fatalf("%s %s/%s: %v", gvk.Kind, ns, name, err)
+	}
+}
+
+var (
+	brokerClusterGVK = schema.GroupVersionKind{Group: "raftka.io", Version: "v1alpha1", Kind: "BrokerCluster"}
+	topicGVK         = schema.GroupVersionKind{Group: "raftka.io", Version: "v1alpha1", Kind: "Topic"}
+	consumerGroupGVK = schema.GroupVersionKind{Group: "raftka.io", Version: "v1alpha1", Kind: "ConsumerGroup"}
+	clusterRoleGVK   = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
+)
+
+func TestKustomizeDefaultAndSamplesAreAccepted(t *testing.T) {
+	c, kubeconfig := apiServer(t)
+	root := repoRoot(t)
+	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
+	run(t, root, kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "-k", "config/default")
+	run(t, root, kubectl, "--kubeconfig", kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/brokerclusters.raftka.io", "crd/topics.raftka.io", "crd/consumergroups.raftka.io")
+	run(t, root, kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "-n", "default", "-k", "config/samples")
+
+	var d appsv1.Deployment
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "raftka-system", Name: "raftka-operator"}, &d); err != nil {
+		t.Fatalf("operator Deployment: %v", err)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "raftka/operator:v0.1.0" {
+		t.Fatalf("operator image %s", img)
+	}
+	mustExist(t, c, clusterRoleGVK, "", "raftka-operator")
+	mustExist(t, c, brokerClusterGVK, "default", "events")
+	mustExist(t, c, topicGVK, "default", "orders")
+	mustExist(t, c, topicGVK, "default", "audit-log")
+	mustExist(t, c, consumerGroupGVK, "default", "order-processors")
+}
+
+func TestHelmInstall(t *testing.T) {
+	c, kubeconfig := apiServer(t)
+	root := repoRoot(t)
+	helm := filepath.Join(root, "bin", "helm")
+	if _, err := os.Stat(helm); err != nil {
+		t.Fatalf("no %s: make test installs it", helm)
+	}
+	out := run(t, root, helm, "--kubeconfig", kubeconfig, "install", "rk", "charts/raftka", "--namespace", "raftka-system",
+		"--create-namespace", "--set", "brokerCluster.enabled=true")
+	if !strings.Contains(out, "STATUS: deployed") || !strings.Contains(out, "BrokerCluster \"events\"") {
+		t.Fatalf("helm install output:\n%s", out)
+	}
+	var d appsv1.Deployment
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "raftka-system", Name: "rk-operator"}, &d); err != nil {
+		t.Fatalf("operator Deployment: %v", err)
+	}
+	args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
+	if !strings.Contains(args, "--leader-elect=true") {
+		t.Fatalf("operator args %s", args)
+	}
+	mustExist(t, c, clusterRoleGVK, "", "rk-operator")
+	mustExist(t, c, brokerClusterGVK, "raftka-system", "events")
+	// The chart's CRDs are config/crd/bases byte for byte.
+	for _, name := range []string{"raftka.io_brokerclusters.yaml", "raftka.io_topics.yaml", "raftka.io_consumergroups.yaml"} {
+		a, _ := os.ReadFile(filepath.Join(root, "config", "crd", "bases", name))
+		b, _ := os.ReadFile(filepath.Join(root, "charts", "raftka", "crds", name))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Fatalf("charts/raftka/crds/%s differs from config/crd/bases", name)
+		}
+	}
+}
