@@ -10,7 +10,7 @@ HELM := $(BIN)/helm
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
 
-.PHONY: all build test test-unit run run-operator bench fuzz fmt vet lint tools generate manifests envtest chart-lint clean help
+.PHONY: all build test test-unit run run-operator bench fuzz fmt vet lint tools generate manifests envtest chart-lint image clean help
 
 all: build
 
@@ -28,6 +28,14 @@ manifests: $(CONTROLLER_GEN) ## CRDs and RBAC in config/ from the markers
 	$(CONTROLLER_GEN) crd rbac:roleName=raftka-operator paths=./api/... paths=./controllers/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	hack/sync-chart.sh
+
+VERSION ?= v0.1.0
+image: ## OCI image tarballs of the broker and the operator in bin/images, without a Docker daemon
+	mkdir -p $(BIN)/images
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/raftka-broker ./broker/cmd/raftka-broker
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/manager .
+	$(GO) run ./hack/image --binary $(BIN)/images/raftka-broker --path /raftka-broker --tag raftka/broker:$(VERSION) --out $(BIN)/images/raftka-broker.tar
+	$(GO) run ./hack/image --binary $(BIN)/images/manager --path /manager --tag raftka/operator:$(VERSION) --out $(BIN)/images/raftka-operator.tar
 
 envtest: ## build kube-apiserver, etcd and kubectl for envtest into bin/k8s
 	hack/envtest-assets.sh

@@ -231,6 +231,8 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 					NodeSelector:                  pt.NodeSelector,
 					Tolerations:                   pt.Tolerations,
 					TerminationGracePeriodSeconds: ptr.To[int64](30),
+					// The image runs as 65532; the volume must be writable by it.
+					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), FSGroup: ptr.To[int64](65532)},
 					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 							Weight: 100,
