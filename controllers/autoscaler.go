@@ -24,10 +24,6 @@ import (
 	"github.com/raftka/raftka/internal/autoscale"
 )
 
-// ConditionStalled is True while a group's lag grows and its committed
-// offsets stand still.
-const ConditionStalled = "Stalled"
-
 var (
 	lagGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "raftka_consumergroup_lag",
 		Help: "Records a consumer group has yet to consume, per partition."}, []string{"namespace", "group", "topic", "partition"})
@@ -176,15 +172,15 @@ func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.Co
 	}
 	wasStalled := false
 	for _, c := range cg.Status.Conditions {
-		wasStalled = wasStalled || c.Type == ConditionStalled && c.Status == metav1.ConditionTrue
+		wasStalled = wasStalled || c.Type == raftkav1.ConditionStalled && c.Status == metav1.ConditionTrue
 	}
 	if d.Stalled && !wasStalled {
 		r.event(cg, corev1.EventTypeWarning, "Stalled", d.Reason)
 	}
 	if d.Stalled {
-		setCondition(&cg.Status.Conditions, cg.Generation, ConditionStalled, true, "OffsetsNotMoving", d.Reason)
+		setCondition(&cg.Status.Conditions, cg.Generation, raftkav1.ConditionStalled, true, "OffsetsNotMoving", d.Reason)
 	} else {
-		setCondition(&cg.Status.Conditions, cg.Generation, ConditionStalled, false, "OffsetsMoving", "committed offsets move or there is no lag")
+		setCondition(&cg.Status.Conditions, cg.Generation, raftkav1.ConditionStalled, false, "OffsetsMoving", "committed offsets move or there is no lag")
 	}
 	cg.Status.CurrentReplicas, cg.Status.DesiredReplicas = scaleReplicas(scale), d.DesiredReplicas
 	desiredGauge.WithLabelValues(cg.Namespace, cg.Spec.GroupID).Set(float64(d.DesiredReplicas))

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,6 +104,7 @@ func (r *TopicReconciler) reconcile(ctx context.Context, topic *raftkav1.Topic) 
 		reason = readyReason(topic)
 	}
 	setCondition(&topic.Status.Conditions, topic.Generation, raftkav1.ConditionReady, true, reason, message)
+	meta.RemoveStatusCondition(&topic.Status.Conditions, raftkav1.ConditionStalled)
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
 }
 
@@ -119,6 +121,10 @@ func readyReason(topic *raftkav1.Topic) string {
 
 func (r *TopicReconciler) notReady(topic *raftkav1.Topic, reason, message string) {
 	setCondition(&topic.Status.Conditions, topic.Generation, raftkav1.ConditionReady, false, reason, message)
+	// A refused spec or a name conflict will not heal by retrying: kstatus
+	// (Flux, Argo CD, kpt) reads Stalled=True as Failed rather than InProgress.
+	stalled := reason == raftkav1.ReasonNotSupported || reason == raftkav1.ReasonResourceConflict
+	setCondition(&topic.Status.Conditions, topic.Generation, raftkav1.ConditionStalled, stalled, reason, message)
 }
 
 type errNotSupported struct{ msg string }

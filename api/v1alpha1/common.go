@@ -17,4 +17,7 @@ const (
 	// ConditionDegraded is True when something is wrong that the operator
 	// cannot fix by itself.
 	ConditionDegraded = "Degraded"
+	// ConditionStalled is True when the object cannot progress until
+	// someone changes it (kstatus reads it as Failed).
+	ConditionStalled = "Stalled"
 )
