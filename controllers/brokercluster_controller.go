@@ -342,10 +342,10 @@ func (r *BrokerClusterReconciler) observe(ctx context.Context, c *raftkav1.Broke
 
 func clusterOfPod(_ context.Context, obj client.Object) []ctrl.Request {
 	l := obj.GetLabels()
-	if l[specs.LabelManagedBy] != "raftka-operator" || l[specs.LabelInstance] == "" {
+	if l[specs.LabelManagedBy] != "raftka-operator" || l[specs.LabelCluster] == "" {
 		return nil
 	}
-	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: l[specs.LabelInstance]}}}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: l[specs.LabelCluster]}}}
 }
 
 // HTTPSafeToRestart asks the broker's /safe-to-restart at its stable DNS name.

@@ -29,8 +29,12 @@ const (
 
 // Label keys on everything a BrokerCluster owns.
 const (
-	LabelName      = "app.kubernetes.io/name"
-	LabelInstance  = "app.kubernetes.io/instance"
+	LabelName = "app.kubernetes.io/name"
+	// LabelCluster names the BrokerCluster. app.kubernetes.io/instance is
+	// left to GitOps tools, which track their applications by it: the
+	// brokers' volume claims carry these labels and have no owner, and
+	// must not look like part of someone's application.
+	LabelCluster   = "raftka.io/cluster"
 	LabelComponent = "app.kubernetes.io/component"
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// AnnotationVoters records, on the ConfigMap, how many brokers form the
@@ -51,7 +55,7 @@ func PDBName(c *raftkav1.BrokerCluster) string             { return c.Name }
 
 // Labels selects a cluster's brokers.
 func Labels(c *raftkav1.BrokerCluster) map[string]string {
-	return map[string]string{LabelName: "raftka", LabelInstance: c.Name, LabelComponent: "broker", LabelManagedBy: "raftka-operator"}
+	return map[string]string{LabelName: "raftka", LabelCluster: c.Name, LabelComponent: "broker", LabelManagedBy: "raftka-operator"}
 }
 
 // BootstrapServers is the client Service's address.

@@ -56,8 +56,13 @@ func TestBuildStatefulSet(t *testing.T) {
 		t.Fatal("readiness must be the broker's /readyz")
 	}
 	pvc := sts.Spec.VolumeClaimTemplates[0]
-	if q := pvc.Spec.Resources.Requests["storage"]; q.String() != "20Gi" || pvc.Labels[LabelInstance] != "events" {
+	if q := pvc.Spec.Resources.Requests["storage"]; q.String() != "20Gi" || pvc.Labels[LabelCluster] != "events" {
 		t.Fatalf("claim %v labels %v", q, pvc.Labels)
+	}
+	// Claims outlive the StatefulSet and have no owner: a GitOps tool's
+	// tracking label on them would make them extras of its application.
+	if _, tracked := pvc.Labels["app.kubernetes.io/instance"]; tracked {
+		t.Fatal("volume claims carry app.kubernetes.io/instance")
 	}
 }
 
