@@ -18,7 +18,7 @@ func handleOffsetForLeaderEpoch(b *Broker, r *request) (kmsg.Response, error) {
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
-			rep, info, err := b.leaderReplica(t.Topic, p.Partition)
+			rep, info, err := b.actingReplica(t.Topic, p.Partition, true)
 			switch {
 			case err != nil:
 				rp.ErrorCode = err.Code
