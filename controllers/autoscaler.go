@@ -128,7 +128,7 @@ func ledPartitions(ctx context.Context, adm *kadm.Client, topics []string) (map[
 
 // autoscale decides and acts: partitions first, then the target's replicas.
 // It writes only /scale and the brokers' partition counts, never a spec.
-func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.ConsumerGroup, adm *kadm.Client, lags []Lag) error {
+func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.ConsumerGroup, adm *kadm.Client, lags []autoscale.PartitionLag) error {
 	target, scale, err := r.scaleTarget(ctx, cg)
 	if err != nil {
 		return err
@@ -138,10 +138,7 @@ func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.Co
 		return err
 	}
 	current := scaleReplicas(scale)
-	obs := autoscale.Observation{Now: time.Now(), LedPartitions: led, CurrentReplicas: current}
-	for _, l := range lags {
-		obs.Lags = append(obs.Lags, autoscale.PartitionLag{Topic: l.Topic, Partition: l.Partition, Committed: l.Committed, Start: l.Start, End: l.End})
-	}
+	obs := autoscale.Observation{Now: time.Now(), Lags: lags, LedPartitions: led, CurrentReplicas: current}
 	d := autoscale.Decide(obs, policyOf(cg, r.SyncPeriod), r.states.get(cg.UID))
 	r.states.put(cg.UID, d.Next)
 	logger := log.FromContext(ctx)
@@ -194,9 +191,8 @@ func (r *ConsumerGroupReconciler) event(cg *raftkav1.ConsumerGroup, typ, reason,
 	}
 }
 
-func exportLag(ns, group string, lags []Lag, p autoscale.Policy) {
+func exportLag(ns, group string, lags []autoscale.PartitionLag, p autoscale.Policy) {
 	for _, l := range lags {
-		lagGauge.WithLabelValues(ns, group, l.Topic, strconv.Itoa(int(l.Partition))).Set(float64(p.Lag(autoscale.PartitionLag{
-			Topic: l.Topic, Partition: l.Partition, Committed: l.Committed, Start: l.Start, End: l.End})))
+		lagGauge.WithLabelValues(ns, group, l.Topic, strconv.Itoa(int(l.Partition))).Set(float64(p.Lag(l)))
 	}
 }

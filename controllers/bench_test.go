@@ -23,18 +23,9 @@ import (
 // BenchmarkFiveHundredTopics applies 500 Topics at once and times them to
 // Ready against the real API server and brokers of the suite.
 func BenchmarkFiveHundredTopics(b *testing.B) {
-	if k8s == nil {
-		b.Skip("needs the envtest API server")
-	}
-	ns := fmt.Sprintf("test-%d", nsCounter)
-	nsCounter++
+	ns := newNamespace(b)
+	mustCreate(b, brokerCluster(ns))
 	ctx := context.Background()
-	if err := k8s.Create(ctx, namespaceObject(ns)); err != nil {
-		b.Fatal(err)
-	}
-	if err := k8s.Create(ctx, brokerCluster(ns)); err != nil {
-		b.Fatal(err)
-	}
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -89,19 +80,14 @@ func BenchmarkFiveHundredTopics(b *testing.B) {
 // lag crossing the threshold to partitions and replicas updated, and what
 // one sync of one ConsumerGroup costs.
 func BenchmarkAutoscalerReaction(b *testing.B) {
-	if k8s == nil {
-		b.Skip("needs the envtest API server")
-	}
-	ns := fmt.Sprintf("test-%d", nsCounter)
-	nsCounter++
+	ns := newNamespace(b)
+	mustCreate(b, brokerCluster(ns))
 	ctx := context.Background()
 	must := func(err error) {
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
-	must(k8s.Create(ctx, namespaceObject(ns)))
-	must(k8s.Create(ctx, brokerCluster(ns)))
 	topic := topicObject(ns, "surge", 1)
 	topic.Spec.MinInSyncReplicas = nil
 	must(k8s.Create(ctx, topic))

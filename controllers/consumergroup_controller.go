@@ -60,15 +60,6 @@ func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return ctrl.Result{RequeueAfter: r.SyncPeriod}, nil
 }
 
-// Lag is one partition's observation.
-type Lag struct {
-	Topic     string
-	Partition int32
-	Committed int64 // -1 without a commit
-	Start     int64
-	End       int64
-}
-
 // measure reads committed and end offsets and the group's state.
 func (r *ConsumerGroupReconciler) measure(ctx context.Context, cg *raftkav1.ConsumerGroup) error {
 	var cluster raftkav1.BrokerCluster
@@ -98,7 +89,7 @@ func (r *ConsumerGroupReconciler) measure(ctx context.Context, cg *raftkav1.Cons
 
 // ReadLag reads, for every partition of the topics, the group's committed
 // offset and the log's start and end offsets.
-func ReadLag(ctx context.Context, adm *kadm.Client, group string, topics []string) ([]Lag, error) {
+func ReadLag(ctx context.Context, adm *kadm.Client, group string, topics []string) ([]autoscale.PartitionLag, error) {
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		return nil, err
@@ -114,9 +105,9 @@ func ReadLag(ctx context.Context, adm *kadm.Client, group string, topics []strin
 	if err != nil {
 		return nil, err
 	}
-	var out []Lag
+	var out []autoscale.PartitionLag
 	ends.Each(func(e kadm.ListedOffset) {
-		l := Lag{Topic: e.Topic, Partition: e.Partition, End: e.Offset, Committed: -1}
+		l := autoscale.PartitionLag{Topic: e.Topic, Partition: e.Partition, End: e.Offset, Committed: -1}
 		if s, ok := starts.Lookup(e.Topic, e.Partition); ok {
 			l.Start = s.Offset
 		}
@@ -136,7 +127,7 @@ func ReadLag(ctx context.Context, adm *kadm.Client, group string, topics []strin
 
 // SummarizeLag turns observations into status, counting a partition
 // without a commit by the policy's offset reset.
-func SummarizeLag(lags []Lag, p autoscale.Policy) (topics []raftkav1.TopicLag, total int64, minPartitions int32) {
+func SummarizeLag(lags []autoscale.PartitionLag, p autoscale.Policy) (topics []raftkav1.TopicLag, total int64, minPartitions int32) {
 	byTopic := map[string]*raftkav1.TopicLag{}
 	var order []string
 	for _, l := range lags {
@@ -146,7 +137,7 @@ func SummarizeLag(lags []Lag, p autoscale.Policy) (topics []raftkav1.TopicLag, t
 			byTopic[l.Topic] = t
 			order = append(order, l.Topic)
 		}
-		lag := p.Lag(autoscale.PartitionLag{Topic: l.Topic, Partition: l.Partition, Committed: l.Committed, Start: l.Start, End: l.End})
+		lag := p.Lag(l)
 		t.Lag += lag
 		total += lag
 		t.Partitions = append(t.Partitions, raftkav1.PartitionLag{Partition: l.Partition, Committed: l.Committed, End: l.End, Lag: lag})

@@ -137,7 +137,7 @@ var nsCounter int
 
 // newNamespace creates a namespace for one test, with a BrokerCluster
 // named "events" that stands for the real brokers.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	if k8s == nil {
 		t.Skip("needs the envtest API server")
@@ -148,7 +148,7 @@ func newNamespace(t *testing.T) string {
 	return ns
 }
 
-func mustCreate(t *testing.T, obj client.Object) {
+func mustCreate(t testing.TB, obj client.Object) {
 	t.Helper()
 	if err := k8s.Create(context.Background(), obj); err != nil {
 		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)

@@ -192,11 +192,8 @@ func (s *StateMachine) apply(cmd []byte) (sm.Result, bool, error) {
 			if v.err != nil {
 				return encodeResult(v.err, -1, l.start), false, nil
 			}
-			if v.duplicate {
-				if i == 0 {
-					dupOffset = v.offset
-				}
-				continue
+			if v.duplicate && i == 0 {
+				dupOffset = v.offset
 			}
 		}
 		if dupOffset >= 0 {

@@ -3,6 +3,7 @@ package server
 import (
 	"net"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -106,8 +107,9 @@ func (b *Broker) liveReplicas(replicas []int32) []int32 {
 	return out
 }
 
-// freeBytes is cached: statfs on every produce would cost more than it saves.
+// freeSpace caches statfs: one call per produce would cost more than it saves.
 type freeSpace struct {
+	mu    sync.Mutex
 	at    time.Time
 	bytes uint64
 }
@@ -116,12 +118,12 @@ func (b *Broker) diskFull() bool {
 	if b.cfg.MinFreeBytes <= 0 {
 		return false
 	}
-	b.leaderMu.Lock()
-	defer b.leaderMu.Unlock()
+	b.free.mu.Lock()
+	defer b.free.mu.Unlock()
 	if time.Since(b.free.at) > time.Second {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(b.cfg.DataDir, &st); err == nil {
-			b.free = freeSpace{at: time.Now(), bytes: st.Bavail * uint64(st.Bsize)}
+			b.free.at, b.free.bytes = time.Now(), st.Bavail*uint64(st.Bsize)
 		}
 	}
 	return b.free.bytes < uint64(b.cfg.MinFreeBytes)
