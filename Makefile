@@ -10,7 +10,7 @@ HELM := $(BIN)/helm
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
 
-.PHONY: all build test test-unit run run-operator bench fuzz fmt vet lint tools generate manifests envtest chart-lint image clean help
+.PHONY: all build test test-unit run run-operator bench fuzz fmt vet lint tools generate manifests envtest chart-lint image e2e-up e2e-down test-e2e clean help
 
 all: build
 
@@ -30,12 +30,34 @@ manifests: $(CONTROLLER_GEN) ## CRDs and RBAC in config/ from the markers
 	hack/sync-chart.sh
 
 VERSION ?= v0.1.0
-image: ## OCI image tarballs of the broker and the operator in bin/images, without a Docker daemon
+# build-image: static binary $(1) from package $(2), as the image raftka/$(3):$(VERSION) in bin/images/raftka-$(3).tar
+define build-image
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/$(1) $(2)
+	$(GO) run ./hack/image --binary $(BIN)/images/$(1) --path /$(1) --tag raftka/$(3):$(VERSION) --out $(BIN)/images/raftka-$(3).tar
+endef
+
+image: ## OCI image tarballs of the broker, the operator and the example consumer in bin/images, without a Docker daemon
 	mkdir -p $(BIN)/images
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/raftka-broker ./broker/cmd/raftka-broker
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/manager .
-	$(GO) run ./hack/image --binary $(BIN)/images/raftka-broker --path /raftka-broker --tag raftka/broker:$(VERSION) --out $(BIN)/images/raftka-broker.tar
-	$(GO) run ./hack/image --binary $(BIN)/images/manager --path /manager --tag raftka/operator:$(VERSION) --out $(BIN)/images/raftka-operator.tar
+	$(call build-image,raftka-broker,./broker/cmd/raftka-broker,broker)
+	$(call build-image,manager,.,operator)
+	$(call build-image,consumer,./examples/consumer,consumer-example)
+
+e2e-up: ## a real single-node Kubernetes on this machine (hack/e2e-cluster.sh; needs root)
+	hack/e2e-cluster.sh up
+
+e2e-down: ## stop the e2e cluster and undo its changes to the machine
+	hack/e2e-cluster.sh down
+
+# test-e2e brings a cluster up, runs test/e2e against it and tears it down,
+# also when a step fails. The rolled image is the broker under a second tag.
+test-e2e: image $(HELM) ## end-to-end test on a real single-node Kubernetes: helm install, brokers in pods, no loss, autoscaling, rolling restart
+	$(GO) run ./hack/image --binary $(BIN)/images/raftka-broker --path /raftka-broker --tag raftka/broker:$(VERSION)-rolled --out $(BIN)/images/raftka-broker-rolled.tar
+	hack/e2e-cluster.sh build
+	-hack/e2e-cluster.sh down 2>/dev/null
+	trap 'hack/e2e-cluster.sh down' EXIT; \
+	hack/e2e-cluster.sh up && \
+	hack/e2e-cluster.sh import $(addprefix $(BIN)/images/raftka-,broker.tar broker-rolled.tar operator.tar consumer-example.tar) && \
+	eval "$$(hack/e2e-cluster.sh env)" && $(GO) test -tags e2e -count=1 -v -timeout 30m ./test/e2e/
 
 envtest: ## build kube-apiserver, etcd and kubectl for envtest into bin/k8s
 	hack/envtest-assets.sh
@@ -69,7 +91,7 @@ vet: ## go vet
 	$(GO) vet ./...
 
 lint: $(BIN)/golangci-lint ## golangci-lint, pinned
-	$(BIN)/golangci-lint run ./...
+	$(BIN)/golangci-lint run --build-tags e2e ./...
 
 $(BIN)/golangci-lint:
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

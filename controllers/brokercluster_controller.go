@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sort"
 	"strconv"
@@ -136,7 +134,11 @@ func (r *BrokerClusterReconciler) metadataVoters(ctx context.Context, c *raftkav
 }
 
 // apply creates obj or updates the fields mutate copies onto the existing
-// one, writing only when something changed.
+// one, writing only when the built object changed since the last write (its
+// hash in AnnotationAppliedHash): the stored object carries the API server's
+// defaults, so comparing it with the built one would rewrite it every time
+// and race the StatefulSet controller's status writes. The cost: a hand edit
+// of an owned object stays until the BrokerCluster's desired objects change.
 func (r *BrokerClusterReconciler) apply(ctx context.Context, owner *raftkav1.BrokerCluster, obj client.Object, mutate func(existing client.Object)) error {
 	_, err := r.applyObject(ctx, owner, obj, mutate)
 	return err
@@ -145,12 +147,21 @@ func (r *BrokerClusterReconciler) apply(ctx context.Context, owner *raftkav1.Bro
 // applyObject is apply, returning the object as written or found.
 func (r *BrokerClusterReconciler) applyObject(ctx context.Context, owner *raftkav1.BrokerCluster, obj client.Object, mutate func(existing client.Object)) (client.Object, error) {
 	existing := obj.DeepCopyObject().(client.Object)
+	hash := specs.ObjectHash(obj)
 	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, existing, func() error {
 		if ts := existing.GetCreationTimestamp(); ts.IsZero() {
 			existing.SetLabels(obj.GetLabels())
 			existing.SetAnnotations(obj.GetAnnotations())
 		}
-		mutate(existing)
+		if existing.GetAnnotations()[specs.AnnotationAppliedHash] != hash {
+			mutate(existing)
+			annotations := existing.GetAnnotations()
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[specs.AnnotationAppliedHash] = hash
+			existing.SetAnnotations(annotations)
+		}
 		return controllerutil.SetControllerReference(owner, existing, r.Scheme())
 	})
 	if err != nil {
@@ -162,18 +173,8 @@ func (r *BrokerClusterReconciler) applyObject(ctx context.Context, owner *raftka
 	return existing, nil
 }
 
-func configHash(cm *corev1.ConfigMap) string {
-	keys := make([]string, 0, len(cm.Data))
-	for k := range cm.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	h := sha256.New()
-	for _, k := range keys {
-		fmt.Fprintf(h, "%s=%s\n", k, cm.Data[k])
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
+// configHash changes whenever the brokers' configuration does.
+func configHash(cm *corev1.ConfigMap) string { return specs.ObjectHash(cm.Data) }
 
 // applyStatefulSet writes the StatefulSet, holding back a scale-in while
 // brokers to be removed still host partition replicas.

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, etcd and kubectl from source through the Go module proxy into
 # bin/k8s/<version>-linux-amd64 (setup-envtest's layout), for envtest. The usual envtest
-# download cannot be reached from our build machines.
+# download cannot be reached from our build machines. With --node it also builds what a
+# real single-node cluster needs (hack/e2e-cluster.sh): kube-controller-manager,
+# kube-scheduler, kubelet and kube-proxy.
 #
 # k8s.io/kubernetes cannot be `go install`ed: its go.mod replaces the staging modules
 # (k8s.io/api, k8s.io/client-go, ...) with local paths. A throw-away module that requires
 # it and replaces each staging module with its published version builds fine.
 #
-# Usage: hack/envtest-assets.sh            prints the assets directory (builds it if missing)
+# Usage: hack/envtest-assets.sh [--node]   prints the assets directory (builds it if missing)
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.37.2}
@@ -15,7 +17,15 @@ ETCD_VERSION=${ETCD_VERSION:-3.7.0} # what Kubernetes $K8S_VERSION pins in hack/
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bin/k8s/$K8S_VERSION-linux-amd64
 
-if [[ -x $out/kube-apiserver && -x $out/etcd && -x $out/kubectl ]]; then
+commands=(kube-apiserver kubectl)
+if [[ ${1:-} == --node ]]; then
+  commands+=(kube-controller-manager kube-scheduler kubelet kube-proxy)
+fi
+missing=()
+for c in "${commands[@]}"; do
+  [[ -x $out/$c ]] || missing+=("$c")
+done
+if [[ ${#missing[@]} -eq 0 && -x $out/etcd ]]; then
   echo "$out"
   exit 0
 fi
@@ -27,7 +37,7 @@ export GOFLAGS=-mod=mod CGO_ENABLED=0
 minor=${K8S_VERSION#1.}; minor=${minor%%.*}
 staging=v0.${K8S_VERSION#1.}
 
-echo "envtest-assets: building Kubernetes v$K8S_VERSION (kube-apiserver, kubectl) into $out" >&2
+echo "envtest-assets: building Kubernetes v$K8S_VERSION (${missing[*]}) into $out" >&2
 mkdir -p "$work/k8s" && cd "$work/k8s"
 go mod init envtest-build/k8s >/dev/null 2>&1
 go mod edit -require "k8s.io/kubernetes@v$K8S_VERSION"
@@ -43,9 +53,15 @@ cat >tools.go <<'GO'
 
 package tools
 GO
-go get "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S_VERSION" "k8s.io/kubernetes/cmd/kubectl@v$K8S_VERSION" >&2
-ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-go build -trimpath -ldflags "$ldflags" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+# Each command is named in `go get`, so go.sum gets the entries of everything it imports.
+packages=()
+for c in "${missing[@]}"; do packages+=("k8s.io/kubernetes/cmd/$c"); done
+if [[ ${#packages[@]} -gt 0 ]]; then
+  go get "${packages[@]/%/@v$K8S_VERSION}" >&2
+  ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+  go build -trimpath -ldflags "$ldflags" -o "$out/" "${packages[@]}"
+fi
+[[ -x $out/etcd ]] && { echo "$out"; exit 0; }
 
 echo "envtest-assets: building etcd v$ETCD_VERSION" >&2
 mkdir -p "$work/etcd" && cd "$work/etcd"

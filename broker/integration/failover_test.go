@@ -2,9 +2,6 @@ package integration
 
 import (
 	"context"
-	"sort"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,105 +11,22 @@ import (
 	"github.com/raftka/raftka/broker/brokertest"
 )
 
-// ackLog records what the brokers acknowledged.
-type ackLog struct {
-	mu    sync.Mutex
-	acked map[string]int64 // value -> offset
-	part  map[string]int32
-	fails int
-}
-
-func newAckLog() *ackLog { return &ackLog{acked: map[string]int64{}, part: map[string]int32{}} }
-
-func (a *ackLog) record(r *kgo.Record, err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err != nil {
-		a.fails++
-		return
-	}
-	a.acked[string(r.Value)] = r.Offset
-	a.part[string(r.Value)] = r.Partition
-}
-
-// produceWhile produces sequence-numbered records to every partition in
-// turn until stop closes, waiting for acknowledgements at the end.
-func produceWhile(t *testing.T, cl *kgo.Client, topic string, partitions int32, stop <-chan struct{}, acks *ackLog) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	sent := 0
-	for i := 0; ; i++ {
-		select {
-		case <-stop:
-			if err := cl.Flush(ctx); err != nil {
-				t.Fatalf("flush: %v", err)
-			}
-			return sent
-		default:
-		}
-		r := &kgo.Record{Topic: topic, Partition: int32(i) % partitions, Value: []byte(strconv.Itoa(i))}
-		cl.Produce(ctx, r, acks.record)
-		sent++
-		if i%50 == 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-}
-
-// verifyExactlyOnce reads the topic and checks that every acknowledged
-// record is there once, at its acknowledged offset, and that each partition
-// holds its records in the order they were produced.
-func verifyExactlyOnce(t *testing.T, c *brokertest.Cluster, topic string, acks *ackLog) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ends, err := c.Admin().ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total int64
-	ends.Each(func(o kadmOffset) { total += o.Offset })
-	got := consumeAll(t, c, topic, int(total))
-	seen := map[string]bool{}
-	last := map[int32]int{}
-	for _, r := range got {
-		v := string(r.Value)
-		if seen[v] {
-			t.Fatalf("record %s stored twice", v)
-		}
-		seen[v] = true
-		n, _ := strconv.Atoi(v)
-		if prev, ok := last[r.Partition]; ok && n <= prev {
-			t.Fatalf("partition %d: record %d stored after %d", r.Partition, n, prev)
-		}
-		last[r.Partition] = n
-		if off, ok := acks.acked[v]; ok && (off != r.Offset || acks.part[v] != r.Partition) {
-			t.Fatalf("record %s acknowledged at %d/%d, stored at %d/%d", v, acks.part[v], off, r.Partition, r.Offset)
-		}
-	}
-	var missing []string
-	for v := range acks.acked {
-		if !seen[v] {
-			missing = append(missing, v)
-		}
-	}
-	sort.Strings(missing)
-	if len(missing) > 0 {
-		t.Fatalf("%d acknowledged records lost, e.g. %v", len(missing), missing[:min(10, len(missing))])
-	}
-	t.Logf("%d records acknowledged, %d stored, %d produce errors", len(acks.acked), len(got), acks.fails)
-}
-
 func TestLeaderKillLosesNothingAcknowledged(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
 	min2 := "2"
 	c.CreateTopic("ledger", 3, 3, map[string]*string{"min.insync.replicas": &min2})
 	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProduceRequestTimeout(5*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-	acks := newAckLog()
+	acks := brokertest.NewLedger()
 	stop := make(chan struct{})
 	done := make(chan int)
-	go func() { done <- produceWhile(t, producer, "ledger", 3, stop, acks) }()
+	go func() {
+		sent, err := acks.ProduceUntil(producer, "ledger", 3, stop)
+		if err != nil {
+			t.Errorf("flush: %v", err)
+		}
+		done <- sent
+	}()
 
 	for round, p := range []int32{0, 1} {
 		time.Sleep(2 * time.Second)
@@ -126,10 +40,10 @@ func TestLeaderKillLosesNothingAcknowledged(t *testing.T) {
 	time.Sleep(time.Second)
 	close(stop)
 	sent := <-done
-	if len(acks.acked) != sent {
-		t.Fatalf("%d of %d records acknowledged: with unlimited retries every one should be", len(acks.acked), sent)
+	if acks.Acked() != sent {
+		t.Fatalf("%d of %d records acknowledged: with unlimited retries every one should be", acks.Acked(), sent)
 	}
-	verifyExactlyOnce(t, c, "ledger", acks)
+	acks.VerifyExactlyOnce(t, "ledger", c.Client)
 
 	// All brokers die at once and come back: the same records are there.
 	for i := range c.Brokers {
@@ -141,7 +55,7 @@ func TestLeaderKillLosesNothingAcknowledged(t *testing.T) {
 	for i := range c.Brokers {
 		c.WaitReady(i)
 	}
-	verifyExactlyOnce(t, c, "ledger", acks)
+	acks.VerifyExactlyOnce(t, "ledger", c.Client)
 }
 
 func TestLostQuorumRefusesAcksAllThenRecovers(t *testing.T) {

@@ -17,14 +17,9 @@ func consumeAll(t *testing.T, c *brokertest.Cluster, topic string, want int, opt
 	cl := c.Client(append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var out []*kgo.Record
-	for len(out) < want {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records before timeout", len(out), want)
-		}
-		fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s/%d: %v", topic, p, err) })
-		out = append(out, fs.Records()...)
+	out, err := brokertest.ConsumeN(ctx, cl, want)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

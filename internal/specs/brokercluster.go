@@ -1,6 +1,9 @@
 package specs
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -44,6 +47,11 @@ const (
 	// AnnotationConfigHash on the pod template rolls the brokers when
 	// their configuration changes.
 	AnnotationConfigHash = "raftka.io/config-hash"
+	// AnnotationAppliedHash on an object the operator owns is the hash of
+	// the desired object it last wrote (ObjectHash). The API server fills in
+	// defaults, so the stored object never equals the built one; comparing
+	// hashes of what we built is what tells a change from a default.
+	AnnotationAppliedHash = "raftka.io/applied-hash"
 )
 
 // Names of a cluster's objects.
@@ -272,4 +280,15 @@ func storageSize(c *raftkav1.BrokerCluster) resource.Quantity {
 		return resource.MustParse("10Gi")
 	}
 	return c.Spec.Storage.Size
+}
+
+// ObjectHash is a short hash of a built object, for AnnotationAppliedHash.
+func ObjectHash(obj any) string {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		// Built objects are plain API types, which always marshal.
+		panic(fmt.Sprintf("hash of %T: %v", obj, err))
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:16]
 }

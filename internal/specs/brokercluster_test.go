@@ -98,3 +98,18 @@ func TestServicesAndConfig(t *testing.T) {
 		t.Fatalf("validate: %v", err)
 	}
 }
+
+func TestObjectHashFollowsTheBuiltObject(t *testing.T) {
+	c := cluster(3)
+	base := ObjectHash(BuildStatefulSet(c, 3, 3, "h"))
+	if again := ObjectHash(BuildStatefulSet(c, 3, 3, "h")); again != base {
+		t.Fatalf("the same object hashes to %s and %s", base, again)
+	}
+	c.Spec.Image = "raftka/broker:next"
+	if changed := ObjectHash(BuildStatefulSet(c, 3, 3, "h")); changed == base {
+		t.Fatal("a new image leaves the hash unchanged")
+	}
+	if ObjectHash(map[string]string{"a": "1", "b": "2"}) != ObjectHash(map[string]string{"b": "2", "a": "1"}) {
+		t.Fatal("map order changes the hash")
+	}
+}

@@ -1,0 +1,138 @@
+// Command consumer is the example workload of a ConsumerGroup: a franz-go group
+// consumer that processes records at a bounded rate and commits what it
+// processed (at-least-once). The operator scales its Deployment with the
+// group's lag; the end-to-end test runs it as raftka/consumer-example.
+//
+// Configuration, from the environment:
+//
+//	BOOTSTRAP_SERVERS   comma-separated host:port list (required)
+//	GROUP_ID            consumer group id (required)
+//	TOPIC               comma-separated topics (required)
+//	RECORDS_PER_SECOND  processing rate of this consumer; 0 means as fast as it can
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type config struct {
+	brokers          []string
+	group            string
+	topics           []string
+	recordsPerSecond int
+}
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	cfg, err := configFromEnv(os.Getenv)
+	if err != nil {
+		log.Error("invalid configuration", "error", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, log, cfg); err != nil {
+		log.Error("consumer stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+func configFromEnv(getenv func(string) string) (config, error) {
+	cfg := config{
+		brokers: splitList(getenv("BOOTSTRAP_SERVERS")),
+		group:   getenv("GROUP_ID"),
+		topics:  splitList(getenv("TOPIC")),
+	}
+	if len(cfg.brokers) == 0 || cfg.group == "" || len(cfg.topics) == 0 {
+		return cfg, fmt.Errorf("BOOTSTRAP_SERVERS, GROUP_ID and TOPIC are required")
+	}
+	if s := getenv("RECORDS_PER_SECOND"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return cfg, fmt.Errorf("RECORDS_PER_SECOND: want a whole number >= 0, got %q", s)
+		}
+		cfg.recordsPerSecond = n
+	}
+	return cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// run polls, processes and commits until ctx ends. Rebalances are held off
+// while a polled batch is processed and committed, so a partition moves to
+// another member only with its progress committed: at-least-once without
+// re-processing more than one poll after a rebalance.
+func run(ctx context.Context, log *slog.Logger, cfg config) error {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(cfg.brokers...),
+		kgo.ConsumerGroup(cfg.group),
+		kgo.ConsumeTopics(cfg.topics...),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.MetadataMinAge(time.Second),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close() // leaves the group, so its partitions move at once
+	log.Info("consumer started", "group", cfg.group, "topics", cfg.topics, "recordsPerSecond", cfg.recordsPerSecond)
+
+	var perRecord time.Duration
+	if cfg.recordsPerSecond > 0 {
+		perRecord = time.Second / time.Duration(cfg.recordsPerSecond)
+	}
+	processed := 0
+	lastReport := time.Now()
+	for ctx.Err() == nil {
+		fetches := cl.PollRecords(ctx, 500)
+		fetches.EachError(func(topic string, partition int32, err error) {
+			if ctx.Err() == nil {
+				log.Warn("fetch failed", "topic", topic, "partition", partition, "error", err)
+			}
+		})
+		n := fetches.NumRecords()
+		if n > 0 && perRecord > 0 {
+			// The stand-in for real work: a consumer that is slower than its
+			// producers builds lag, which is what the autoscaler acts on.
+			select {
+			case <-time.After(time.Duration(n) * perRecord):
+			case <-ctx.Done():
+				cl.AllowRebalance()
+				return nil // uncommitted: the next owner processes them again
+			}
+		}
+		if n > 0 {
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("commit failed", "error", err)
+			}
+			processed += n
+		}
+		cl.AllowRebalance()
+		if time.Since(lastReport) >= 10*time.Second {
+			log.Info("progress", "processed", processed)
+			lastReport = time.Now()
+		}
+	}
+	log.Info("consumer stopping", "processed", processed)
+	return nil
+}

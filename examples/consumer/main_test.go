@@ -1,0 +1,40 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestConfigFromEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    config
+		wantErr bool
+	}{
+		{
+			name: "all set",
+			env:  map[string]string{"BOOTSTRAP_SERVERS": "a:9092, b:9092", "GROUP_ID": "g", "TOPIC": "t1,t2", "RECORDS_PER_SECOND": "20"},
+			want: config{brokers: []string{"a:9092", "b:9092"}, group: "g", topics: []string{"t1", "t2"}, recordsPerSecond: 20},
+		},
+		{
+			name: "rate defaults to unbounded",
+			env:  map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g", "TOPIC": "t"},
+			want: config{brokers: []string{"a:9092"}, group: "g", topics: []string{"t"}},
+		},
+		{name: "missing topic", env: map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g"}, wantErr: true},
+		{name: "negative rate", env: map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g", "TOPIC": "t", "RECORDS_PER_SECOND": "-1"}, wantErr: true},
+		{name: "rate not a number", env: map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g", "TOPIC": "t", "RECORDS_PER_SECOND": "fast"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := configFromEnv(func(k string) string { return tt.env[k] })
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error = %v, wantErr %v", err, tt.wantErr)
+			}
+			if !tt.wantErr && !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,500 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/raftka/raftka/broker/brokertest"
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+)
+
+const (
+	namespace     = "e2e"
+	clusterName   = "events"
+	brokerImage   = "raftka/broker:v0.1.0"
+	rolledImage   = "raftka/broker:v0.1.0-rolled" // the same binary under a new tag (make test-e2e imports it)
+	consumerImage = "raftka/consumer-example:v0.1.0"
+)
+
+// TestEndToEnd runs the product's user story in order; each step needs the
+// ones before it, so the first failure stops the test.
+func TestEndToEnd(t *testing.T) {
+	e := newEnv(t)
+	steps := []struct {
+		name string
+		run  func(*testing.T, *env)
+	}{
+		{"install", testInstall},
+		{"brokers", testBrokersReady},
+		{"topic", testTopicReady},
+		{"no-loss-through-pod-kills", testNoLossThroughPodKills},
+		{"autoscaling", testAutoscaling},
+		{"rolling-restart", testRollingRestart},
+	}
+	for _, s := range steps {
+		done := phase(t, s.name)
+		ok := t.Run(s.name, func(t *testing.T) { s.run(t, e) })
+		done()
+		if !ok {
+			e.dumpState(t)
+			t.FailNow()
+		}
+	}
+}
+
+func testInstall(t *testing.T, e *env) {
+	helm := filepath.Join(e.root, "bin", "helm")
+	e.run(t, helm, "install", "raftka", "charts/raftka", "--namespace", "raftka-system", "--create-namespace",
+		"--set", "lagPeriod=2s", "--set", "topicResync=10s", "--wait", "--timeout", "3m")
+	if err := e.kube.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	var operator appsv1.Deployment
+	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: "raftka-system", Name: "raftka-operator"}, &operator); err != nil {
+		t.Fatal(err)
+	}
+	if operator.Status.ReadyReplicas < 1 {
+		t.Fatalf("operator Deployment has %d ready replicas", operator.Status.ReadyReplicas)
+	}
+}
+
+func testBrokersReady(t *testing.T, e *env) {
+	bc := &raftkav1.BrokerCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: namespace},
+		Spec: raftkav1.BrokerClusterSpec{
+			Replicas: 3,
+			Image:    brokerImage,
+			Storage:  raftkav1.StorageSpec{Size: resource.MustParse("1Gi")},
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+			},
+		},
+	}
+	if err := e.kube.Create(ctx(t), bc); err != nil {
+		t.Fatal(err)
+	}
+	e.waitBrokerCluster(t, brokerImage, 5*time.Minute)
+}
+
+// waitBrokerCluster waits for 3 Ready broker pods running image and a Ready
+// BrokerCluster with bootstrap servers, and returns the latter.
+func (e *env) waitBrokerCluster(t *testing.T, image string, timeout time.Duration) *raftkav1.BrokerCluster {
+	t.Helper()
+	bc := &raftkav1.BrokerCluster{}
+	eventually(t, timeout, "3 Ready broker pods and a Ready BrokerCluster", func() (bool, string) {
+		pods := e.brokerPods(t, namespace, clusterName)
+		ready := 0
+		for _, p := range pods {
+			if podReady(p) && p.Spec.Containers[0].Image == image {
+				ready++
+			}
+		}
+		if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: clusterName}, bc); err != nil {
+			return false, err.Error()
+		}
+		cond := meta.FindStatusCondition(bc.Status.Conditions, raftkav1.ConditionReady)
+		state := fmt.Sprintf("pods: %s; BrokerCluster readyReplicas=%d conditions=%s", describePods(pods), bc.Status.ReadyReplicas, conditions(bc.Status.Conditions))
+		return ready == 3 && cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == bc.Generation &&
+			bc.Status.BootstrapServers != "", state
+	})
+	t.Logf("BrokerCluster Ready, bootstrap servers %s", bc.Status.BootstrapServers)
+	return bc
+}
+
+func (e *env) bootstrap(t *testing.T) string {
+	t.Helper()
+	var bc raftkav1.BrokerCluster
+	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: clusterName}, &bc); err != nil {
+		t.Fatal(err)
+	}
+	return bc.Status.BootstrapServers
+}
+
+func conditions(cs []metav1.Condition) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%s=%s(%s)", c.Type, c.Status, c.Reason))
+	}
+	return strings.Join(parts, ",")
+}
+
+// createTopic applies a Topic and waits until it is Ready and the brokers
+// describe it with the partitions and replicas asked for.
+func (e *env) createTopic(t *testing.T, name string, partitions int32) {
+	t.Helper()
+	topic := &raftkav1.Topic{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: raftkav1.TopicSpec{
+			ClusterRef:        raftkav1.ClusterReference{Name: clusterName},
+			Partitions:        partitions,
+			ReplicationFactor: 3,
+			MinInSyncReplicas: ptr.To[int32](2),
+		},
+	}
+	if err := e.kube.Create(ctx(t), topic); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "Topic "+name+" Ready", func() (bool, string) {
+		if err := e.kube.Get(ctx(t), client.ObjectKeyFromObject(topic), topic); err != nil {
+			return false, err.Error()
+		}
+		cond := meta.FindStatusCondition(topic.Status.Conditions, raftkav1.ConditionReady)
+		return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == topic.Generation, conditions(topic.Status.Conditions)
+	})
+	admin := kadm.NewClient(e.kafka(t, e.bootstrap(t)))
+	details, err := admin.ListTopics(ctx(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := details[name]
+	if d.Err != nil || len(d.Partitions) != int(partitions) {
+		t.Fatalf("brokers describe %s with %d partitions (error %v), want %d", name, len(d.Partitions), d.Err, partitions)
+	}
+	for _, p := range d.Partitions {
+		if len(p.Replicas) != 3 {
+			t.Fatalf("%s/%d has replicas %v, want 3", name, p.Partition, p.Replicas)
+		}
+	}
+	configs, err := admin.DescribeTopicConfigs(ctx(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := configs.On(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	minISR := ""
+	for _, c := range rc.Configs {
+		if c.Key == "min.insync.replicas" {
+			minISR = c.MaybeValue()
+		}
+	}
+	if minISR != "2" {
+		t.Fatalf("%s has min.insync.replicas %q on the brokers, want 2", name, minISR)
+	}
+}
+
+func testTopicReady(t *testing.T, e *env) {
+	e.createTopic(t, "ledger", 6)
+}
+
+// producer starts an idempotent acks=all producer on topic that runs until
+// the returned stop function is called; stop returns how many records it sent.
+func (e *env) producer(t *testing.T, topic string, partitions int32, ledger *brokertest.Ledger) (stop func() int) {
+	cl := e.kafka(t, e.bootstrap(t), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProduceRequestTimeout(5*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	stopCh := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		sent, err := ledger.ProduceUntil(cl, topic, partitions, stopCh)
+		if err != nil {
+			t.Errorf("producer flush: %v", err)
+		}
+		done <- sent
+	}()
+	return func() int { close(stopCh); return <-done }
+}
+
+func testNoLossThroughPodKills(t *testing.T, e *env) {
+	ledger := brokertest.NewLedger()
+	stop := e.producer(t, "ledger", 6, ledger)
+	time.Sleep(5 * time.Second)
+
+	// A graceful delete: the StatefulSet recreates the pod on the same volume.
+	deleted := e.brokerPods(t, namespace, clusterName)[clusterName+"-1"]
+	t.Logf("deleting pod %s (%d records acknowledged so far)", deleted.Name, ledger.Acked())
+	if err := e.kube.Delete(ctx(t), &deleted); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "pod "+deleted.Name+" recreated and Ready", func() (bool, string) {
+		p, ok := e.brokerPods(t, namespace, clusterName)[deleted.Name]
+		return ok && p.UID != deleted.UID && podReady(p), describePods(e.brokerPods(t, namespace, clusterName))
+	})
+	time.Sleep(3 * time.Second)
+
+	// A crash: SIGKILL of the broker process inside its container; the kubelet restarts it.
+	victim := e.brokerPods(t, namespace, clusterName)[clusterName+"-2"]
+	restarts := victim.Status.ContainerStatuses[0].RestartCount
+	containerID := strings.TrimPrefix(victim.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	t.Logf("SIGKILL of the broker in pod %s (%d records acknowledged so far)", victim.Name, ledger.Acked())
+	e.run(t, "ctr", "--address", e.containerd, "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", containerID)
+	eventually(t, 3*time.Minute, "pod "+victim.Name+" restarted and Ready", func() (bool, string) {
+		p := e.brokerPods(t, namespace, clusterName)[victim.Name]
+		return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].RestartCount > restarts && podReady(p),
+			describePods(e.brokerPods(t, namespace, clusterName))
+	})
+	time.Sleep(3 * time.Second)
+
+	sent := stop()
+	if ledger.Acked() != sent {
+		t.Fatalf("%d of %d records acknowledged: with unlimited retries every one should be", ledger.Acked(), sent)
+	}
+	t.Logf("longest time without an acknowledgement: %s", ledger.LongestAckGap().Round(10*time.Millisecond))
+	ledger.VerifyExactlyOnce(t, "ledger", func(opts ...kgo.Opt) *kgo.Client { return e.kafka(t, e.bootstrap(t), opts...) })
+}
+
+// testAutoscaling: consumers slower than the producer build lag; the operator
+// grows the topic's partitions and the consumer Deployment, real pods join the
+// group and drain the lag, and the Deployment shrinks after the window.
+func testAutoscaling(t *testing.T, e *env) {
+	const topic, group, deployment = "orders", "order-processors", "order-processor"
+	e.createTopic(t, topic, 2)
+	labels := map[string]string{"app": deployment}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: deployment, Namespace: namespace},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](10),
+					Containers: []corev1.Container{{
+						Name: "consumer", Image: consumerImage, ImagePullPolicy: corev1.PullIfNotPresent,
+						Env: []corev1.EnvVar{
+							{Name: "BOOTSTRAP_SERVERS", Value: e.bootstrap(t)},
+							{Name: "GROUP_ID", Value: group},
+							{Name: "TOPIC", Value: topic},
+							{Name: "RECORDS_PER_SECOND", Value: "25"},
+						},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}},
+					}},
+				},
+			},
+		},
+	}
+	if err := e.kube.Create(ctx(t), dep); err != nil {
+		t.Fatal(err)
+	}
+	cg := &raftkav1.ConsumerGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: group, Namespace: namespace},
+		Spec: raftkav1.ConsumerGroupSpec{
+			ClusterRef:       raftkav1.ClusterReference{Name: clusterName},
+			GroupID:          group,
+			Topics:           []string{topic},
+			ScaleTargetRef:   &raftkav1.ScaleTargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: deployment},
+			MinReplicas:      ptr.To[int32](1),
+			MaxReplicas:      ptr.To[int32](4),
+			LagThreshold:     ptr.To[int64](100),
+			PartitionScaling: &raftkav1.PartitionScaling{Enabled: true, MaxPartitions: ptr.To[int32](4)},
+			Behavior:         &raftkav1.ScalingBehavior{ScaleDownStabilizationSeconds: ptr.To[int32](20)},
+		},
+	}
+	if err := e.kube.Create(ctx(t), cg); err != nil {
+		t.Fatal(err)
+	}
+
+	// Observe the topic's partitions on the brokers and the Deployment from
+	// now on: the consumers may never outnumber the partitions they share.
+	admin := kadm.NewClient(e.kafka(t, e.bootstrap(t)))
+	var (
+		mu                      sync.Mutex
+		maxPartitions, maxReady int32
+		violations              []string
+	)
+	observe := make(chan struct{})
+	observed := make(chan struct{})
+	go func() {
+		defer close(observed)
+		for {
+			select {
+			case <-observe:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			// The Deployment first: replicas read before partitions can only
+			// be older, so a violation seen here is real.
+			var d appsv1.Deployment
+			if e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: deployment}, &d) != nil {
+				continue
+			}
+			details, err := admin.ListTopics(ctx(t), topic)
+			if err != nil || details[topic].Err != nil {
+				continue
+			}
+			partitions := int32(len(details[topic].Partitions))
+			mu.Lock()
+			maxPartitions = max(maxPartitions, partitions)
+			maxReady = max(maxReady, d.Status.ReadyReplicas)
+			if d.Spec.Replicas != nil && *d.Spec.Replicas > partitions {
+				violations = append(violations, fmt.Sprintf("%d replicas for %d partitions", *d.Spec.Replicas, partitions))
+			}
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		close(observe)
+		<-observed
+	}()
+
+	// 100 records/s against one consumer at 25/s: lag grows by about 75/s.
+	producer := e.kafka(t, e.bootstrap(t), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic))
+	stopProducing := make(chan struct{})
+	var produced int
+	produceDone := make(chan struct{})
+	go func() {
+		defer close(produceDone)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopProducing:
+				_ = producer.Flush(ctx(t))
+				return
+			case <-tick.C:
+				producer.Produce(ctx(t), &kgo.Record{Value: []byte(fmt.Sprint(produced))}, nil)
+				produced++
+			}
+		}
+	}()
+	eventually(t, 3*time.Minute, "partitions and ready consumer pods to grow to at least 3", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return maxPartitions >= 3 && maxReady >= 3, fmt.Sprintf("max partitions %d, max ready consumers %d, %s", maxPartitions, maxReady, e.groupState(t, group))
+	})
+	close(stopProducing)
+	<-produceDone
+	t.Logf("grown: max partitions %d, max ready consumer pods %d; %d records produced", maxPartitions, maxReady, produced)
+
+	eventually(t, 3*time.Minute, "the lag to drain", func() (bool, string) {
+		lag, err := kadm.NewClient(e.kafka(t, e.bootstrap(t))).Lag(ctx(t), group)
+		if err != nil {
+			return false, err.Error()
+		}
+		l := lag[group]
+		total := l.Lag.Total()
+		return total == 0 && l.Error() == nil, fmt.Sprintf("lag %d; %s", total, e.groupState(t, group))
+	})
+	drained := time.Now()
+	eventually(t, 2*time.Minute, "the Deployment to scale down to 1", func() (bool, string) {
+		spec, ready := deploymentReplicas(t, e, namespace, deployment)
+		return spec == 1 && ready == 1, fmt.Sprintf("spec %d ready %d; %s", spec, ready, e.groupState(t, group))
+	})
+	t.Logf("scaled down %s after the lag drained", time.Since(drained).Round(time.Second))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(violations) > 0 {
+		t.Fatalf("more consumers than partitions: %v", violations)
+	}
+	if err := e.kube.Get(ctx(t), client.ObjectKeyFromObject(cg), cg); err != nil {
+		t.Fatal(err)
+	}
+	if cg.Status.TotalLag != 0 {
+		t.Fatalf("ConsumerGroup status reports lag %d after it drained", cg.Status.TotalLag)
+	}
+}
+
+func (e *env) groupState(t *testing.T, group string) string {
+	var cg raftkav1.ConsumerGroup
+	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: group}, &cg); err != nil {
+		return err.Error()
+	}
+	s := cg.Status
+	return fmt.Sprintf("ConsumerGroup lag=%d members=%d replicas=%d/%d partitions=%d state=%s reason=%q %s",
+		s.TotalLag, s.Members, s.CurrentReplicas, s.DesiredReplicas, s.Partitions, s.State, s.LastScaleReason, conditions(s.Conditions))
+}
+
+// testRollingRestart changes the brokers' image: the operator restarts one
+// pod at a time, each when the safe-restart check allows it, while a producer
+// keeps producing.
+func testRollingRestart(t *testing.T, e *env) {
+	e.createTopic(t, "rolling", 6)
+	ledger := brokertest.NewLedger()
+	stop := e.producer(t, "rolling", 6, ledger)
+	time.Sleep(3 * time.Second)
+
+	var bc raftkav1.BrokerCluster
+	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: clusterName}, &bc); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(bc.DeepCopy())
+	bc.Spec.Image = rolledImage
+	if err := e.kube.Patch(ctx(t), &bc, patch); err != nil {
+		t.Fatal(err)
+	}
+
+	// Watch the pods while the operator rolls them.
+	var order []string
+	mostDown := 0
+	seenRolled := map[string]bool{}
+	eventually(t, 8*time.Minute, "every broker pod restarted with "+rolledImage, func() (bool, string) {
+		pods := e.brokerPods(t, namespace, clusterName)
+		down, rolled := 3-len(pods), 0
+		for name, p := range pods {
+			if !podReady(p) {
+				down++
+			}
+			if p.Spec.Containers[0].Image == rolledImage {
+				rolled++
+				if !seenRolled[name] {
+					seenRolled[name] = true
+					order = append(order, name)
+				}
+			}
+		}
+		mostDown = max(mostDown, down)
+		return rolled == 3 && down == 0, describePods(pods)
+	})
+	e.waitBrokerCluster(t, rolledImage, 2*time.Minute)
+	time.Sleep(3 * time.Second)
+	sent := stop()
+	t.Logf("restart order %v; at most %d broker pods not Ready at once; longest time without an acknowledgement %s",
+		order, mostDown, ledger.LongestAckGap().Round(10*time.Millisecond))
+	if mostDown > 1 {
+		t.Fatalf("%d broker pods were down at once during the rolling restart", mostDown)
+	}
+	// A restart costs at most a leader election (and the client's metadata
+	// refresh); anything longer means the roll took a quorum away.
+	if gap := ledger.LongestAckGap(); gap > 10*time.Second {
+		t.Fatalf("production stalled for %s during the rolling restart", gap)
+	}
+	if ledger.Acked() != sent {
+		t.Fatalf("%d of %d records acknowledged", ledger.Acked(), sent)
+	}
+	ledger.VerifyExactlyOnce(t, "rolling", func(opts ...kgo.Opt) *kgo.Client { return e.kafka(t, e.bootstrap(t), opts...) })
+}
+
+// dumpState logs what a failed step leaves behind: pods, events, operator logs.
+func (e *env) dumpState(t *testing.T) {
+	kubectl := filepath.Join(e.root, "bin", "k8s", "1.37.2-linux-amd64", "kubectl")
+	for _, args := range [][]string{
+		{"get", "pods,statefulsets,deployments,pvc,brokerclusters,topics,consumergroups", "-A", "-o", "wide"},
+		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		{"logs", "-n", "raftka-system", "deployment/raftka-operator", "--tail=100"},
+	} {
+		out, _ := exec.Command(kubectl, args...).CombinedOutput()
+		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+	}
+	pods := e.brokerPods(t, namespace, clusterName)
+	names := make([]string, 0, len(pods))
+	for n := range pods {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		out, _ := exec.Command(kubectl, "logs", "-n", namespace, n, "--tail=40").CombinedOutput()
+		t.Logf("logs of %s:\n%s", n, out)
+	}
+	_ = os.Stderr.Sync()
+}
