@@ -49,6 +49,7 @@ func TestEndToEnd(t *testing.T) {
 		{"no-loss-through-pod-kills", testNoLossThroughPodKills},
 		{"autoscaling", testAutoscaling},
 		{"rolling-restart", testRollingRestart},
+		{"uninstall", testUninstall},
 	}
 	for _, s := range steps {
 		done := phase(t, s.name)
@@ -473,6 +474,77 @@ func testRollingRestart(t *testing.T, e *env) {
 		t.Fatalf("%d of %d records acknowledged", ledger.Acked(), sent)
 	}
 	ledger.VerifyExactlyOnce(t, "rolling", func(opts ...kgo.Opt) *kgo.Client { return e.kafka(t, e.bootstrap(t), opts...) })
+}
+
+// testUninstall deletes what users created: Topics by their deletion policy,
+// the BrokerCluster's objects by the garbage collector, the brokers' volume
+// claims kept (the data outlives a mistaken delete), then the chart.
+func testUninstall(t *testing.T, e *env) {
+	admin := kadm.NewClient(e.kafka(t, e.bootstrap(t)))
+	var rolling raftkav1.Topic
+	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: "rolling"}, &rolling); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(rolling.DeepCopy())
+	rolling.Spec.DeletionPolicy = raftkav1.DeletionPolicyDelete
+	if err := e.kube.Patch(ctx(t), &rolling, patch); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"rolling", "ledger"} {
+		if err := e.kube.Delete(ctx(t), &raftkav1.Topic{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, time.Minute, "Topic objects gone, the Delete one from the brokers too", func() (bool, string) {
+		var topics raftkav1.TopicList
+		if err := e.kube.List(ctx(t), &topics, client.InNamespace(namespace)); err != nil {
+			return false, err.Error()
+		}
+		names := map[string]bool{}
+		for _, tp := range topics.Items {
+			names[tp.Name] = true
+		}
+		onBrokers, err := admin.ListTopics(ctx(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		return !names["rolling"] && !names["ledger"] && !onBrokers.Has("rolling") && onBrokers.Has("ledger"),
+			fmt.Sprintf("Topic objects %v, on the brokers %v", names, onBrokers.Names())
+	})
+
+	if err := e.kube.Delete(ctx(t), &raftkav1.BrokerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: clusterName}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the BrokerCluster's objects garbage-collected", func() (bool, string) {
+		var sets appsv1.StatefulSetList
+		var services corev1.ServiceList
+		var configs corev1.ConfigMapList
+		selector := client.MatchingLabels{"raftka.io/cluster": clusterName}
+		for _, list := range []client.ObjectList{&sets, &services, &configs} {
+			if err := e.kube.List(ctx(t), list, client.InNamespace(namespace), selector); err != nil {
+				return false, err.Error()
+			}
+		}
+		pods := e.brokerPods(t, namespace, clusterName)
+		return len(sets.Items)+len(services.Items)+len(configs.Items)+len(pods) == 0,
+			fmt.Sprintf("%d StatefulSets, %d Services, %d ConfigMaps, pods: %s", len(sets.Items), len(services.Items), len(configs.Items), describePods(pods))
+	})
+	var claims corev1.PersistentVolumeClaimList
+	if err := e.kube.List(ctx(t), &claims, client.InNamespace(namespace), client.MatchingLabels{"raftka.io/cluster": clusterName}); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) != 3 {
+		t.Fatalf("%d broker volume claims left after the BrokerCluster's deletion, want the 3 kept", len(claims.Items))
+	}
+
+	e.run(t, filepath.Join(e.root, "bin", "helm"), "uninstall", "raftka", "--namespace", "raftka-system", "--wait", "--timeout", "2m")
+	var operators appsv1.DeploymentList
+	if err := e.kube.List(ctx(t), &operators, client.InNamespace("raftka-system")); err != nil {
+		t.Fatal(err)
+	}
+	if len(operators.Items) != 0 {
+		t.Fatalf("%d Deployments left in raftka-system after helm uninstall", len(operators.Items))
+	}
 }
 
 // dumpState logs what a failed step leaves behind: pods, events, operator logs.
