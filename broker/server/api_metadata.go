@@ -29,7 +29,11 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 	b.meta.Read(func(s *meta.State) {
 		for _, id := range s.BrokerIDs() {
 			br := s.Brokers[id]
-			if !b.liveness.isLive(id) {
+			// The controller leads the metadata group, which is evidence
+			// enough that it is live, and clients (sarama's admin) look it
+			// up among the brokers listed here, also in the moment after a
+			// start before this broker's liveness probes have seen it.
+			if !b.liveness.isLive(id) && id != resp.ControllerID {
 				continue
 			}
 			mb := kmsg.NewMetadataResponseBroker()
