@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/raftka/raftka/broker/brokertest"
 )
@@ -38,8 +39,14 @@ func TestBadInputGetsErrorsNotCrashes(t *testing.T) {
 	if p := produceRaw(t, cl, "strict", 0, -1, []byte{1, 2, 3}); p.ErrorCode != kerr.CorruptMessage.Code {
 		t.Fatalf("truncated batch: %v, want CORRUPT_MESSAGE", kerr.ErrorForCode(p.ErrorCode))
 	}
-	if p := produceRaw(t, cl, "no-such-topic", 0, -1, batch(-1, 0, 0, "x")); p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
-		t.Fatalf("unknown topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(p.ErrorCode))
+	// By id (Produce v13, which franz-go negotiates here) an unknown topic
+	// is an unknown id.
+	if p := produceRaw(t, cl, "no-such-topic", 0, -1, batch(-1, 0, 0, "x")); p.ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("unknown topic: %v, want UNKNOWN_TOPIC_ID", kerr.ErrorForCode(p.ErrorCode))
+	}
+	byName := c.Client(kgo.MaxVersions(kversion.V3_6_0())) // Produce v9: topics by name
+	if p := produceRaw(t, byName, "no-such-topic", 0, -1, batch(-1, 0, 0, "x")); p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown topic by name: %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(p.ErrorCode))
 	}
 	if p := produceRaw(t, cl, "strict", 9, -1, batch(-1, 0, 0, "x")); p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("unknown partition: %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(p.ErrorCode))

@@ -27,6 +27,10 @@ func produceRaw(t *testing.T, cl *kgo.Client, topic string, partition int32, ack
 	req.Acks, req.TimeoutMillis = acks, 10000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
+	// Produce v13 names topics by id; unknown topics keep the zero id.
+	if details, err := kadm.NewClient(cl).ListTopics(ctx, topic); err == nil && details[topic].Err == nil {
+		rt.TopicID = details[topic].ID
+	}
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = partition, records
 	rt.Partitions = append(rt.Partitions, rp)

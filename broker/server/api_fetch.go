@@ -11,9 +11,11 @@ import (
 	"github.com/raftka/raftka/broker/partition"
 )
 
-// Fetch v4-v12: by topic name (topic ids arrive in v13); no fetch sessions,
-// so every response is a full one (SessionID 0); v12 flexible.
-func init() { register(kmsg.Fetch, 4, 12, handleFetch) }
+// Fetch v4-v18: by topic name up to v12, by topic id from v13; no fetch
+// sessions, so every response is a full one (SessionID 0); v12 flexible;
+// NOT_LEADER_OR_FOLLOWER names the current leader (v12+) and its endpoint
+// (v16+, KIP-951); v15, v17 and v18 change only what followers send.
+func init() { register(kmsg.Fetch, 4, 18, handleFetch) }
 
 const maxFetchWait = 30 * time.Second
 
@@ -42,16 +44,33 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 	}
 	total, failed := 0, false
 	var wake []<-chan struct{}
+	listed := map[int32]bool{}
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name, known := t.Topic, true
+		if req.Version >= 13 {
+			name, known = b.topicName(t.TopicID)
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.RecordBatches = []byte{} // librdkafka rejects a null record set
-			rep, _, err := b.actingReplica(t.Topic, p.Partition, true)
+			if !known {
+				rp.ErrorCode, failed = kerr.UnknownTopicID.Code, true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			rep, _, err := b.actingReplica(name, p.Partition, true)
 			if err != nil {
 				rp.ErrorCode, failed = err.Code, true
+				if h, ok := b.leaderHintFor(name, p.Partition); ok && err == kerr.NotLeaderForPartition {
+					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
+					if !listed[h.leader] {
+						listed[h.leader] = true
+						resp.Brokers = append(resp.Brokers, kmsg.FetchResponseBroker{NodeID: h.leader, Host: h.host, Port: h.port, Rack: h.rack})
+					}
+				}
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}

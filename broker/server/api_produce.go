@@ -11,8 +11,10 @@ import (
 	"github.com/raftka/raftka/broker/partition"
 )
 
-// Produce v3-v11: RecordBatch v2 only; v9+ flexible.
-func init() { register(kmsg.Produce, 3, 11, handleProduce) }
+// Produce v3-v13: RecordBatch v2 only; v9+ flexible; v10+ names the current
+// leader on NOT_LEADER_OR_FOLLOWER (KIP-951); v12 changes nothing without
+// transactions; v13 names topics by id.
+func init() { register(kmsg.Produce, 3, 13, handleProduce) }
 
 const maxProduceTimeout = 30 * time.Second
 
@@ -31,13 +33,21 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 	var pending []pendingProduce
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name, known := t.Topic, true
+		if req.Version >= 13 {
+			name, known = b.topicName(t.TopicID)
+		}
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		for i, p := range t.Partitions {
 			rp := &rt.Partitions[i]
 			rp.Default()
 			rp.Partition = p.Partition
-			rs, err := b.proposeProduce(req, t.Topic, p, timeout)
+			if !known {
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+				continue
+			}
+			rs, err := b.proposeProduce(req, name, p, timeout)
 			if err != nil {
 				rp.ErrorCode = err.Code
 				continue
@@ -47,6 +57,7 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if len(pending) == 0 {
+		b.addProduceLeaderHints(resp)
 		return resp, nil
 	}
 	r.deferred = func() kmsg.Response {
@@ -68,9 +79,38 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 			p.rs.Release()
 		}
 		b.metrics.produced.Inc()
+		b.addProduceLeaderHints(resp)
 		return resp
 	}
 	return nil, nil
+}
+
+// addProduceLeaderHints names the current leader of every partition answered
+// with NOT_LEADER_OR_FOLLOWER, and that leader's endpoint.
+func (b *Broker) addProduceLeaderHints(resp *kmsg.ProduceResponse) {
+	listed := map[int32]bool{}
+	for ti := range resp.Topics {
+		rt := &resp.Topics[ti]
+		name := rt.Topic
+		if resp.Version >= 13 {
+			name, _ = b.topicName(rt.TopicID)
+		}
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			if rp.ErrorCode != kerr.NotLeaderForPartition.Code {
+				continue
+			}
+			h, ok := b.leaderHintFor(name, rp.Partition)
+			if !ok {
+				continue
+			}
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
+			if !listed[h.leader] {
+				listed[h.leader] = true
+				resp.Brokers = append(resp.Brokers, kmsg.ProduceResponseBroker{NodeID: h.leader, Host: h.host, Port: h.port, Rack: h.rack})
+			}
+		}
+	}
 }
 
 func errCode(err error) int16 {

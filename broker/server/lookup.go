@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/meta"
 )
@@ -136,4 +137,43 @@ func splitHostPort(addr string) (string, int32, error) {
 	}
 	n, err := strconv.ParseInt(port, 10, 32)
 	return host, int32(n), err
+}
+
+// topicName resolves a topic id (Produce v13+, Fetch v13+) to its name.
+func (b *Broker) topicName(id [16]byte) (string, bool) {
+	var name string
+	b.meta.Read(func(s *meta.State) {
+		if t := s.TopicByID(id); t != nil {
+			name = t.Name
+		}
+	})
+	return name, name != ""
+}
+
+// leaderHint is KIP-951's addition to NOT_LEADER_OR_FOLLOWER: the leader as
+// this broker knows it, with its endpoint, so that a client redirects at
+// once instead of waiting for a metadata refresh.
+type leaderHint struct {
+	leader, epoch int32
+	host          string
+	port          int32
+	rack          *string
+}
+
+func (b *Broker) leaderHintFor(topic string, index int32) (leaderHint, bool) {
+	info, err := b.partitionFor(topic, index)
+	if err != nil || info.leader < 0 || info.leader == b.cfg.ID {
+		return leaderHint{}, false
+	}
+	h := leaderHint{leader: info.leader, epoch: info.leaderEpoch}
+	found := false
+	b.meta.Read(func(s *meta.State) {
+		if br, ok := s.Brokers[info.leader]; ok {
+			h.host, h.port, found = br.Host, br.Port, true
+			if br.Rack != "" {
+				h.rack = kmsg.StringPtr(br.Rack)
+			}
+		}
+	})
+	return h, found
 }

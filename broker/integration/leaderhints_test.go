@@ -1,0 +1,84 @@
+package integration
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+// A broker that does not lead a partition answers Produce and Fetch with
+// NOT_LEADER_OR_FOLLOWER and names the leader and its endpoint (KIP-951), so
+// a client redirects without a metadata refresh. Both by topic id (Produce
+// v13, Fetch v13+), which franz-go uses against these brokers.
+func TestNotLeaderNamesTheLeader(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("hints", 1, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	details, err := c.Admin().ListTopics(ctx, "hints")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicID := [16]byte(details["hints"].ID)
+	leader := c.LeaderOf("hints", 0)
+	follower := int32((leader + 1) % 3)
+	host, port, _ := net.SplitHostPort(c.AllAddrs()[leader])
+	wantPort, _ := strconv.Atoi(port)
+	cl := c.Client()
+
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Acks, produce.TimeoutMillis = -1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic, pt.TopicID = "hints", topicID
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = batch(-1, -1, 0, "x")
+	pt.Partitions = append(pt.Partitions, pp)
+	produce.Topics = append(produce.Topics, pt)
+	presp, err := produce.RequestWith(ctx, cl.Broker(int(follower)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := presp.Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.NotLeaderForPartition.Code || p.CurrentLeader.LeaderID != int32(leader) || p.CurrentLeader.LeaderEpoch < 1 {
+		t.Fatalf("produce v%d to a follower: error %d, current leader %+v; want NOT_LEADER_OR_FOLLOWER naming %d", presp.Version, p.ErrorCode, p.CurrentLeader, leader)
+	}
+	if len(presp.Brokers) != 1 || presp.Brokers[0].NodeID != int32(leader) || presp.Brokers[0].Host != host || int(presp.Brokers[0].Port) != wantPort {
+		t.Fatalf("produce response endpoints %+v, want broker %d at %s", presp.Brokers, leader, c.AllAddrs()[leader])
+	}
+
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.MaxWaitMillis = 10
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = "hints", topicID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	unknown := kmsg.NewFetchRequestTopic()
+	unknown.Topic, unknown.TopicID = "no-such-topic", [16]byte{1, 2, 3}
+	unknown.Partitions = append(unknown.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft, unknown)
+	fresp, err := fetch.RequestWith(ctx, cl.Broker(int(follower)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresp.Version < 13 {
+		t.Fatalf("fetch negotiated v%d, want topic ids (v13+)", fresp.Version)
+	}
+	f := fresp.Topics[0].Partitions[0]
+	if fresp.Topics[0].TopicID != topicID || f.ErrorCode != kerr.NotLeaderForPartition.Code || f.CurrentLeader.LeaderID != int32(leader) {
+		t.Fatalf("fetch v%d from a follower: topic %x error %d current leader %+v", fresp.Version, fresp.Topics[0].TopicID, f.ErrorCode, f.CurrentLeader)
+	}
+	if len(fresp.Brokers) != 1 || fresp.Brokers[0].NodeID != int32(leader) || int(fresp.Brokers[0].Port) != wantPort {
+		t.Fatalf("fetch response endpoints %+v, want broker %d", fresp.Brokers, leader)
+	}
+	if code := fresp.Topics[1].Partitions[0].ErrorCode; code != kerr.UnknownTopicID.Code {
+		t.Fatalf("fetch of an unknown topic id: error %d, want UNKNOWN_TOPIC_ID", code)
+	}
+}
