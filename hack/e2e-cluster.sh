@@ -474,6 +474,12 @@ up() {
     log "already up (run down first)"
     return 1
   fi
+  # down deletes /var/lib/kubelet and every KUBE-* chain: never on a machine
+  # that is a Kubernetes node of its own.
+  if [[ ! -d $STATE ]] && { [[ -e /var/lib/kubelet ]] || pgrep -x kubelet >/dev/null; }; then
+    log "this machine already runs a kubelet or has /var/lib/kubelet; not touching it"
+    return 1
+  fi
   local t0=$SECONDS
   mkdir -p "$STATE" "$RUN"
   save_sysctls
@@ -516,6 +522,10 @@ remove_cgroups() {
 
 down() {
   local f
+  if [[ ! -d $STATE && ! -d $RUN ]]; then
+    log "nothing to take down"
+    return 0
+  fi
   # The kubelet first, so that it restarts nothing; then every container, whose
   # shims containerd does not stop with itself.
   [[ -f $RUN/pids/kubelet.pid ]] && stop_pid "$RUN/pids/kubelet.pid"
