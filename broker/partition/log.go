@@ -18,10 +18,11 @@ import (
 const DefaultSegmentBytes = 128 << 20
 
 type segment struct {
-	base int64 // first offset in the file
-	path string
-	f    *os.File
-	size int64
+	base  int64 // first offset in the file
+	path  string
+	f     *os.File
+	size  int64
+	dirty bool // written since its last fsync
 }
 
 // batchRef locates one batch on disk.
@@ -164,6 +165,7 @@ func (l *Log) append(b []byte, epoch int32) (header, error) {
 	l.mu.Lock()
 	l.index(h, seg, seg.size)
 	seg.size += int64(h.Length)
+	seg.dirty = true
 	l.next = h.BaseOffset + int64(h.LastDelta) + 1
 	l.mu.Unlock()
 	return h, nil
@@ -189,9 +191,20 @@ func (l *Log) activeSegment() (*segment, error) {
 	return seg, nil
 }
 
+// sync fsyncs every segment written since its last fsync: also one that
+// rolled over since, whose tail would otherwise be left to the kernel.
 func (l *Log) sync() error {
-	if n := len(l.segs); n > 0 {
-		return l.segs[n-1].f.Sync()
+	l.mu.RLock()
+	segs := append([]*segment(nil), l.segs...)
+	l.mu.RUnlock()
+	for _, seg := range segs {
+		if !seg.dirty {
+			continue
+		}
+		if err := seg.f.Sync(); err != nil {
+			return err
+		}
+		seg.dirty = false
 	}
 	return nil
 }
