@@ -42,12 +42,11 @@ type Config struct {
 	// between snapshots; older entries are then compacted away, and a
 	// replica that falls further behind receives the partition as a snapshot.
 	SnapshotEntries uint64
-	// SyncPartitionsOnApply fsyncs partition segments in every apply rather
-	// than only before Raft snapshots (partition.StateMachine.DeferSync, the
-	// default): acknowledged batches are fsynced in the Raft log of a
-	// majority either way; syncing on apply only shortens the replay after a
-	// crash, and costs about a fifth of the produce throughput here.
-	SyncPartitionsOnApply bool
+	// DeferPartitionSync fsyncs partition segments only before Raft
+	// snapshots instead of in every apply: acknowledged batches are durable
+	// in the Raft log of a majority either way; it lengthens the replay after
+	// a crash (see partition.StateMachine.DeferSync).
+	DeferPartitionSync bool
 	// RetentionCheckInterval is how often leaders apply retention.ms and
 	// retention.bytes.
 	RetentionCheckInterval time.Duration

@@ -114,7 +114,7 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 func (r *replicaSet) start(shard uint64, p placement) error {
 	dir := filepath.Join(r.b.cfg.DataDir, "partitions", strconv.FormatUint(shard, 10))
 	rep := &replica{shard: shard, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes)}
-	if !r.b.cfg.SyncPartitionsOnApply {
+	if r.b.cfg.DeferPartitionSync {
 		rep.sm.DeferSync()
 	}
 	create := func(uint64, uint64) sm.IOnDiskStateMachine { return rep.sm }
