@@ -78,27 +78,14 @@ var SnapshotsRecovered atomic.Int64
 type StateMachine struct {
 	dir          string
 	segmentBytes int64
-	deferSync    bool
 	log          *Log
 	ckFile       *os.File
-	ck           checkpoint // as applied; on disk only as of the last writeCheckpoint
+	ck           checkpoint
 }
 
 // NewStateMachine returns the state machine for a partition stored in dir.
-// It fsyncs its segments and moves its checkpoint in every Update.
 func NewStateMachine(dir string, segmentBytes int64) *StateMachine {
 	return &StateMachine{dir: dir, segmentBytes: segmentBytes, log: &Log{changed: make(chan struct{}), producer: producers{}}}
-}
-
-// DeferSync makes Update leave fsync and the checkpoint to Sync, which
-// Dragonboat calls before it takes a snapshot and so before it compacts the
-// Raft log: Dragonboat's documented trade for throughput. Nothing
-// acknowledged depends on it: a batch is acknowledged once a majority has it
-// fsynced in the Raft log, and after a crash the replica reopens at its last
-// synced checkpoint (truncating what lies beyond) and Raft replays the rest.
-func (s *StateMachine) DeferSync() *StateMachine {
-	s.deferSync = true
-	return s
 }
 
 // Log is the partition's log, for readers. It stays the same object for
@@ -161,10 +148,8 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	}
 	start, next := s.log.Offsets()
 	s.ck.AppliedIndex, s.ck.NextOffset, s.ck.LogStartOffset = entries[len(entries)-1].Index, next, start
-	if !s.deferSync {
-		if err := s.persist(); err != nil {
-			return nil, err
-		}
+	if err := s.persist(); err != nil {
+		return nil, err
 	}
 	if wrote {
 		s.log.publish()
@@ -397,14 +382,6 @@ func writeFileSynced(path string, r io.Reader, size int64) error {
 
 // Close implements sm.IOnDiskStateMachine.
 func (s *StateMachine) Close() error {
-	if s.deferSync && s.ckFile != nil {
-		// A clean stop leaves nothing to replay.
-		if err := s.Sync(); err != nil {
-			s.log.Close()
-			s.ckFile.Close()
-			return err
-		}
-	}
 	s.log.Close()
 	if s.ckFile != nil {
 		return s.ckFile.Close()

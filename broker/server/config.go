@@ -42,11 +42,6 @@ type Config struct {
 	// between snapshots; older entries are then compacted away, and a
 	// replica that falls further behind receives the partition as a snapshot.
 	SnapshotEntries uint64
-	// DeferPartitionSync fsyncs partition segments only before Raft
-	// snapshots instead of in every apply: acknowledged batches are durable
-	// in the Raft log of a majority either way; it lengthens the replay after
-	// a crash (see partition.StateMachine.DeferSync).
-	DeferPartitionSync bool
 	// RetentionCheckInterval is how often leaders apply retention.ms and
 	// retention.bytes.
 	RetentionCheckInterval time.Duration

@@ -114,9 +114,6 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 func (r *replicaSet) start(shard uint64, p placement) error {
 	dir := filepath.Join(r.b.cfg.DataDir, "partitions", strconv.FormatUint(shard, 10))
 	rep := &replica{shard: shard, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes)}
-	if r.b.cfg.DeferPartitionSync {
-		rep.sm.DeferSync()
-	}
 	create := func(uint64, uint64) sm.IOnDiskStateMachine { return rep.sm }
 	err := r.b.nh.StartOnDiskCluster(toTargets(p.members), false, create, shardConfig(shard, nodeID(r.b.cfg.ID), r.b.cfg.SnapshotEntries))
 	if err != nil && !errors.Is(err, dragonboat.ErrClusterAlreadyExist) {

@@ -47,7 +47,6 @@ func run(args []string) error {
 		defRF         = fs.Int("default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for the default")
 		minFree       = fs.Int64("min-free-bytes", 256<<20, "refuse produce with KAFKA_STORAGE_ERROR when the data directory has less free space")
 		rebalanceWait = fs.Duration("group-initial-rebalance-delay", 3*time.Second, "wait for more members before the first rebalance of an empty group")
-		deferSync     = fs.Bool("defer-partition-sync", false, "fsync partition segments only before Raft snapshots, not whenever entries are applied; acknowledged records are fsynced in the Raft log of a majority either way, a crash costs a longer replay")
 		snapEntries   = fs.Uint64("raft-snapshot-entries", 5000, "Raft entries a partition applies between snapshots; older entries are compacted, and a replica further behind receives the whole partition")
 		logBuffer     = fs.Int64("raft-log-write-buffer", 64<<20, "memtable bytes of the Raft log store (up to 4 in memory)")
 		retentionTick = fs.Duration("retention-check-interval", 30*time.Second, "how often partition leaders apply retention.ms and retention.bytes")
@@ -96,7 +95,7 @@ func run(args []string) error {
 		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
-		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, DeferPartitionSync: *deferSync, RetentionCheckInterval: *retentionTick, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, Logger: logger,
+		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RetentionCheckInterval: *retentionTick, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, Logger: logger,
 	})
 	if err != nil {
 		return err
