@@ -39,7 +39,7 @@ func TestSaramaAdminProduceAndGroupConsume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	if err := admin.CreateTopic("sarama", &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 3,
 		ConfigEntries: map[string]*string{"min.insync.replicas": ptrTo("2")}}, false); err != nil {
 		t.Fatalf("create topic: %v", err)
@@ -74,7 +74,7 @@ func TestSaramaAdminProduceAndGroupConsume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer group.Close()
+	defer func() { _ = group.Close() }()
 	handler := &collectingHandler{want: n, done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
