@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +41,8 @@ type TopicReconciler struct {
 	// Resync is how often a Ready topic is compared with the brokers again,
 	// to revert changes made outside Kubernetes.
 	Resync time.Duration
+
+	transient transientFailures
 }
 
 // +kubebuilder:rbac:groups=raftka.io,resources=topics,verbs=get;list;watch;update;patch
@@ -85,20 +90,27 @@ func (r *TopicReconciler) reconcile(ctx context.Context, topic *raftkav1.Topic) 
 		// watch also wakes this Topic when the cluster appears.
 		return ctrl.Result{}, fmt.Errorf("cluster for topic %s: %w", topic.Name, err)
 	}
+	key := client.ObjectKeyFromObject(topic)
 	reason, err := r.ensureTopic(ctx, adm, topic)
+	if err == nil {
+		err = r.observe(ctx, adm, topic)
+	}
 	if err != nil {
 		var notSupported errNotSupported
 		if errors.As(err, &notSupported) {
 			r.notReady(topic, raftkav1.ReasonNotSupported, err.Error())
 			return ctrl.Result{RequeueAfter: r.Resync}, nil
 		}
+		// A broker that restarts under a request (a rolling restart) is no
+		// news about the topic: ask again soon, and report it only if it lasts.
+		if r.transient.tolerate(key, err) {
+			log.FromContext(ctx).Info("brokers did not answer, asking again", "topic", topic.KafkaName(), "error", err.Error())
+			return ctrl.Result{RequeueAfter: transientRetryAfter}, nil
+		}
 		r.notReady(topic, raftkav1.ReasonBrokerError, err.Error())
 		return ctrl.Result{}, err
 	}
-	if err := r.observe(ctx, adm, topic); err != nil {
-		r.notReady(topic, raftkav1.ReasonBrokerError, err.Error())
-		return ctrl.Result{}, err
-	}
+	r.transient.forget(key)
 	message := fmt.Sprintf("topic %s has %d partitions", topic.KafkaName(), topic.Status.Partitions)
 	if reason == "" {
 		reason = readyReason(topic)
@@ -388,4 +400,57 @@ func (r *TopicReconciler) topicsOfCluster(ctx context.Context, obj client.Object
 		}
 	}
 	return reqs
+}
+
+// A Topic rides out this many consecutive retryable broker errors, each
+// retried after transientRetryAfter, before its status reports them.
+const (
+	transientRetries    = 3
+	transientRetryAfter = 2 * time.Second
+)
+
+// transientFailures counts consecutive retryable broker errors per Topic.
+type transientFailures struct {
+	mu    sync.Mutex
+	count map[types.NamespacedName]int
+}
+
+// tolerate says whether err is worth another try before it is reported.
+func (f *transientFailures) tolerate(key types.NamespacedName, err error) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.count == nil {
+		f.count = map[types.NamespacedName]int{}
+	}
+	if !retryableBrokerError(err) || f.count[key] >= transientRetries {
+		delete(f.count, key)
+		return false
+	}
+	f.count[key]++
+	return true
+}
+
+func (f *transientFailures) forget(key types.NamespacedName) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.count, key)
+}
+
+// retryableBrokerError: a connection that died or could not be made, a
+// timeout, or a Kafka error code that Kafka calls retriable; for a request
+// that went to several brokers, every failed piece must be one of those.
+func retryableBrokerError(err error) bool {
+	var shards *kadm.ShardErrors
+	if errors.As(err, &shards) && len(shards.Errs) > 0 {
+		for _, s := range shards.Errs {
+			if !retryableBrokerError(s.Err) {
+				return false
+			}
+		}
+		return true
+	}
+	// franz-go does not retry a refused dial itself, but a broker pod
+	// that restarts refuses connections for a moment.
+	var netErr *net.OpError
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || kgo.IsRetryableBrokerErr(err) || kerr.IsRetriable(err)
 }

@@ -27,7 +27,7 @@ import (
 
 // env is what hack/e2e-cluster.sh env exports.
 type env struct {
-	kube       client.Client
+	kube       client.WithWatch
 	kubeconfig string
 	dns        string // the cluster DNS, host:port
 	containerd string // the node's containerd socket
@@ -55,7 +55,7 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	if e.kube, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	if e.kube, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme}); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -435,7 +436,10 @@ func testRollingRestart(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 
-	// Watch the pods while the operator rolls them.
+	// Watch the pods while the operator rolls them, and every write of a
+	// Topic: the cluster serves the topics throughout, so no Topic should
+	// stop being Ready, not even for a moment.
+	notReady := e.watchTopicsNotReady(t)
 	var order []string
 	mostDown := 0
 	seenRolled := map[string]bool{}
@@ -465,6 +469,9 @@ func testRollingRestart(t *testing.T, e *env) {
 	if mostDown > 1 {
 		t.Fatalf("%d broker pods were down at once during the rolling restart", mostDown)
 	}
+	if seen := notReady(); len(seen) > 0 {
+		t.Fatalf("Topics not Ready during the rolling restart: %v", seen)
+	}
 	// A restart costs at most a leader election (and the client's metadata
 	// refresh); anything longer means the roll took a quorum away.
 	if gap := ledger.LongestAckGap(); gap > 10*time.Second {
@@ -474,6 +481,35 @@ func testRollingRestart(t *testing.T, e *env) {
 		t.Fatalf("%d of %d records acknowledged", ledger.Acked(), sent)
 	}
 	ledger.VerifyExactlyOnce(t, "rolling", func(opts ...kgo.Opt) *kgo.Client { return e.kafka(t, e.bootstrap(t), opts...) })
+}
+
+// watchTopicsNotReady records every Topic version written with Ready not
+// True from now on; the returned function stops the watch and returns them.
+func (e *env) watchTopicsNotReady(t *testing.T) func() []string {
+	t.Helper()
+	w, err := e.kube.Watch(context.Background(), &raftkav1.TopicList{}, client.InNamespace(namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			tp, ok := ev.Object.(*raftkav1.Topic)
+			if !ok || !tp.DeletionTimestamp.IsZero() {
+				continue
+			}
+			if !meta.IsStatusConditionTrue(tp.Status.Conditions, raftkav1.ConditionReady) {
+				seen = append(seen, tp.Name+": "+conditions(tp.Status.Conditions))
+			}
+		}
+	}()
+	return func() []string {
+		w.Stop()
+		<-done
+		return seen
+	}
 }
 
 // testUninstall deletes what users created: Topics by their deletion policy,
