@@ -10,7 +10,7 @@ HELM := $(BIN)/helm
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
 
-.PHONY: all build test test-unit run run-operator bench fuzz fmt vet lint tools generate manifests envtest chart-lint image e2e-up e2e-down test-e2e clean help
+.PHONY: all build test test-unit run run-operator bench fuzz fmt vet lint tools generate manifests envtest chart-lint image e2e-pause-image e2e-up e2e-down test-e2e clean help
 
 all: build
 
@@ -42,6 +42,10 @@ image: ## OCI image tarballs of the broker, the operator and the example consume
 	$(call build-image,manager,.,operator)
 	$(call build-image,consumer,./examples/consumer,consumer-example)
 
+e2e-pause-image: ## the pause image of the e2e cluster (hack/e2e-cluster.sh builds it when missing)
+	mkdir -p $(BIN)/images
+	$(call build-image,pause,./hack/pause,e2e-pause)
+
 e2e-up: ## a real single-node Kubernetes on this machine (hack/e2e-cluster.sh; needs root)
 	hack/e2e-cluster.sh up
 
@@ -52,7 +56,6 @@ e2e-down: ## stop the e2e cluster and undo its changes to the machine
 # also when a step fails. The rolled image is the broker under a second tag.
 test-e2e: image $(HELM) ## end-to-end test on a real single-node Kubernetes: helm install, brokers in pods, no loss, autoscaling, rolling restart
 	$(GO) run ./hack/image --binary $(BIN)/images/raftka-broker --path /raftka-broker --tag raftka/broker:$(VERSION)-rolled --out $(BIN)/images/raftka-broker-rolled.tar
-	hack/e2e-cluster.sh build
 	-hack/e2e-cluster.sh down 2>/dev/null
 	trap 'hack/e2e-cluster.sh down' EXIT; \
 	hack/e2e-cluster.sh up && \

@@ -39,6 +39,7 @@ NODE_IP=$prefix.1
 API_SERVICE_IP=${SERVICE_SUBNET%.*/*}.1
 assets=$root/bin/k8s/$K8S_VERSION-linux-amd64
 coredns=$root/bin/coredns-$COREDNS_VERSION
+pause_tar=$root/bin/images/raftka-e2e-pause.tar
 pki=$STATE/pki
 logs=$STATE/logs
 containerd_sock=$RUN/containerd/containerd.sock
@@ -97,10 +98,8 @@ GO
 }
 
 build_pause_image() {
-  [[ -f $root/bin/images/e2e-pause.tar ]] && return
-  mkdir -p "$root/bin/images"
-  (cd "$root" && CGO_ENABLED=0 go build -trimpath -o bin/images/pause ./hack/pause &&
-    go run ./hack/image --binary bin/images/pause --path /pause --tag "$PAUSE_IMAGE" --out bin/images/e2e-pause.tar)
+  [[ -f $pause_tar ]] && return
+  make -C "$root" --no-print-directory e2e-pause-image VERSION="${PAUSE_IMAGE##*:}"
 }
 
 build() {
@@ -491,7 +490,7 @@ up() {
   wait_for kube-apiserver 60 kubectl get --raw /readyz
   start_containerd
   wait_for containerd 30 ctr --address "$containerd_sock" version
-  import_image "$root/bin/images/e2e-pause.tar"
+  import_image "$pause_tar"
   start_controllers
   start_kubelet
   start_kube_proxy

@@ -60,12 +60,24 @@ type State struct {
 	NextProducerID int64
 	// Offsets: group -> topic -> partition -> offset.
 	Offsets map[string]map[string]map[int32]GroupOffset
+
+	// topicsByID indexes Topics by id for Fetch and Produce v13+, which
+	// name topics by id in every request; derived, so not in snapshots.
+	topicsByID map[[16]byte]*Topic
 }
 
 // NewState returns an empty cluster.
 func NewState() *State {
 	return &State{Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}, NextShard: FirstPartitionShard,
-		NextProducerID: 1000, Offsets: map[string]map[string]map[int32]GroupOffset{}}
+		NextProducerID: 1000, Offsets: map[string]map[string]map[int32]GroupOffset{}, topicsByID: map[[16]byte]*Topic{}}
+}
+
+// reindex rebuilds the derived topic-id index, after a snapshot is read.
+func (s *State) reindex() {
+	s.topicsByID = make(map[[16]byte]*Topic, len(s.Topics))
+	for _, t := range s.Topics {
+		s.topicsByID[t.ID] = t
+	}
 }
 
 // BrokerIDs returns the registered broker ids in ascending order.
@@ -79,14 +91,7 @@ func (s *State) BrokerIDs() []int32 {
 }
 
 // TopicByID finds a topic by its id.
-func (s *State) TopicByID(id [16]byte) *Topic {
-	for _, t := range s.Topics {
-		if t.ID == id {
-			return t
-		}
-	}
-	return nil
-}
+func (s *State) TopicByID(id [16]byte) *Topic { return s.topicsByID[id] }
 
 // Apply applies one command at Raft index index and returns its outcome.
 func (s *State) Apply(index uint64, c *Command) Outcome {
@@ -102,6 +107,7 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 			return Outcome{Err: kerr.UnknownTopicOrPartition}
 		}
 		delete(s.Topics, c.DeleteTopic)
+		delete(s.topicsByID, t.ID)
 		return Outcome{Topic: t}
 	case c.CreatePartitions != nil:
 		return s.createPartitions(c.CreatePartitions)
@@ -160,6 +166,7 @@ func (s *State) createTopic(index uint64, ct *CreateTopic) Outcome {
 	s.addPartitions(t, ct.Partitions, brokers)
 	if !ct.ValidateOnly {
 		s.Topics[ct.Name] = t
+		s.topicsByID[t.ID] = t
 	} else {
 		s.NextShard -= uint64(ct.Partitions)
 	}

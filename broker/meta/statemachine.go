@@ -75,6 +75,7 @@ func (m *StateMachine) RecoverFromSnapshot(r io.Reader, _ []sm.SnapshotFile, _ <
 	if err := json.NewDecoder(r).Decode(st); err != nil {
 		return err
 	}
+	st.reindex()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.state = st

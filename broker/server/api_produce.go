@@ -31,6 +31,7 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, 100*time.Millisecond), maxProduceTimeout)
 	var pending []pendingProduce
+	names := make([]string, 0, len(req.Topics)) // per response topic, for the leader hints
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
@@ -55,9 +56,10 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 			pending = append(pending, pendingProduce{rp: rp, rs: rs})
 		}
 		resp.Topics = append(resp.Topics, rt)
+		names = append(names, name)
 	}
 	if len(pending) == 0 {
-		b.addProduceLeaderHints(resp)
+		b.addProduceLeaderHints(resp, names)
 		return resp, nil
 	}
 	r.deferred = func() kmsg.Response {
@@ -79,7 +81,7 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 			p.rs.Release()
 		}
 		b.metrics.produced.Inc()
-		b.addProduceLeaderHints(resp)
+		b.addProduceLeaderHints(resp, names)
 		return resp
 	}
 	return nil, nil
@@ -87,14 +89,10 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 
 // addProduceLeaderHints names the current leader of every partition answered
 // with NOT_LEADER_OR_FOLLOWER, and that leader's endpoint.
-func (b *Broker) addProduceLeaderHints(resp *kmsg.ProduceResponse) {
+func (b *Broker) addProduceLeaderHints(resp *kmsg.ProduceResponse, names []string) {
 	listed := map[int32]bool{}
 	for ti := range resp.Topics {
-		rt := &resp.Topics[ti]
-		name := rt.Topic
-		if resp.Version >= 13 {
-			name, _ = b.topicName(rt.TopicID)
-		}
+		rt, name := &resp.Topics[ti], names[ti]
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
 			if rp.ErrorCode != kerr.NotLeaderForPartition.Code {

@@ -24,8 +24,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/raftka/raftka/broker/brokertest"
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/broker/brokertest"
 )
 
 const (
@@ -380,7 +380,7 @@ func testAutoscaling(t *testing.T, e *env) {
 	t.Logf("grown: max partitions %d, max ready consumer pods %d; %d records produced", maxPartitions, maxReady, produced)
 
 	eventually(t, 3*time.Minute, "the lag to drain", func() (bool, string) {
-		lag, err := kadm.NewClient(e.kafka(t, e.bootstrap(t))).Lag(ctx(t), group)
+		lag, err := admin.Lag(ctx(t), group)
 		if err != nil {
 			return false, err.Error()
 		}
