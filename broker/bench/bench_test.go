@@ -91,6 +91,10 @@ func BenchmarkProduceConsume(b *testing.B) {
 	latencies := make([]time.Duration, records)
 	var wg sync.WaitGroup
 	wg.Add(records)
+	writtenBefore := int64(0)
+	for i := range c.Brokers {
+		writtenBefore += c.WrittenBytes(i)
+	}
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < records; i++ {
@@ -110,9 +114,12 @@ func BenchmarkProduceConsume(b *testing.B) {
 	b.ReportMetric(rate, "records/s")
 	row("produce, acks=all, idempotent, 1 KiB records", fmt.Sprintf("%.0f records/s, %.1f MB/s", rate, rate*1024/1e6))
 	row("produce latency p50 / p99", fmt.Sprintf("%.1f ms / %.1f ms", ms(percentile(latencies, 0.5)), ms(percentile(latencies, 0.99))))
+	written := -writtenBefore
 	for i := range c.Brokers {
+		written += c.WrittenBytes(i)
 		row(fmt.Sprintf("RSS broker %d after producing", i), mib(c.RSS(i)))
 	}
+	row("bytes written to storage by the 3 brokers per byte of record values produced", fmt.Sprintf("%.1f", float64(written)/float64(records*len(value))))
 
 	if os.Getenv("RAFTKA_BENCH_DEBUG") != "" {
 		_, body := c.Get(0, "/metrics")

@@ -25,38 +25,55 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// TestLaggingReplicaCatchesUpFromSnapshot: a replica that was down while
+// more was produced than the Raft logs keep (4 KiB to 8 KiB of entries
+// here; the entry count alone would keep 100,000) catches up from a
+// snapshot, fetching from its peers only the records it lacks, and then
+// holds them all.
 func TestLaggingReplicaCatchesUpFromSnapshot(t *testing.T) {
-	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--raft-snapshot-entries", "50"}})
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--raft-snapshot-entries", "100000", "--raft-log-retain-bytes", "4096"}})
 	c.CreateTopic("history", 1, 3, nil)
 	leader := c.LeaderOf("history", 0)
 	lagging := (leader + 1) % 3
-	c.Kill(lagging)
-	// One produce request per record: 400 Raft entries, far past the 50
-	// after which the log is compacted.
+	// One produce request per record: one Raft entry each.
 	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	for i := 0; i < 400; i++ {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "history", Value: []byte(itoa(i))}).FirstErr(); err != nil {
-			t.Fatal(err)
+	produceRange := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "history", Value: []byte(itoa(i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	produceRange(0, 400)
+	waitFor(t, 30*time.Second, "every replica to hold the first records", func() bool {
+		hw, ok := c.Metric(lagging, "raftka_partition_high_watermark", `topic="history"`)
+		return ok && hw == 400
+	})
+	had, _ := c.Metric(lagging, "raftka_partition_size_bytes", `topic="history"`)
+	c.Kill(lagging)
+	produceRange(400, 800) // 400 entries, about 30 KB
+	total, _ := c.Metric(leader, "raftka_partition_size_bytes", `topic="history"`)
 	c.Restart(lagging)
 	c.WaitReady(lagging)
 	waitFor(t, 30*time.Second, "the restarted replica to catch up", func() bool {
 		hw, ok := c.Metric(lagging, "raftka_partition_high_watermark", `topic="history"`)
-		return ok && hw == 400
+		return ok && hw == 800
 	})
 	if n, _ := c.Metric(lagging, "raftka_partition_snapshots_recovered_total"); n < 1 {
 		t.Fatalf("the replica caught up without a snapshot (%v recovered): the test did not exercise snapshots", n)
 	}
-	// Only the caught-up replica is left: it serves what it received.
+	if fetched, _ := c.Metric(lagging, "raftka_partition_snapshot_fetched_bytes_total"); fetched != total-had {
+		t.Fatalf("the replica fetched %v bytes from its peers; it lacked %v of %v", fetched, total-had, total)
+	}
+	// Only the caught-up replica is left: it serves every record.
 	for i := range c.Brokers {
 		if i != lagging {
 			c.Kill(i)
 		}
 	}
-	got := consumeAll(t, c, "history", 400)
+	got := consumeAll(t, c, "history", 800)
 	for i, r := range got {
 		if string(r.Value) != itoa(i) || r.Offset != int64(i) {
 			t.Fatalf("record %d: %q at %d", i, r.Value, r.Offset)

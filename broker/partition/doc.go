@@ -6,4 +6,9 @@
 // decisions depend only on the entries and the state on disk, never on the
 // clock. Time-based retention is decided by the leader at the edge and
 // proposed as a DeleteRecords command.
+//
+// A snapshot names offsets, not records: a replica recovering from one keeps
+// the committed prefix it has and fetches the rest through a Source (the
+// broker's follower fetch from the other replicas), so a replica that was
+// down a while copies what it missed, not the whole partition.
 package partition

@@ -18,7 +18,7 @@ func FuzzUpdate(f *testing.F) {
 	f.Add(DeleteRecordsCommand(1))
 	f.Add([]byte{cmdProduce, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 200})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := NewStateMachine(t.TempDir(), 4096)
+		s := NewStateMachine(t.TempDir(), 4096, nil, nil)
 		if _, err := s.Open(nil); err != nil {
 			t.Fatal(err)
 		}

@@ -238,6 +238,13 @@ func (l *Log) dropBefore(offset int64) {
 	}
 }
 
+// empty reports whether the log has no segment files at all.
+func (l *Log) empty() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.segs) == 0
+}
+
 // Offsets returns the log start and end offsets.
 func (l *Log) Offsets() (start, end int64) {
 	l.mu.RLock()

@@ -1,14 +1,16 @@
 package partition
 
 import (
-	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	sm "github.com/lni/dragonboat/v3/statemachine"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -70,8 +72,8 @@ func DecodeResult(r sm.Result) Result {
 	return out
 }
 
-// SnapshotsRecovered counts partitions this process received as a snapshot
-// from their leader, for the broker's metrics.
+// SnapshotsRecovered counts partition replicas this process caught up from
+// a snapshot, for the broker's metrics.
 var SnapshotsRecovered atomic.Int64
 
 // StateMachine is the Dragonboat on-disk state machine of one partition.
@@ -81,11 +83,49 @@ type StateMachine struct {
 	log          *Log
 	ckFile       *os.File
 	ck           checkpoint
+
+	source Source
+	logger *slog.Logger
+
+	// Observed by the broker to decide when to compact the Raft log; not
+	// part of the replicated state.
+	appliedIndex atomic.Uint64
+	appliedBytes atomic.Uint64
 }
 
-// NewStateMachine returns the state machine for a partition stored in dir.
-func NewStateMachine(dir string, segmentBytes int64) *StateMachine {
-	return &StateMachine{dir: dir, segmentBytes: segmentBytes, log: &Log{changed: make(chan struct{}), producer: producers{}}}
+// AppliedProgress is the index of the last applied Raft entry and the bytes
+// of commands applied since this state machine was opened.
+func (s *StateMachine) AppliedProgress() (index, bytes uint64) {
+	return s.appliedIndex.Load(), s.appliedBytes.Load()
+}
+
+// A Source serves a partition's records from its other replicas, to a
+// replica catching up from a snapshot.
+type Source interface {
+	// Fetch returns whole record batches from offset from on, the first of
+	// them holding from, about maxBytes of them, from any replica that has
+	// them. With no records it returns the log start offset of the replica
+	// asked, which is beyond from when the records were deleted.
+	Fetch(ctx context.Context, from int64, maxBytes int32) (data []byte, logStart int64, err error)
+}
+
+const (
+	catchUpFetchBytes = 8 << 20
+	catchUpBackoff    = 100 * time.Millisecond
+)
+
+// SnapshotBytesFetched counts record bytes fetched from peers while
+// recovering from snapshots, for the broker's metrics.
+var SnapshotBytesFetched atomic.Int64
+
+// NewStateMachine returns the state machine for a partition stored in dir;
+// source serves the records a snapshot names but this replica lacks.
+func NewStateMachine(dir string, segmentBytes int64, source Source, logger *slog.Logger) *StateMachine {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &StateMachine{dir: dir, segmentBytes: segmentBytes, source: source, logger: logger,
+		log: &Log{changed: make(chan struct{}), producer: producers{}}}
 }
 
 // Log is the partition's log, for readers. It stays the same object for
@@ -111,6 +151,7 @@ func (s *StateMachine) Open(stop <-chan struct{}) (uint64, error) {
 		return 0, err
 	}
 	s.ckFile, s.ck = f, ck
+	s.appliedIndex.Store(ck.AppliedIndex)
 	return ck.AppliedIndex, nil
 }
 
@@ -138,6 +179,7 @@ func (s *StateMachine) load(ck checkpoint) error {
 // single fsync of the segment before the checkpoint moves.
 func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	wrote := false
+	var bytes uint64
 	for i := range entries {
 		res, appended, err := s.apply(entries[i].Cmd)
 		if err != nil {
@@ -145,6 +187,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		}
 		wrote = wrote || appended
 		entries[i].Result = res
+		bytes += uint64(len(entries[i].Cmd))
 	}
 	start, next := s.log.Offsets()
 	s.ck.AppliedIndex, s.ck.NextOffset, s.ck.LogStartOffset = entries[len(entries)-1].Index, next, start
@@ -154,6 +197,8 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	if wrote {
 		s.log.publish()
 	}
+	s.appliedBytes.Add(bytes)
+	s.appliedIndex.Store(s.ck.AppliedIndex)
 	return entries, nil
 }
 
@@ -252,104 +297,108 @@ func (s *StateMachine) persist() error {
 	return nil
 }
 
-type snapshotState struct {
-	ck    checkpoint
-	files []*os.File
-	bases []int64
-	sizes []int64
-}
-
-// PrepareSnapshot implements sm.IOnDiskStateMachine. It keeps its own file
-// handles, so segments that retention deletes meanwhile can still be sent.
+// PrepareSnapshot implements sm.IOnDiskStateMachine. A snapshot names the
+// state at an applied index (its offsets); the records themselves stay in
+// the replicas' segments, see RecoverFromSnapshot.
 func (s *StateMachine) PrepareSnapshot() (interface{}, error) {
-	l := s.log
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	st := &snapshotState{ck: s.ck}
-	for _, seg := range l.segs {
-		f, err := os.Open(seg.path)
-		if err != nil {
-			for _, f := range st.files {
-				f.Close()
-			}
-			return nil, err
-		}
-		st.files, st.bases, st.sizes = append(st.files, f), append(st.bases, seg.base), append(st.sizes, seg.size)
-	}
-	return st, nil
+	return s.ck, nil
 }
 
-const snapshotMagic = "RAFTKA-PARTITION-1"
+const snapshotMagic = "RAFTKA-PARTITION-2"
 
 // SaveSnapshot implements sm.IOnDiskStateMachine.
 func (s *StateMachine) SaveSnapshot(state interface{}, w io.Writer, done <-chan struct{}) error {
-	st := state.(*snapshotState)
-	defer func() {
-		for _, f := range st.files {
-			f.Close()
-		}
-	}()
-	bw := bufio.NewWriterSize(w, 256<<10)
-	hdr := binary.BigEndian.AppendUint64([]byte(snapshotMagic), st.ck.AppliedIndex)
-	hdr = binary.BigEndian.AppendUint64(hdr, uint64(st.ck.NextOffset))
-	hdr = binary.BigEndian.AppendUint64(hdr, uint64(st.ck.LogStartOffset))
-	hdr = binary.BigEndian.AppendUint32(hdr, uint32(len(st.files)))
-	if _, err := bw.Write(hdr); err != nil {
-		return err
-	}
-	for i, f := range st.files {
-		select {
-		case <-done:
-			return sm.ErrSnapshotStopped
-		default:
-		}
-		seg := binary.BigEndian.AppendUint64(nil, uint64(st.bases[i]))
-		seg = binary.BigEndian.AppendUint64(seg, uint64(st.sizes[i]))
-		if _, err := bw.Write(seg); err != nil {
-			return err
-		}
-		if _, err := io.Copy(bw, io.NewSectionReader(f, 0, st.sizes[i])); err != nil {
-			return err
-		}
-	}
-	return bw.Flush()
+	ck := state.(checkpoint)
+	hdr := binary.BigEndian.AppendUint64([]byte(snapshotMagic), ck.AppliedIndex)
+	hdr = binary.BigEndian.AppendUint64(hdr, uint64(ck.NextOffset))
+	hdr = binary.BigEndian.AppendUint64(hdr, uint64(ck.LogStartOffset))
+	_, err := w.Write(hdr)
+	return err
 }
 
-// RecoverFromSnapshot implements sm.IOnDiskStateMachine: it replaces the
-// whole partition with the leader's copy.
+// RecoverFromSnapshot implements sm.IOnDiskStateMachine. The snapshot names
+// the offsets the partition had at an applied index; this replica keeps
+// what it already has (applied entries are committed, so its log is a
+// prefix of every other replica's) and fetches only the records it lacks
+// from its peers, as a Kafka follower would, then moves its checkpoint to
+// the snapshot's index. Interrupted, it starts over at the next open: the
+// checkpoint moves only at the end, and records beyond it are dropped then.
 func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) error {
-	br := bufio.NewReaderSize(r, 256<<10)
-	hdr := make([]byte, len(snapshotMagic)+28)
-	if _, err := io.ReadFull(br, hdr); err != nil {
+	hdr := make([]byte, len(snapshotMagic)+24)
+	if _, err := io.ReadFull(r, hdr); err != nil {
 		return err
 	}
 	if string(hdr[:len(snapshotMagic)]) != snapshotMagic {
 		return errors.New("partition: not a partition snapshot")
 	}
 	p := hdr[len(snapshotMagic):]
-	ck := checkpoint{Seq: s.ck.Seq + 1, AppliedIndex: binary.BigEndian.Uint64(p),
+	target := checkpoint{AppliedIndex: binary.BigEndian.Uint64(p),
 		NextOffset: int64(binary.BigEndian.Uint64(p[8:])), LogStartOffset: int64(binary.BigEndian.Uint64(p[16:]))}
-	n := binary.BigEndian.Uint32(p[24:])
-	old, _ := filepath.Glob(filepath.Join(s.dir, "*.log"))
-	for _, name := range old {
+	if target.LogStartOffset > target.NextOffset {
+		return fmt.Errorf("partition: snapshot with log start %d beyond its end %d", target.LogStartOffset, target.NextOffset)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if _, next := s.log.Offsets(); next > target.NextOffset || next < target.LogStartOffset {
+		// Nothing here is a prefix of what is needed: start empty.
+		if err := s.reset(target.LogStartOffset); err != nil {
+			return err
+		}
+	}
+	fetched, err := s.catchUp(ctx, target.NextOffset)
+	if err != nil {
+		if ctx.Err() != nil {
+			return sm.ErrSnapshotStopped
+		}
+		return err
+	}
+	start, _ := s.log.Offsets()
+	s.log.dropBefore(max(start, target.LogStartOffset))
+	start, next := s.log.Offsets()
+	ck := checkpoint{Seq: s.ck.Seq + 1, AppliedIndex: target.AppliedIndex, NextOffset: next, LogStartOffset: start}
+	if err := s.commitCheckpoint(ck); err != nil {
+		return err
+	}
+	if err := s.load(ck); err != nil {
+		return err
+	}
+	s.appliedIndex.Store(ck.AppliedIndex)
+	SnapshotsRecovered.Add(1)
+	SnapshotBytesFetched.Add(fetched)
+	return nil
+}
+
+// reset empties the partition to an empty log at offset, checkpointed as
+// applying nothing: should this stop half way, the next open starts from
+// the snapshot again rather than from a log that no longer matches.
+func (s *StateMachine) reset(offset int64) error {
+	names, _ := filepath.Glob(filepath.Join(s.dir, "*.log"))
+	ck := checkpoint{Seq: s.ck.Seq + 1, NextOffset: offset, LogStartOffset: offset}
+	if err := s.commitCheckpoint(ck); err != nil {
+		return err
+	}
+	for _, name := range names {
 		if err := os.Remove(name); err != nil {
 			return err
 		}
 	}
-	for i := uint32(0); i < n; i++ {
-		select {
-		case <-done:
-			return sm.ErrSnapshotStopped
-		default:
-		}
-		var segHdr [16]byte
-		if _, err := io.ReadFull(br, segHdr[:]); err != nil {
-			return err
-		}
-		base, size := int64(binary.BigEndian.Uint64(segHdr[:])), int64(binary.BigEndian.Uint64(segHdr[8:]))
-		if err := writeFileSynced(filepath.Join(s.dir, segmentName(base)), io.LimitReader(br, size), size); err != nil {
-			return err
-		}
+	if err := syncDir(s.dir); err != nil {
+		return err
+	}
+	return s.load(ck)
+}
+
+// commitCheckpoint makes ck durable once every segment is.
+func (s *StateMachine) commitCheckpoint(ck checkpoint) error {
+	if err := s.log.sync(); err != nil {
+		return err
 	}
 	if err := syncDir(s.dir); err != nil {
 		return err
@@ -361,23 +410,95 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 		return err
 	}
 	s.ck = ck
-	if err := s.load(ck); err != nil {
-		return err
-	}
-	SnapshotsRecovered.Add(1)
 	return nil
 }
 
-func writeFileSynced(path string, r io.Reader, size int64) error {
-	f, err := os.Create(path)
+// catchUp appends the records up to end that this replica lacks, fetched
+// from its peers; it returns the bytes fetched.
+func (s *StateMachine) catchUp(ctx context.Context, end int64) (int64, error) {
+	var fetched int64
+	backoff := catchUpBackoff
+	for {
+		_, next := s.log.Offsets()
+		if next >= end {
+			return fetched, nil
+		}
+		var data []byte
+		var logStart int64
+		var err error
+		if s.source == nil {
+			err = errors.New("no source of records")
+		} else {
+			data, logStart, err = s.source.Fetch(ctx, next, catchUpFetchBytes)
+		}
+		if err == nil && len(data) == 0 && logStart > next {
+			// The records before logStart are gone everywhere (retention
+			// or DeleteRecords moved past them): continue from there, but
+			// never past end, where the entries after the snapshot apply.
+			if err = s.reset(min(logStart, end)); err == nil {
+				continue
+			}
+		}
+		if err == nil && len(data) > 0 {
+			var n int
+			n, err = s.appendFetched(data, end)
+			fetched += int64(n)
+			if err == nil {
+				err = s.log.sync()
+			}
+			if err == nil && n > 0 {
+				backoff = catchUpBackoff
+				continue
+			}
+		}
+		if ctx.Err() != nil {
+			return fetched, ctx.Err()
+		}
+		if err != nil {
+			s.logger.Warn("catching up from a snapshot: fetch failed", "dir", s.dir, "from", next, "to", end, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fetched, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// appendFetched appends the fetched batches that continue this log, up to
+// end. Only an empty log may start inside the first batch (its log start
+// then lies inside it, as after DeleteRecords).
+func (s *StateMachine) appendFetched(data []byte, end int64) (int, error) {
+	batches, err := SplitBatches(data, 0)
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("fetched records: %w", err)
 	}
-	defer f.Close()
-	if n, err := io.Copy(f, r); err != nil || n != size {
-		return fmt.Errorf("partition: snapshot segment %s: wrote %d of %d bytes: %v", path, n, size, err)
+	l := s.log
+	appended := 0
+	for _, b := range batches {
+		h, _ := readHeader(b)
+		last := h.BaseOffset + int64(h.LastDelta)
+		start, next := l.Offsets()
+		switch {
+		case h.BaseOffset >= end:
+			return appended, nil
+		case last < next:
+			continue
+		case h.BaseOffset < next && next == start && l.empty():
+			// A log just reset to a start inside this batch.
+			l.mu.Lock()
+			l.next = h.BaseOffset
+			l.mu.Unlock()
+		case h.BaseOffset != next:
+			return appended, fmt.Errorf("fetched batch at %d does not continue the log at %d", h.BaseOffset, next)
+		}
+		if _, err := l.append(b, h.LeaderEpoch); err != nil {
+			return appended, err
+		}
+		appended += len(b)
 	}
-	return f.Sync()
+	return appended, nil
 }
 
 // Close implements sm.IOnDiskStateMachine.

@@ -2,9 +2,13 @@ package partition
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	sm "github.com/lni/dragonboat/v3/statemachine"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,7 +19,12 @@ import (
 
 func openSM(t *testing.T, dir string, segmentBytes int64) (*StateMachine, uint64) {
 	t.Helper()
-	s := NewStateMachine(dir, segmentBytes)
+	return openSMWithSource(t, dir, segmentBytes, nil)
+}
+
+func openSMWithSource(t *testing.T, dir string, segmentBytes int64, source Source) (*StateMachine, uint64) {
+	t.Helper()
+	s := NewStateMachine(dir, segmentBytes, source, nil)
 	applied, err := s.Open(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +232,10 @@ func TestBatchesBeyondCheckpointAreDroppedForReplay(t *testing.T) {
 	}
 }
 
-func TestSnapshotStreamsThePartition(t *testing.T) {
+// TestSnapshotReplacesALogThatIsNotAPrefix: a replica whose log cannot
+// continue to the snapshot's offsets starts over from the snapshot's log
+// start, with the producer table rebuilt from the fetched records.
+func TestSnapshotReplacesALogThatIsNotAPrefix(t *testing.T) {
 	src, _ := openSM(t, t.TempDir(), 200)
 	for i := 0; i < 20; i++ {
 		apply(t, src, uint64(i+1), produce(2, 5, 0, int32(i), "value"))
@@ -238,7 +250,7 @@ func TestSnapshotStreamsThePartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	dstDir := t.TempDir()
-	dst, _ := openSM(t, dstDir, 200)
+	dst, _ := openSMWithSource(t, dstDir, 200, &peerLog{log: src.Log()})
 	apply(t, dst, 1, produce(1, -1, 0, 0, "stale"))
 	if err := dst.RecoverFromSnapshot(&buf, nil); err != nil {
 		t.Fatal(err)
@@ -288,6 +300,149 @@ func TestRetentionDropsWholeSegments(t *testing.T) {
 	// Everything is older than a future cut-off, but the active segment stays.
 	if p := s.Log().RetentionPoint(1<<62, -1); p == 30 {
 		t.Fatal("retention would delete the active segment")
+	}
+}
+
+// peerLog serves records from another replica's log, as the broker's
+// Source does from its peers over the Kafka protocol.
+type peerLog struct {
+	log     *Log
+	fetched int
+	calls   int
+}
+
+func (p *peerLog) Fetch(_ context.Context, from int64, maxBytes int32) ([]byte, int64, error) {
+	p.calls++
+	start, _ := p.log.Offsets()
+	data, err := p.log.Read(from, maxBytes)
+	if errors.Is(err, ErrOffsetOutOfRange) {
+		return nil, start, nil
+	}
+	p.fetched += len(data)
+	return data, start, err
+}
+
+func snapshotOf(t *testing.T, s *StateMachine) *bytes.Buffer {
+	t.Helper()
+	state, err := s.PrepareSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := s.SaveSnapshot(state, &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	return &buf
+}
+
+// TestSnapshotFetchesOnlyMissingRecords: a replica that applied a prefix of
+// the log keeps it and fetches only the rest.
+func TestSnapshotFetchesOnlyMissingRecords(t *testing.T) {
+	src, _ := openSM(t, t.TempDir(), 300)
+	dstDir := t.TempDir()
+	peer := &peerLog{log: src.Log()}
+	dst, _ := openSMWithSource(t, dstDir, 300, peer)
+	var cmds [][]byte
+	for i := 0; i < 20; i++ {
+		cmds = append(cmds, produce(1, 7, 0, int32(2*i), fmt.Sprint("v", i), fmt.Sprint("w", i)))
+	}
+	apply(t, src, 1, cmds...)
+	apply(t, dst, 1, cmds[:12]...)
+	kept := dst.Log().SizeBytes()
+	if err := dst.RecoverFromSnapshot(snapshotOf(t, src), nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := src.Log().SizeBytes() - kept; int64(peer.fetched) != want {
+		t.Fatalf("fetched %d bytes, want only the %d missing", peer.fetched, want)
+	}
+	want, wantOffs := readValues(t, src.Log(), 0)
+	got, gotOffs := readValues(t, dst.Log(), 0)
+	if !equal(got, want) || fmt.Sprint(gotOffs) != fmt.Sprint(wantOffs) || len(got) != 40 {
+		t.Fatalf("recovered %v at %v, want %v at %v", got, gotOffs, want, wantOffs)
+	}
+	// The next entries apply as on the source, a retry included.
+	next := produce(1, 7, 0, 40, "x")
+	if r, w := apply(t, dst, 21, next)[0], apply(t, src, 21, next)[0]; r != w || r.BaseOffset != 40 {
+		t.Fatalf("after recovery: %+v, source %+v", r, w)
+	}
+	if r := apply(t, dst, 22, produce(1, 7, 0, 38, "v19", "w19"))[0]; r.Err != nil || r.BaseOffset != 38 {
+		t.Fatalf("retry after recovery: %+v", r)
+	}
+	dst.Close()
+	reopened, applied := openSM(t, dstDir, 300)
+	if applied != 22 {
+		t.Fatalf("reopened at %d, want 22", applied)
+	}
+	if got, _ := readValues(t, reopened.Log(), 0); len(got) != 41 {
+		t.Fatalf("reopened with %d records, want 41", len(got))
+	}
+}
+
+// TestSnapshotStartsInsideABatch: records deleted up to the middle of a
+// batch leave the log start there on the recovered replica too.
+func TestSnapshotStartsInsideABatch(t *testing.T) {
+	src, _ := openSM(t, t.TempDir(), 1<<20)
+	apply(t, src, 1, produce(1, -1, 0, 0, "a", "b", "c"), produce(1, -1, 0, 0, "d", "e"), DeleteRecordsCommand(1))
+	dst, _ := openSMWithSource(t, t.TempDir(), 1<<20, &peerLog{log: src.Log()})
+	if err := dst.RecoverFromSnapshot(snapshotOf(t, src), nil); err != nil {
+		t.Fatal(err)
+	}
+	if s, e := dst.Log().Offsets(); s != 1 || e != 5 {
+		t.Fatalf("recovered offsets [%d, %d), want [1, 5)", s, e)
+	}
+	if got, _ := readValues(t, dst.Log(), 1); !equal(got, []string{"b", "c", "d", "e"}) {
+		t.Fatalf("recovered %v", got)
+	}
+}
+
+// TestSnapshotAfterRecordsWereDeletedEverywhere: when the peers deleted the
+// records meanwhile, the replica still ends exactly at the snapshot's end,
+// so the entries after it get the same offsets as on every other replica.
+func TestSnapshotAfterRecordsWereDeletedEverywhere(t *testing.T) {
+	src, _ := openSM(t, t.TempDir(), 100)
+	for i := 0; i < 10; i++ {
+		apply(t, src, uint64(i+1), produce(1, -1, 0, 0, "0123456789"))
+	}
+	snap := snapshotOf(t, src)
+	later := [][]byte{DeleteRecordsCommand(10), produce(1, -1, 0, 0, "after")}
+	apply(t, src, 11, later...)
+	dst, _ := openSMWithSource(t, t.TempDir(), 100, &peerLog{log: src.Log()})
+	if err := dst.RecoverFromSnapshot(snap, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s, e := dst.Log().Offsets(); s != 10 || e != 10 {
+		t.Fatalf("recovered offsets [%d, %d), want [10, 10)", s, e)
+	}
+	if r := apply(t, dst, 11, later...); r[1].BaseOffset != 10 {
+		t.Fatalf("next record at %d, want 10", r[1].BaseOffset)
+	}
+	if got, _ := readValues(t, dst.Log(), 10); !equal(got, []string{"after"}) {
+		t.Fatalf("after recovery: %v", got)
+	}
+}
+
+// TestSnapshotRecoveryStopsAndLeavesTheReplicaAsItWas: with no peer to
+// fetch from, recovery waits until stopped; the replica reopens unchanged.
+func TestSnapshotRecoveryStopsAndLeavesTheReplicaAsItWas(t *testing.T) {
+	src, _ := openSM(t, t.TempDir(), 1<<20)
+	apply(t, src, 1, produce(1, -1, 0, 0, "a"), produce(1, -1, 0, 0, "b"))
+	emptyPeer, _ := openSM(t, t.TempDir(), 1<<20)
+	dir := t.TempDir()
+	peer := &peerLog{log: emptyPeer.Log()}
+	dst, _ := openSMWithSource(t, dir, 1<<20, peer)
+	apply(t, dst, 1, produce(1, -1, 0, 0, "a"))
+	done := make(chan struct{})
+	time.AfterFunc(500*time.Millisecond, func() { close(done) })
+	if err := dst.RecoverFromSnapshot(snapshotOf(t, src), done); !errors.Is(err, sm.ErrSnapshotStopped) {
+		t.Fatalf("recovery without peers: %v, want ErrSnapshotStopped", err)
+	}
+	if peer.calls < 2 {
+		t.Fatalf("asked the peer %d times, want retries", peer.calls)
+	}
+	dst.Close()
+	reopened, applied := openSM(t, dir, 1<<20)
+	if got, _ := readValues(t, reopened.Log(), 0); applied != 1 || !equal(got, []string{"a"}) {
+		t.Fatalf("reopened at %d with %v, want 1 with [a]", applied, got)
 	}
 }
 

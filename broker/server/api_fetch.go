@@ -14,7 +14,9 @@ import (
 // Fetch v4-v18: by topic name up to v12, by topic id from v13; no fetch
 // sessions, so every response is a full one (SessionID 0); v12 flexible;
 // NOT_LEADER_OR_FOLLOWER names the current leader (v12+) and its endpoint
-// (v16+, KIP-951); v15, v17 and v18 change only what followers send.
+// (v16+, KIP-951); v15, v17 and v18 change only what followers send. A
+// fetch with a replica id is another broker catching a replica up, which
+// any replica of the partition answers (see catchup.go).
 func init() { register(kmsg.Fetch, 4, 18, handleFetch) }
 
 const maxFetchWait = 30 * time.Second
@@ -45,6 +47,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 	total, failed := 0, false
 	var wake []<-chan struct{}
 	listed := map[int32]bool{}
+	// A follower fetch (another broker's replica catching up) is answered
+	// by any replica from its own log, which holds committed records only.
+	fromReplica := req.Version < 15 && req.ReplicaID >= 0 || req.Version >= 15 && req.ReplicaState.ID >= 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
@@ -61,7 +66,13 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			rep, _, err := b.actingReplica(name, p.Partition, true)
+			var rep *replica
+			var err *kerr.Error
+			if fromReplica {
+				rep, err = b.hostedReplica(name, p.Partition)
+			} else {
+				rep, _, err = b.actingReplica(name, p.Partition, true)
+			}
 			if err != nil {
 				rp.ErrorCode, failed = err.Code, true
 				if h, ok := b.leaderHintFor(name, p.Partition); ok && err == kerr.NotLeaderForPartition {

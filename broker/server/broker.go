@@ -37,6 +37,7 @@ type Broker struct {
 	terms     map[uint64]uint64 // shard -> latest term seen in a leader event
 	leaderOut chan raftio.LeaderInfo
 	free      freeSpace
+	peers     peerClients
 
 	ln      net.Listener
 	conns   sync.WaitGroup
@@ -73,6 +74,7 @@ func Start(cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", cfg.ID), meta: meta.NewStateMachine(),
 		terms: map[uint64]uint64{}, leaderOut: make(chan raftio.LeaderInfo, 4096), ctx: ctx, cancel: cancel, started: time.Now()}
 	b.replicas = newReplicaSet(b)
+	b.peers.b = b
 	b.liveness = newLiveness(cfg.ID)
 	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
 	b.metrics = newMetrics(b)
@@ -83,13 +85,11 @@ func Start(cfg Config) (*Broker, error) {
 	logdb.KVMaxWriteBufferNumber = 4
 	expert := dbconfig.GetDefaultExpertConfig()
 	expert.LogDB = logdb
-	if os.Getenv("RAFTKA_EXP_SHARDS") == "" {
-		expert.Engine.ExecShards = 4
-		expert.Engine.CommitShards = 4
-		expert.Engine.ApplyShards = 4
-		expert.Engine.SnapshotShards = 4
-		expert.Engine.CloseShards = 4
-	}
+	expert.Engine.ExecShards = 4
+	expert.Engine.CommitShards = 4
+	expert.Engine.ApplyShards = 4
+	expert.Engine.SnapshotShards = 4
+	expert.Engine.CloseShards = 4
 	nh, err := dragonboat.NewNodeHost(dbconfig.NodeHostConfig{
 		NodeHostDir:       filepath.Join(cfg.DataDir, "raft"),
 		RTTMillisecond:    uint64(cfg.RTT / time.Millisecond),
@@ -120,6 +120,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.goBackground(b.reportLeaders)
 	b.goBackground(b.liveness.run(b))
 	b.goBackground(b.enforceRetention)
+	b.goBackground(b.compactRaftLogs)
 	b.goBackground(b.groups.Run)
 	b.goBackground(b.balanceLeaders)
 	b.goBackground(b.serve)
@@ -162,6 +163,17 @@ func shardConfig(shard, node uint64, snapshotEntries uint64) dbconfig.Config {
 	}
 }
 
+// partitionShardConfig is shardConfig for a partition group. Dragonboat's
+// compaction after each log compaction (see compactRaftLogs) would force
+// the log store to flush its memtable to disk tables, entries that are
+// about to be deleted included; the store's background compactions reclaim
+// the deleted ranges instead.
+func partitionShardConfig(shard, node uint64, snapshotEntries uint64) dbconfig.Config {
+	cfg := shardConfig(shard, node, snapshotEntries)
+	cfg.DisableAutoCompactions = true
+	return cfg
+}
+
 func (b *Broker) goBackground(fn func(ctx context.Context)) {
 	b.bg.Add(1)
 	go func() {
@@ -181,6 +193,7 @@ func (b *Broker) Close() {
 	b.conns.Wait()
 	b.nh.Stop()
 	b.replicas.closeAll()
+	b.peers.closeAll()
 }
 
 // register announces this broker's addresses through the metadata group and

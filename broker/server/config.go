@@ -40,8 +40,12 @@ type Config struct {
 	RaftLogWriteBuffer int64
 	// SnapshotEntries is how many Raft entries a partition group applies
 	// between snapshots; older entries are then compacted away, and a
-	// replica that falls further behind receives the partition as a snapshot.
+	// replica that falls further behind catches up from a snapshot.
 	SnapshotEntries uint64
+	// RaftLogRetainBytes is how many bytes of entries a partition replica
+	// applies between snapshots; its Raft log keeps one to two such
+	// intervals. 0 leaves it to SnapshotEntries alone.
+	RaftLogRetainBytes int64
 	// RetentionCheckInterval is how often leaders apply retention.ms and
 	// retention.bytes.
 	RetentionCheckInterval time.Duration

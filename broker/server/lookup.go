@@ -97,6 +97,18 @@ func (b *Broker) actingReplica(topic string, index int32, standIn bool) (*replic
 	return rep, info, kerr.NotLeaderForPartition
 }
 
+// hostedReplica is this broker's replica of a partition, leader or not.
+func (b *Broker) hostedReplica(topic string, index int32) (*replica, *kerr.Error) {
+	info, err := b.partitionFor(topic, index)
+	if err != nil {
+		return nil, err
+	}
+	if rep := b.replicas.get(info.shard); rep != nil {
+		return rep, nil
+	}
+	return nil, kerr.NotLeaderForPartition
+}
+
 // liveReplicas counts the replicas on brokers that answer.
 func (b *Broker) liveReplicas(replicas []int32) []int32 {
 	var out []int32

@@ -21,6 +21,8 @@ type replica struct {
 	shard uint64
 	sm    *partition.StateMachine
 	dir   string
+	// compaction is owned by Broker.compactRaftLogs.
+	compaction logCompaction
 }
 
 // replicaSet starts and stops this broker's partition replicas to match the
@@ -113,9 +115,9 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 
 func (r *replicaSet) start(shard uint64, p placement) error {
 	dir := filepath.Join(r.b.cfg.DataDir, "partitions", strconv.FormatUint(shard, 10))
-	rep := &replica{shard: shard, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes)}
+	rep := &replica{shard: shard, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes, peerSource{b: r.b, shard: shard}, r.b.log.With("shard", shard))}
 	create := func(uint64, uint64) sm.IOnDiskStateMachine { return rep.sm }
-	err := r.b.nh.StartOnDiskCluster(toTargets(p.members), false, create, shardConfig(shard, nodeID(r.b.cfg.ID), r.b.cfg.SnapshotEntries))
+	err := r.b.nh.StartOnDiskCluster(toTargets(p.members), false, create, partitionShardConfig(shard, nodeID(r.b.cfg.ID), r.b.cfg.SnapshotEntries))
 	if err != nil && !errors.Is(err, dragonboat.ErrClusterAlreadyExist) {
 		return err
 	}

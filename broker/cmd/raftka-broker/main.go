@@ -47,7 +47,8 @@ func run(args []string) error {
 		defRF         = fs.Int("default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for the default")
 		minFree       = fs.Int64("min-free-bytes", 256<<20, "refuse produce with KAFKA_STORAGE_ERROR when the data directory has less free space")
 		rebalanceWait = fs.Duration("group-initial-rebalance-delay", 3*time.Second, "wait for more members before the first rebalance of an empty group")
-		snapEntries   = fs.Uint64("raft-snapshot-entries", 5000, "Raft entries a partition applies between snapshots; older entries are compacted, and a replica further behind receives the whole partition")
+		snapEntries   = fs.Uint64("raft-snapshot-entries", 5000, "Raft entries a partition applies between snapshots; older entries are compacted, and a replica further behind catches up from a snapshot, fetching the records it lacks from its peers")
+		logRetain     = fs.Int64("raft-log-retain-bytes", 32<<20, "bytes of Raft entries a partition replica applies between snapshots; its Raft log keeps one to two such intervals for lagging followers (0: only --raft-snapshot-entries)")
 		logBuffer     = fs.Int64("raft-log-write-buffer", 64<<20, "memtable bytes of the Raft log store (up to 4 in memory)")
 		retentionTick = fs.Duration("retention-check-interval", 30*time.Second, "how often partition leaders apply retention.ms and retention.bytes")
 		pprofOn       = fs.Bool("enable-pprof", false, "serve Go's /debug/pprof on the HTTP listener")
@@ -95,7 +96,7 @@ func run(args []string) error {
 		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
-		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RetentionCheckInterval: *retentionTick, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, Logger: logger,
+		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, Logger: logger,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/lni/dragonboat/v3"
+)
+
+// Every partition replica bounds its own Raft log by bytes, not only by
+// entries: a Kafka batch may be a few bytes or a megabyte, so the entry
+// count alone (SnapshotEntries, 5,000 by default) would let a partition
+// written in large batches keep gigabytes of Raft log on disk.
+//
+// A snapshot of a partition is cheap (it is an on-disk state machine:
+// Dragonboat records the index after Sync, the data is already in
+// segments), so one is taken whenever RaftLogRetainBytes more bytes were
+// applied, and the log is compacted up to the previous snapshot: a replica
+// keeps between one and two such intervals for followers that lag a
+// little. A follower further behind catches up from a snapshot, which
+// brings it only the records it lacks (partition.StateMachine's
+// RecoverFromSnapshot).
+
+const (
+	raftLogCompactionTick = 100 * time.Millisecond
+	snapshotTimeout       = 10 * time.Second
+)
+
+// logCompaction is the snapshot bookkeeping of one replica, owned by the
+// compactRaftLogs loop.
+type logCompaction struct {
+	index, bytes uint64 // applied index and bytes at the last snapshot
+	pending      *dragonboat.RequestState
+	pendingIndex uint64
+	pendingBytes uint64
+}
+
+func (b *Broker) compactRaftLogs(ctx context.Context) {
+	if b.cfg.RaftLogRetainBytes <= 0 {
+		return
+	}
+	t := time.NewTicker(raftLogCompactionTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, shard := range b.replicas.shards() {
+			if rep := b.replicas.get(shard); rep != nil {
+				b.compactRaftLog(rep)
+			}
+		}
+	}
+}
+
+// compactRaftLog advances one replica's snapshot bookkeeping without
+// waiting: a snapshot request is checked on later ticks.
+func (b *Broker) compactRaftLog(rep *replica) {
+	c := &rep.compaction
+	if c.pending != nil {
+		select {
+		case res := <-c.pending.ResultC():
+			c.pending.Release()
+			c.pending = nil
+			if res.Completed() {
+				c.index, c.bytes = c.pendingIndex, c.pendingBytes
+			}
+		default:
+			return
+		}
+	}
+	index, bytes := rep.sm.AppliedProgress()
+	if bytes-c.bytes < uint64(b.cfg.RaftLogRetainBytes) || index <= c.index {
+		return
+	}
+	rs, err := b.nh.RequestSnapshot(rep.shard, dragonboat.SnapshotOption{OverrideCompactionOverhead: true, CompactionOverhead: index - c.index}, snapshotTimeout)
+	if err != nil {
+		b.log.Debug("partition snapshot not requested", "shard", rep.shard, "error", err)
+		return
+	}
+	c.pending, c.pendingIndex, c.pendingBytes = rs, index, bytes
+}
