@@ -32,8 +32,8 @@ type BrokerClusterSpec struct {
 	// Config holds broker settings, by flag name without the dashes
 	// prefix: auto-create-topics, default-partitions,
 	// default-replication-factor, min-free-bytes, rtt, log-level,
-	// raft-snapshot-entries, retention-check-interval,
-	// group-initial-rebalance-delay.
+	// raft-snapshot-entries, raft-log-retain-bytes, raft-log-write-buffer,
+	// retention-check-interval, group-initial-rebalance-delay.
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
 
