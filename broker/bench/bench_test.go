@@ -61,6 +61,10 @@ const reportNotes = `### Reproduce
   (broker/server/dragonboat_tuning.go) from about 0.6 MB to about 0.45 MB per replica.
 `
 
+// benchFlags are extra broker flags from RAFTKA_BENCH_FLAGS, to compare
+// settings side by side.
+func benchFlags() []string { return strings.Fields(os.Getenv("RAFTKA_BENCH_FLAGS")) }
+
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
@@ -69,7 +73,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 func BenchmarkProduceConsume(b *testing.B) {
-	c := brokertest.Start(b, brokertest.Options{Brokers: 3, ExtraFlags: append([]string{"--enable-pprof"}, strings.Fields(os.Getenv("RAFTKA_BENCH_FLAGS"))...)})
+	c := brokertest.Start(b, brokertest.Options{Brokers: 3, ExtraFlags: append([]string{"--enable-pprof"}, benchFlags()...)})
 	c.CreateTopic("bench", 6, 3, nil)
 	if os.Getenv("RAFTKA_BENCH_PROFILE") != "" {
 		go func() {
@@ -95,6 +99,7 @@ func BenchmarkProduceConsume(b *testing.B) {
 	for i := range c.Brokers {
 		writtenBefore += c.WrittenBytes(i)
 	}
+	leadersBefore := leadershipsWon(c)
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < records; i++ {
@@ -119,6 +124,7 @@ func BenchmarkProduceConsume(b *testing.B) {
 		written += c.WrittenBytes(i)
 		row(fmt.Sprintf("RSS broker %d after producing", i), mib(c.RSS(i)))
 	}
+	row("partition leader changes while producing", fmt.Sprint(leadershipsWon(c)-leadersBefore))
 	row("bytes written to storage by the 3 brokers per byte of record values produced", fmt.Sprintf("%.1f", float64(written)/float64(records*len(value))))
 
 	if os.Getenv("RAFTKA_BENCH_DEBUG") != "" {
@@ -144,7 +150,7 @@ func BenchmarkProduceConsume(b *testing.B) {
 }
 
 func BenchmarkFailover(b *testing.B) {
-	c := brokertest.Start(b, brokertest.Options{Brokers: 3})
+	c := brokertest.Start(b, brokertest.Options{Brokers: 3, ExtraFlags: benchFlags()})
 	c.CreateTopic("failover", 1, 3, nil)
 	// A client refreshes metadata at most every MetadataMinAge (franz-go's
 	// default is 5 s); lowered here so that the broker's failover is measured.
@@ -152,25 +158,58 @@ func BenchmarkFailover(b *testing.B) {
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.ProduceRequestTimeout(2*time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var samples []time.Duration
-	for round := 0; round < 3; round++ {
+	var samples, elections []time.Duration
+	for round := 0; round < failoverRounds; round++ {
 		if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte("warm")}).FirstErr(); err != nil {
 			b.Fatal(err)
 		}
 		victim := c.LeaderOf("failover", 0)
 		killed := time.Now()
 		c.Kill(victim)
+		elected := make(chan time.Duration, 1)
+		go func() { elected <- waitForNewLeader(c, victim, killed) }()
 		if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
 			b.Fatal(err)
 		}
 		samples = append(samples, time.Since(killed))
+		elections = append(elections, <-elected)
 		c.Restart(victim)
 		c.WaitReady(victim)
 		time.Sleep(6 * time.Second) // leadership returns to the preferred replica
 	}
-	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-	row("failover: SIGKILL of the leader to the next acknowledged record (3 rounds)",
-		fmt.Sprintf("min %.2f s, median %.2f s, max %.2f s", samples[0].Seconds(), samples[1].Seconds(), samples[2].Seconds()))
+	row(fmt.Sprintf("failover: SIGKILL of the leader to the next acknowledged record (%d rounds)", failoverRounds), spread(samples))
+	row("failover: SIGKILL of the leader to a new Raft leader (same rounds)", spread(elections))
+}
+
+// leadershipsWon sums the partition leaderships the brokers took.
+func leadershipsWon(c *brokertest.Cluster) int {
+	n := 0.0
+	for i := range c.Brokers {
+		v, _ := c.Metric(i, "raftka_partition_leaderships_won_total")
+		n += v
+	}
+	return int(n)
+}
+
+const failoverRounds = 5
+
+func spread(d []time.Duration) string {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return fmt.Sprintf("min %.2f s, median %.2f s, max %.2f s", d[0].Seconds(), d[len(d)/2].Seconds(), d[len(d)-1].Seconds())
+}
+
+// waitForNewLeader polls the surviving brokers until one leads the
+// partition, and returns the time since the kill (or 0 after 30 s).
+func waitForNewLeader(c *brokertest.Cluster, victim int, killed time.Time) time.Duration {
+	for time.Since(killed) < 30*time.Second {
+		for i := range c.Brokers {
+			if n, ok := c.Metric(i, "raftka_leader_partitions"); i != victim && ok && n > 0 {
+				return time.Since(killed)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 0
 }
 
 func BenchmarkIdlePartitions(b *testing.B) {

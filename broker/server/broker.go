@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lni/dragonboat/v3"
@@ -28,16 +29,19 @@ type Broker struct {
 	nh   *dragonboat.NodeHost
 	meta *meta.StateMachine
 
-	replicas  *replicaSet
-	liveness  *liveness
-	groups    *groups.Coordinator
-	pids      producerIDs
-	metrics   *metrics
-	leaderMu  sync.Mutex
-	terms     map[uint64]uint64 // shard -> latest term seen in a leader event
-	leaderOut chan raftio.LeaderInfo
-	free      freeSpace
-	peers     peerClients
+	replicas *replicaSet
+	liveness *liveness
+	groups   *groups.Coordinator
+	pids     producerIDs
+	metrics  *metrics
+	leaderMu sync.Mutex
+	terms    map[uint64]uint64 // shard -> latest term seen in a leader event
+	// leadershipsWon counts partition leaderships this broker took, by
+	// election or transfer.
+	leadershipsWon atomic.Int64
+	leaderOut      chan raftio.LeaderInfo
+	free           freeSpace
+	peers          peerClients
 
 	ln      net.Listener
 	conns   sync.WaitGroup
@@ -150,11 +154,18 @@ func (b *Broker) startMetadata(ctx context.Context) error {
 	return b.nh.StartConcurrentCluster(nil, true, create, cfg)
 }
 
+// electionRTT is the election timeout in RTTs; Dragonboat draws each
+// follower's from [electionRTT, 2*electionRTT), so at the default 50 ms a
+// dead leader is replaced within 0.5-1 s (a split vote adds another), while
+// 5 heartbeats fit in the shortest timeout: a leader is not deposed for a
+// few late ones while its disk is busy.
+const electionRTT = 10
+
 func shardConfig(shard, node uint64, snapshotEntries uint64) dbconfig.Config {
 	return dbconfig.Config{
 		NodeID:              node,
 		ClusterID:           shard,
-		ElectionRTT:         20,
+		ElectionRTT:         electionRTT,
 		HeartbeatRTT:        2,
 		CheckQuorum:         true,
 		SnapshotEntries:     snapshotEntries,
@@ -265,6 +276,9 @@ func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
 	b.leaderMu.Lock()
 	if info.Term > b.terms[info.ClusterID] {
 		b.terms[info.ClusterID] = info.Term
+		if info.ClusterID != meta.MetadataShard && info.LeaderID == info.NodeID && info.LeaderID != 0 {
+			b.leadershipsWon.Add(1)
+		}
 	}
 	b.leaderMu.Unlock()
 	if info.ClusterID == meta.MetadataShard && info.LeaderID != info.NodeID {

@@ -177,13 +177,14 @@ var (
 	descLeaders       = prometheus.NewDesc("raftka_leader_partitions", "Partitions this broker leads.", nil, nil)
 	descSnapshots     = prometheus.NewDesc("raftka_partition_snapshots_recovered_total", "Partition replicas rebuilt from a leader's snapshot since the broker started.", nil, nil)
 	descSnapshotBytes = prometheus.NewDesc("raftka_partition_snapshot_fetched_bytes_total", "Record bytes fetched from peers by replicas recovering from snapshots since the broker started: only what they lacked.", nil, nil)
+	descLeadersWon    = prometheus.NewDesc("raftka_partition_leaderships_won_total", "Partition leaderships this broker took since it started, by election or transfer.", nil, nil)
 	descReplicas      = prometheus.NewDesc("raftka_hosted_replicas", "Partition replicas this broker hosts.", nil, nil)
 )
 
 type partitionCollector struct{ b *Broker }
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas, descSnapshots, descSnapshotBytes} {
+	for _, d := range []*prometheus.Desc{descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas, descSnapshots, descSnapshotBytes, descLeadersWon} {
 		ch <- d
 	}
 }
@@ -229,5 +230,6 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descLeaders, prometheus.GaugeValue, float64(leaders))
 	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(b.replicas.count()))
 	ch <- prometheus.MustNewConstMetric(descSnapshots, prometheus.CounterValue, float64(partition.SnapshotsRecovered.Load()))
+	ch <- prometheus.MustNewConstMetric(descLeadersWon, prometheus.CounterValue, float64(b.leadershipsWon.Load()))
 	ch <- prometheus.MustNewConstMetric(descSnapshotBytes, prometheus.CounterValue, float64(partition.SnapshotBytesFetched.Load()))
 }

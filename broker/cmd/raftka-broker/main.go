@@ -40,7 +40,7 @@ func run(args []string) error {
 		voters        = fs.String("metadata-voters", "", "metadata Raft group members as id=raft-host:port,... (at most 3; this broker must be one)")
 		join          = fs.String("join", "", "HTTP host:port of metadata voters, comma-separated, that can add this broker to the metadata group; required for a broker that is not a voter")
 		httpListen    = fs.String("http-listen", "127.0.0.1:8080", "address for /metrics, /readyz and /safe-to-restart (empty disables)")
-		rtt           = fs.Duration("rtt", 50*time.Millisecond, "Raft round-trip time; elections take 20 RTTs, heartbeats every 2")
+		rtt           = fs.Duration("rtt", 50*time.Millisecond, "Raft round-trip time; a leader silent for 10 to 20 RTTs is replaced, heartbeats every 2")
 		rack          = fs.String("rack", "", "rack (zone) reported to clients")
 		autoCreate    = fs.Bool("auto-create-topics", false, "create unknown topics on metadata requests, like Kafka's auto.create.topics.enable")
 		defParts      = fs.Int("default-partitions", 1, "partitions of auto-created topics and of CreateTopics asking for the default")
