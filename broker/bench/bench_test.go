@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -83,7 +84,10 @@ func BenchmarkProduceConsume(b *testing.B) {
 			b.Logf("profile: %d", code)
 		}()
 	}
-	const records = 200_000
+	records := 200_000
+	if n, err := strconv.Atoi(os.Getenv("RAFTKA_BENCH_RECORDS")); err == nil && n > 0 {
+		records = n
+	}
 	value := make([]byte, 1024)
 	for i := range value {
 		value[i] = byte(i*7 + i/13) // no run compresses away, and compression is off anyway

@@ -113,7 +113,7 @@ func (c *Config) validate() error {
 		c.SnapshotEntries = 5000
 	}
 	if c.RaftLogWriteBuffer <= 0 {
-		c.RaftLogWriteBuffer = 64 << 20
+		c.RaftLogWriteBuffer = 128 << 20
 	}
 	if c.RetentionCheckInterval <= 0 {
 		c.RetentionCheckInterval = 30 * time.Second

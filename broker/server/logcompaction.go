@@ -10,7 +10,14 @@ import (
 // Every partition replica bounds its own Raft log by bytes, not only by
 // entries: a Kafka batch may be a few bytes or a megabyte, so the entry
 // count alone (SnapshotEntries, 5,000 by default) would let a partition
-// written in large batches keep gigabytes of Raft log on disk.
+// written in large batches keep gigabytes of Raft log on disk. A short log
+// also costs less to write: an entry deleted while it is still in the log
+// store's memtable is never flushed to a disk table, so it is written once
+// (to the write-ahead log) instead of two or more times. Measured in the
+// produce benchmark with 1 GB produced: 7.3 bytes written per byte
+// produced with 4 MiB intervals and a 128 MiB memtable, against 10.5 with
+// 5,000-entry snapshots and 64 MiB, and 1.24 times the records per second
+// (2 alternating rounds of each, one run).
 //
 // A snapshot of a partition is cheap (it is an on-disk state machine:
 // Dragonboat records the index after Sync, the data is already in
