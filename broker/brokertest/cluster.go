@@ -354,39 +354,26 @@ func (c *Cluster) Get(i int, path string) (int, string) {
 }
 
 // RSS returns broker i's resident memory in bytes, from /proc.
+func (c *Cluster) RSS(i int) int64 { return c.procValue(i, "status", "VmRSS:") * 1024 }
+
 // WrittenBytes is how many bytes broker i's process has caused to be
 // written to storage (/proc/PID/io write_bytes), or 0 if it is not running.
-func (c *Cluster) WrittenBytes(i int) int64 {
+func (c *Cluster) WrittenBytes(i int) int64 { return c.procValue(i, "io", "write_bytes:") }
+
+// procValue is the number after key in broker i's /proc/PID/file, or 0.
+func (c *Cluster) procValue(i int, file, key string) int64 {
 	b := c.Brokers[i]
 	if b.cmd == nil {
 		return 0
 	}
-	io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", b.cmd.Process.Pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", b.cmd.Process.Pid, file))
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(io), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "write_bytes:" {
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
 			n, _ := strconv.ParseInt(f[1], 10, 64)
 			return n
-		}
-	}
-	return 0
-}
-
-func (c *Cluster) RSS(i int) int64 {
-	b := c.Brokers[i]
-	if b.cmd == nil {
-		return 0
-	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
 		}
 	}
 	return 0

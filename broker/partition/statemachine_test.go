@@ -241,18 +241,11 @@ func TestSnapshotReplacesALogThatIsNotAPrefix(t *testing.T) {
 		apply(t, src, uint64(i+1), produce(2, 5, 0, int32(i), "value"))
 	}
 	apply(t, src, 21, DeleteRecordsCommand(4))
-	state, err := src.PrepareSnapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := src.SaveSnapshot(state, &buf, nil); err != nil {
-		t.Fatal(err)
-	}
+	snap := snapshotOf(t, src)
 	dstDir := t.TempDir()
 	dst, _ := openSMWithSource(t, dstDir, 200, &peerLog{log: src.Log()})
 	apply(t, dst, 1, produce(1, -1, 0, 0, "stale"))
-	if err := dst.RecoverFromSnapshot(&buf, nil); err != nil {
+	if err := dst.RecoverFromSnapshot(snap, nil); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := readValues(t, src.Log(), 4)

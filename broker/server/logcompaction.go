@@ -46,14 +46,7 @@ func (b *Broker) compactRaftLogs(ctx context.Context) {
 	if b.cfg.RaftLogRetainBytes <= 0 {
 		return
 	}
-	t := time.NewTicker(raftLogCompactionTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	for sleep(ctx, raftLogCompactionTick) {
 		for _, shard := range b.replicas.shards() {
 			if rep := b.replicas.get(shard); rep != nil {
 				b.compactRaftLog(rep)
