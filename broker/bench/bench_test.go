@@ -260,6 +260,10 @@ func BenchmarkIdlePartitions(b *testing.B) {
 	}
 	row("1,000 partitions (RF 3) created until all have leaders", fmt.Sprintf("%.1f s", time.Since(start).Seconds()))
 	time.Sleep(5 * time.Second)
+	cpuBefore, idleFrom := c.CPUTime(0), time.Now()
+	time.Sleep(10 * time.Second)
+	row("CPU of a broker with 1,000 idle partition replicas (share of one core, over 10 s)",
+		fmt.Sprintf("%.0f%%", 100*float64(c.CPUTime(0)-cpuBefore)/float64(time.Since(idleFrom))))
 	row("RSS of a broker before / with 1,000 idle partition replicas", mib(base)+" / "+mib(c.RSS(0)))
 	for i := 1; i < 3; i++ {
 		row(fmt.Sprintf("RSS broker %d with 1,000 idle partition replicas", i), mib(c.RSS(i)))

@@ -360,6 +360,29 @@ func (c *Cluster) RSS(i int) int64 { return c.procValue(i, "status", "VmRSS:") *
 // written to storage (/proc/PID/io write_bytes), or 0 if it is not running.
 func (c *Cluster) WrittenBytes(i int) int64 { return c.procValue(i, "io", "write_bytes:") }
 
+// CPUTime is the CPU time broker i's process has used (user and system),
+// from /proc/PID/stat, or 0 if it is not running.
+func (c *Cluster) CPUTime(i int) time.Duration {
+	b := c.Brokers[i]
+	if b.cmd == nil {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised command name; utime and stime are the
+	// 14th and 15th of the whole line, in clock ticks of 1/100 s on Linux.
+	_, rest, ok := strings.Cut(string(data), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
 // procValue is the number after key in broker i's /proc/PID/file, or 0.
 func (c *Cluster) procValue(i int, file, key string) int64 {
 	b := c.Brokers[i]
