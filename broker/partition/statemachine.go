@@ -485,6 +485,10 @@ func (s *StateMachine) appendFetched(data []byte, end int64) (int, error) {
 			return appended, nil
 		case last < next:
 			continue
+		case last >= end:
+			// The snapshot's end is where an applied batch ended on its
+			// replica: a batch across it is not the same log.
+			return appended, fmt.Errorf("fetched batch [%d, %d] crosses the snapshot's end %d", h.BaseOffset, last, end)
 		case h.BaseOffset < next && next == start && l.empty():
 			// A log just reset to a start inside this batch.
 			l.mu.Lock()
