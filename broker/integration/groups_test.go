@@ -2,12 +2,14 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/raftka/raftka/broker/brokertest"
@@ -148,5 +150,73 @@ func TestCommittedOffsetsSurviveCoordinatorKill(t *testing.T) {
 	}
 	if coord2 := fresh.FindGroupCoordinators(ctx, "reporting")["reporting"]; coord2.Err != nil || int(coord2.NodeID) == victim {
 		t.Fatalf("coordinator after kill: %+v", coord2)
+	}
+}
+
+// TestDeleteOffsets: a group's committed offsets can be deleted per
+// partition (KIP-496), except for topics its live members consume.
+func TestDeleteOffsets(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1})
+	c.CreateTopic("old", 2, 1, nil)
+	c.CreateTopic("current", 1, 1, nil)
+	produceN(t, c, "current", 3)
+	adm := c.Admin()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "old", Partition: 0, At: 5, LeaderEpoch: -1})
+	offsets.Add(kadm.Offset{Topic: "old", Partition: 1, At: 6, LeaderEpoch: -1})
+	offsets.Add(kadm.Offset{Topic: "current", Partition: 0, At: 1, LeaderEpoch: -1})
+	if resp, err := adm.CommitOffsets(ctx, "billing", offsets); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	committed := func() kadm.OffsetResponses {
+		t.Helper()
+		got, err := adm.FetchOffsets(ctx, "billing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	deleted, err := adm.DeleteOffsets(ctx, "billing", kadm.TopicsSet{"old": {0: {}}})
+	if err != nil || deleted.Error() != nil {
+		t.Fatalf("delete old/0: %v %v", err, deleted.Error())
+	}
+	got := committed()
+	if _, ok := got.Lookup("old", 0); ok {
+		t.Fatal("old/0 still committed after its deletion")
+	}
+	if o, ok := got.Lookup("old", 1); !ok || o.At != 6 {
+		t.Fatalf("old/1 is %+v, want it kept at 6", o)
+	}
+
+	// A live member that consumes "current" keeps that topic's offsets.
+	member := c.Client(kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("current"), kgo.DisableAutoCommit())
+	waitFor(t, 30*time.Second, "the member to join", func() bool {
+		described, err := adm.DescribeGroups(ctx, "billing")
+		return err == nil && described["billing"].State == "Stable"
+	})
+	deleted, err = adm.DeleteOffsets(ctx, "billing", kadm.TopicsSet{"current": {0: {}}, "old": {1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perr, _ := deleted.Lookup("current", 0); !errors.Is(perr, kerr.GroupSubscribedToTopic) {
+		t.Fatalf("deleting a consumed topic's offset: %v, want GROUP_SUBSCRIBED_TO_TOPIC", perr)
+	}
+	if perr, _ := deleted.Lookup("old", 1); perr != nil {
+		t.Fatalf("deleting old/1 while the member consumes another topic: %v", perr)
+	}
+	got = committed()
+	if o, ok := got.Lookup("current", 0); !ok || o.At != 1 {
+		t.Fatalf("current/0 is %+v, want it kept at 1", o)
+	}
+	if _, ok := got.Lookup("old", 1); ok {
+		t.Fatal("old/1 still committed after its deletion")
+	}
+	member.Close()
+
+	if _, err := adm.DeleteOffsets(ctx, "nobody", kadm.TopicsSet{"old": {0: {}}}); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("deleting offsets of an unknown group: %v, want GROUP_ID_NOT_FOUND", err)
 	}
 }

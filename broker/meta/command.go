@@ -17,6 +17,14 @@ type Command struct {
 	AllocateProducerIDs bool              `json:",omitempty"`
 	CommitOffsets       *CommitOffsets    `json:",omitempty"`
 	DeleteGroup         string            `json:",omitempty"`
+	DeleteOffsets       *DeleteOffsets    `json:",omitempty"`
+}
+
+// DeleteOffsets deletes some of a group's committed offsets: topic ->
+// partitions.
+type DeleteOffsets struct {
+	Group      string
+	Partitions map[string][]int32
 }
 
 // CreateTopic creates a topic.

@@ -141,6 +141,17 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		}
 		delete(s.Offsets, c.DeleteGroup)
 		return Outcome{}
+	case c.DeleteOffsets != nil:
+		g := s.Offsets[c.DeleteOffsets.Group]
+		for topic, parts := range c.DeleteOffsets.Partitions {
+			for _, p := range parts {
+				delete(g[topic], p)
+			}
+			if len(g[topic]) == 0 {
+				delete(g, topic)
+			}
+		}
+		return Outcome{}
 	}
 	return Outcome{Err: kerr.InvalidRequest}
 }
