@@ -6,4 +6,9 @@
 // state machines in packages meta and partition stay deterministic. Each
 // Kafka API has its own file (api_*.go) with its supported versions at the
 // top, registered in one dispatch table (dispatch.go).
+//
+// It also owns what keeps replicas cheap to run: each partition replica's
+// Raft log is compacted by bytes (logcompaction.go), and a replica catching
+// up from a snapshot gets the records it lacks from its peers through
+// follower fetches (catchup.go).
 package server
