@@ -65,7 +65,9 @@ test-e2e: image $(HELM) ## end-to-end test on a real single-node Kubernetes: hel
 envtest: ## build kube-apiserver, etcd and kubectl for envtest into bin/k8s
 	hack/envtest-assets.sh
 
-test: build manifests envtest $(HELM) ## unit, envtest and integration tests (real API server, real brokers on 127.0.0.1, franz-go and kcat)
+KAFKAJS := broker/integration/testdata/kafkajs
+
+test: build manifests envtest $(HELM) $(KAFKAJS)/node_modules/.package-lock.json ## unit, envtest and integration tests (real API server, real brokers on 127.0.0.1, franz-go, sarama, kcat and KafkaJS)
 	@git diff --exit-code --stat -- config/ api/ charts/ || (echo "generated files are out of date: commit 'make generate manifests'"; exit 1)
 	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker $(GO) test -count=1 -p 1 -timeout 25m ./...
 
@@ -102,6 +104,10 @@ $(BIN)/golangci-lint:
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+# KafkaJS at the version package-lock.json pins, for its integration test.
+$(KAFKAJS)/node_modules/.package-lock.json: $(KAFKAJS)/package-lock.json
+	npm ci --prefix $(KAFKAJS) --no-audit --no-fund --prefer-offline
 
 $(HELM):
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)

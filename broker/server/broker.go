@@ -54,11 +54,14 @@ type Broker struct {
 func init() {
 	// Dragonboat logs every election and snapshot at INFO; a broker with a
 	// thousand partitions would drown its own logs.
-	for _, pkg := range []string{"dragonboat", "rsm", "transport", "logdb", "raftpb", "config", "settings", "gossip", "grpc"} {
+	for _, pkg := range []string{"dragonboat", "rsm", "transport", "logdb", "raftpb", "settings", "gossip", "grpc"} {
 		dblogger.GetLogger(pkg).SetLevel(dblogger.WARNING)
 	}
 	// raft warns of every dropped proposal and vote: routine during failover.
 	dblogger.GetLogger("raft").SetLevel(dblogger.ERROR)
+	// config warns, for every group started, that the election timeout is
+	// less than ten heartbeats: chosen on purpose (see electionRTT).
+	dblogger.GetLogger("config").SetLevel(dblogger.ERROR)
 }
 
 // nodeID is a broker's Raft node id in every shard it belongs to.

@@ -1,0 +1,104 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+// kafkajsRun is what testdata/kafkajs/client.js reports.
+type kafkajsRun struct {
+	Acked int
+	Seen  []struct {
+		Partition  int32
+		Offset     string
+		Key, Value string
+	}
+	Committed []struct {
+		Partition int32
+		Offset    string
+	}
+	Ends []struct {
+		Partition int32
+		High      string
+	}
+}
+
+// TestKafkaJS runs KafkaJS, a Node.js client with its own protocol code,
+// against the brokers: topic creation, an idempotent acks=all producer, a
+// consumer group committing by hand, and the admin's offset lookups.
+func TestKafkaJS(t *testing.T) {
+	dir := filepath.Join("testdata", "kafkajs")
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal("node is not installed: apt-get install nodejs npm (.ci/run does)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs")); err != nil {
+		t.Fatalf("KafkaJS is not installed: npm ci --prefix %s (make test does)", dir)
+	}
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	const count = 300
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "client.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "BROKERS="+strings.Join(c.AllAddrs(), ","), "TOPIC=kafkajs", "COUNT="+strconv.Itoa(count))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kafkajs: %v\n%s", err, errb.String())
+	}
+	var run kafkajsRun
+	if err := json.Unmarshal(out.Bytes(), &run); err != nil {
+		t.Fatalf("kafkajs output: %v\n%s", err, out.String())
+	}
+
+	if run.Acked != count {
+		t.Fatalf("%d records acknowledged, want %d", run.Acked, count)
+	}
+	values := map[string]bool{}
+	nextOffset := map[int32]int64{}
+	lastOfKey := map[string]int{}
+	for _, r := range run.Seen {
+		if values[r.Value] {
+			t.Fatalf("%s consumed twice", r.Value)
+		}
+		values[r.Value] = true
+		off, _ := strconv.ParseInt(r.Offset, 10, 64)
+		if off != nextOffset[r.Partition] {
+			t.Fatalf("partition %d: offset %d after %d: offsets are not dense", r.Partition, off, nextOffset[r.Partition]-1)
+		}
+		nextOffset[r.Partition] = off + 1
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.Value, "v"))
+		if prev, ok := lastOfKey[r.Key]; ok && n <= prev {
+			t.Fatalf("key %s: v%d after v%d", r.Key, n, prev)
+		}
+		lastOfKey[r.Key] = n
+	}
+	if len(values) != count {
+		t.Fatalf("consumed %d distinct records, want %d", len(values), count)
+	}
+	for _, e := range run.Ends {
+		high, _ := strconv.ParseInt(e.High, 10, 64)
+		if high != nextOffset[e.Partition] {
+			t.Fatalf("partition %d: end offset %d, consumed up to %d", e.Partition, high, nextOffset[e.Partition])
+		}
+		committed := int64(-2)
+		for _, co := range run.Committed {
+			if co.Partition == e.Partition {
+				committed, _ = strconv.ParseInt(co.Offset, 10, 64)
+			}
+		}
+		if committed != high {
+			t.Fatalf("partition %d: committed %d, want the end offset %d", e.Partition, committed, high)
+		}
+	}
+}
