@@ -25,14 +25,22 @@ type segment struct {
 	dirty bool // written since its last fsync
 }
 
-// batchRef locates one batch on disk.
+// batchRef locates one batch on disk, with what the producer table needs.
 type batchRef struct {
-	base, last   int64
-	maxTimestamp int64
-	epoch        int32
-	seg          *segment
-	pos          int64
-	size         int32
+	base, last    int64
+	maxTimestamp  int64
+	epoch         int32
+	seg           *segment
+	pos           int64
+	size          int32
+	producerID    int64
+	producerEpoch int16
+	baseSequence  int32
+}
+
+func (b batchRef) producerHeader() header {
+	return header{BaseOffset: b.base, LastDelta: int32(b.last - b.base), ProducerID: b.producerID,
+		ProducerEpoch: b.producerEpoch, BaseSequence: b.baseSequence}
 }
 
 type epochStart struct {
@@ -135,7 +143,8 @@ func (l *Log) scanSegment(seg *segment, limit int64) error {
 
 func (l *Log) index(h header, seg *segment, pos int64) {
 	ref := batchRef{base: h.BaseOffset, last: h.BaseOffset + int64(h.LastDelta), maxTimestamp: h.MaxTimestamp,
-		epoch: h.LeaderEpoch, seg: seg, pos: pos, size: h.Length}
+		epoch: h.LeaderEpoch, seg: seg, pos: pos, size: h.Length,
+		producerID: h.ProducerID, producerEpoch: h.ProducerEpoch, baseSequence: h.BaseSequence}
 	l.batches = append(l.batches, ref)
 	if n := len(l.epochs); n == 0 || l.epochs[n-1].Epoch < h.LeaderEpoch {
 		l.epochs = append(l.epochs, epochStart{Epoch: h.LeaderEpoch, Start: h.BaseOffset})
@@ -232,6 +241,16 @@ func (l *Log) dropBefore(offset int64) {
 	}
 	i := sort.Search(len(l.batches), func(i int) bool { return l.batches[i].last >= l.start })
 	l.batches = append([]batchRef(nil), l.batches[i:]...)
+	// The producer table is a function of the batches still in the log, the
+	// same whether this replica kept running or reopened since: otherwise a
+	// replica that restarted after records were deleted could judge a
+	// producer's next batch differently from one that did not.
+	if i > 0 {
+		l.producer = producers{}
+		for _, b := range l.batches {
+			l.producer.record(b.producerHeader())
+		}
+	}
 	for _, s := range doomed {
 		s.f.Close()
 		os.Remove(s.path)

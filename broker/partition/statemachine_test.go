@@ -450,3 +450,37 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// TestProducerTableAfterDeletionIsTheSameReopenedOrNot: once DeleteRecords
+// removed a producer's batches, a replica that kept running and one that
+// reopened since judge the producer's next batches alike, so they cannot
+// diverge.
+func TestProducerTableAfterDeletionIsTheSameReopenedOrNot(t *testing.T) {
+	history := [][]byte{}
+	for i := 0; i < 5; i++ {
+		history = append(history, produce(1, 7, 0, int32(i), "0123456789"))
+	}
+	history = append(history, produce(1, 8, 0, 0, "other"), DeleteRecordsCommand(5))
+	// Producer 7's five batches fill the first segment exactly, so the
+	// deletion removes every one of them.
+	segment := int64(5 * len(brokertest.RecordBatch(7, 0, 0, "0123456789")))
+	running, _ := openSM(t, t.TempDir(), segment)
+	apply(t, running, 1, history...)
+	dir := t.TempDir()
+	first, _ := openSM(t, dir, segment)
+	apply(t, first, 1, history...)
+	first.Close()
+	reopened, _ := openSM(t, dir, segment)
+	if s, _ := reopened.Log().Offsets(); s != 5 {
+		t.Fatalf("log start %d after reopening, want 5", s)
+	}
+	next := [][]byte{produce(1, 7, 0, 9, "gap"), produce(1, 7, 0, 4, "0123456789"), produce(1, 8, 0, 1, "more")}
+	a := apply(t, running, uint64(len(history)+1), next...)
+	b := apply(t, reopened, uint64(len(history)+1), next...)
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("the running replica decided %v, the reopened one %v", a, b)
+	}
+	if a[2].Err != nil {
+		t.Fatalf("a producer whose batches remain keeps its sequence: %+v", a[2])
+	}
+}
