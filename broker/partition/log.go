@@ -257,11 +257,17 @@ func (l *Log) dropBefore(offset int64) {
 	}
 }
 
-// empty reports whether the log has no segment files at all.
-func (l *Log) empty() bool {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return len(l.segs) == 0
+// beginAt moves the end of a log without segment files back to offset, so
+// that a batch holding its start can be appended; it reports whether the
+// log was such.
+func (l *Log) beginAt(offset int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.segs) > 0 {
+		return false
+	}
+	l.next = offset
+	return true
 }
 
 // Offsets returns the log start and end offsets.

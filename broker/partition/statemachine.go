@@ -362,14 +362,13 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 	start, _ := s.log.Offsets()
 	s.log.dropBefore(max(start, target.LogStartOffset))
 	start, next := s.log.Offsets()
-	ck := checkpoint{Seq: s.ck.Seq + 1, AppliedIndex: target.AppliedIndex, NextOffset: next, LogStartOffset: start}
-	if err := s.commitCheckpoint(ck); err != nil {
+	if err := s.commitCheckpoint(checkpoint{AppliedIndex: target.AppliedIndex, NextOffset: next, LogStartOffset: start}); err != nil {
 		return err
 	}
-	if err := s.load(ck); err != nil {
+	if err := s.load(s.ck); err != nil {
 		return err
 	}
-	s.appliedIndex.Store(ck.AppliedIndex)
+	s.appliedIndex.Store(s.ck.AppliedIndex)
 	SnapshotsRecovered.Add(1)
 	SnapshotBytesFetched.Add(fetched)
 	return nil
@@ -380,7 +379,7 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 // the snapshot again rather than from a log that no longer matches.
 func (s *StateMachine) reset(offset int64) error {
 	names, _ := filepath.Glob(filepath.Join(s.dir, "*.log"))
-	ck := checkpoint{Seq: s.ck.Seq + 1, NextOffset: offset, LogStartOffset: offset}
+	ck := checkpoint{NextOffset: offset, LogStartOffset: offset}
 	if err := s.commitCheckpoint(ck); err != nil {
 		return err
 	}
@@ -392,25 +391,16 @@ func (s *StateMachine) reset(offset int64) error {
 	if err := syncDir(s.dir); err != nil {
 		return err
 	}
-	return s.load(ck)
+	return s.load(s.ck)
 }
 
-// commitCheckpoint makes ck durable once every segment is.
+// commitCheckpoint makes ck the durable checkpoint, as Sync does for the
+// applied state (new segment files are already in the directory: see
+// activeSegment).
 func (s *StateMachine) commitCheckpoint(ck checkpoint) error {
-	if err := s.log.sync(); err != nil {
-		return err
-	}
-	if err := syncDir(s.dir); err != nil {
-		return err
-	}
-	if err := writeCheckpoint(s.ckFile, ck); err != nil {
-		return err
-	}
-	if err := s.ckFile.Sync(); err != nil {
-		return err
-	}
+	ck.Seq = s.ck.Seq
 	s.ck = ck
-	return nil
+	return s.Sync()
 }
 
 // catchUp appends the records up to end that this replica lacks, fetched
@@ -489,11 +479,9 @@ func (s *StateMachine) appendFetched(data []byte, end int64) (int, error) {
 			// The snapshot's end is where an applied batch ended on its
 			// replica: a batch across it is not the same log.
 			return appended, fmt.Errorf("fetched batch [%d, %d] crosses the snapshot's end %d", h.BaseOffset, last, end)
-		case h.BaseOffset < next && next == start && l.empty():
-			// A log just reset to a start inside this batch.
-			l.mu.Lock()
-			l.next = h.BaseOffset
-			l.mu.Unlock()
+		case h.BaseOffset < next && next == start && l.beginAt(h.BaseOffset):
+			// A log just reset to a start inside this batch now begins
+			// with it.
 		case h.BaseOffset != next:
 			return appended, fmt.Errorf("fetched batch at %d does not continue the log at %d", h.BaseOffset, next)
 		}
