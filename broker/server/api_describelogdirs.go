@@ -1,11 +1,7 @@
 package server
 
 import (
-	"syscall"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/raftka/raftka/broker/meta"
 )
 
 // DescribeLogDirs v0-v4: this broker's one log directory (its data
@@ -28,26 +24,11 @@ func handleDescribeLogDirs(b *Broker, r *request) (kmsg.Response, error) {
 			wanted[t.Topic][p] = true
 		}
 	}
-	type hosted struct {
-		topic string
-		index int32
-		shard uint64
-	}
-	var all []hosted
-	b.meta.Read(func(s *meta.State) {
-		for _, t := range s.Topics {
-			for _, p := range t.Partitions {
-				if containsID(p.Replicas, b.cfg.ID) && (req.Topics == nil || wanted[t.Name][p.Index]) {
-					all = append(all, hosted{t.Name, p.Index, p.Shard})
-				}
-			}
-		}
-	})
+	all := b.hostedPartitions(func(topic string, index int32) bool { return req.Topics == nil || wanted[topic][index] })
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = b.cfg.DataDir
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(b.cfg.DataDir, &st); err == nil {
-		dir.TotalBytes, dir.UsableBytes = int64(st.Blocks*uint64(st.Bsize)), int64(st.Bavail*uint64(st.Bsize))
+	if total, usable, err := b.volumeBytes(); err == nil {
+		dir.TotalBytes, dir.UsableBytes = total, usable
 	}
 	byTopic := map[string]int{}
 	for _, h := range all {

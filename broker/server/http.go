@@ -96,15 +96,11 @@ func (b *Broker) SafeToRestart() Check {
 		reasons = append(reasons, "metadata group would lose its quorum")
 	}
 	var lost []string
-	b.meta.Read(func(s *meta.State) {
-		for _, t := range s.Topics {
-			for _, p := range t.Partitions {
-				if containsID(p.Replicas, b.cfg.ID) && !b.keepsQuorumWithoutMe(p.Replicas) {
-					lost = append(lost, t.Name+"-"+itoa(p.Index))
-				}
-			}
+	for _, h := range b.hostedPartitions(nil) {
+		if !b.keepsQuorumWithoutMe(h.replicas) {
+			lost = append(lost, h.topic+"-"+itoa(h.index))
 		}
-	})
+	}
 	sort.Strings(lost)
 	if len(lost) > 0 {
 		if len(lost) > 10 {
@@ -191,24 +187,8 @@ func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	b := c.b
-	type hosted struct {
-		topic    string
-		index    int32
-		shard    uint64
-		replicas []int32
-	}
-	var all []hosted
-	b.meta.Read(func(s *meta.State) {
-		for _, t := range s.Topics {
-			for _, p := range t.Partitions {
-				if containsID(p.Replicas, b.cfg.ID) {
-					all = append(all, hosted{t.Name, p.Index, p.Shard, append([]int32(nil), p.Replicas...)})
-				}
-			}
-		}
-	})
 	leaders, under := 0, 0
-	for _, h := range all {
+	for _, h := range b.hostedPartitions(nil) {
 		rep := b.replicas.get(h.shard)
 		if rep == nil {
 			continue

@@ -109,6 +109,30 @@ func (b *Broker) hostedReplica(topic string, index int32) (*replica, *kerr.Error
 	return nil, kerr.NotLeaderForPartition
 }
 
+// hostedPartition is a partition that the metadata places on this broker.
+type hostedPartition struct {
+	topic    string
+	index    int32
+	shard    uint64
+	replicas []int32
+}
+
+// hostedPartitions lists the partitions placed on this broker, only those
+// that want accepts when it is not nil.
+func (b *Broker) hostedPartitions(want func(topic string, index int32) bool) []hostedPartition {
+	var out []hostedPartition
+	b.meta.Read(func(s *meta.State) {
+		for _, t := range s.Topics {
+			for _, p := range t.Partitions {
+				if containsID(p.Replicas, b.cfg.ID) && (want == nil || want(t.Name, p.Index)) {
+					out = append(out, hostedPartition{t.Name, p.Index, p.Shard, append([]int32(nil), p.Replicas...)})
+				}
+			}
+		}
+	})
+	return out
+}
+
 // liveReplicas counts the replicas on brokers that answer.
 func (b *Broker) liveReplicas(replicas []int32) []int32 {
 	var out []int32
@@ -134,12 +158,21 @@ func (b *Broker) diskFull() bool {
 	b.free.mu.Lock()
 	defer b.free.mu.Unlock()
 	if time.Since(b.free.at) > time.Second {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(b.cfg.DataDir, &st); err == nil {
-			b.free.at, b.free.bytes = time.Now(), st.Bavail*uint64(st.Bsize)
+		if _, usable, err := b.volumeBytes(); err == nil {
+			b.free.at, b.free.bytes = time.Now(), uint64(usable)
 		}
 	}
 	return b.free.bytes < uint64(b.cfg.MinFreeBytes)
+}
+
+// volumeBytes is the size of the data directory's file system and what of
+// it this process may still use.
+func (b *Broker) volumeBytes() (total, usable int64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(b.cfg.DataDir, &st); err != nil {
+		return 0, 0, err
+	}
+	return int64(st.Blocks * uint64(st.Bsize)), int64(st.Bavail * uint64(st.Bsize)), nil
 }
 
 func splitHostPort(addr string) (string, int32, error) {
