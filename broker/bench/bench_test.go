@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	sm "github.com/lni/dragonboat/v3/statemachine"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/raftka/raftka/broker/brokertest"
+	"github.com/raftka/raftka/broker/partition"
 	"github.com/raftka/raftka/internal/benchreport"
 )
 
@@ -285,4 +288,52 @@ func batchBytes() int32 {
 		return n
 	}
 	return 1000012
+}
+
+// BenchmarkLogIndexMemory measures what one replica keeps in memory for a
+// log of many small batches (what a producer without batching writes): the
+// heap its open log holds, and how long opening it takes.
+func BenchmarkLogIndexMemory(b *testing.B) {
+	const batches, perUpdate = 1_000_000, 10_000
+	dir := b.TempDir()
+	s := partition.NewStateMachine(dir, 0, nil, nil)
+	if _, err := s.Open(nil); err != nil {
+		b.Fatal(err)
+	}
+	value := strings.Repeat("v", 100)
+	entries := make([]sm.Entry, perUpdate)
+	for i := 0; i < batches; i += perUpdate {
+		for j := range entries {
+			entries[j] = sm.Entry{Index: uint64(i + j + 1), Cmd: partition.ProduceCommand(1, brokertest.RecordBatch(-1, 0, 0, value))}
+		}
+		if _, err := s.Update(entries); err != nil {
+			b.Fatal(err)
+		}
+	}
+	size := s.Log().SizeBytes()
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	b.ResetTimer()
+	start := time.Now()
+	reopened := partition.NewStateMachine(dir, 0, nil, nil)
+	if _, err := reopened.Open(nil); err != nil {
+		b.Fatal(err)
+	}
+	opened := time.Since(start)
+	held := heap() - before
+	runtime.KeepAlive(reopened)
+	defer reopened.Close()
+	b.ReportMetric(float64(held)/batches, "heap-bytes/batch")
+	b.ReportMetric(opened.Seconds(), "open-s")
+	row(fmt.Sprintf("heap of one replica's open log: %s in %d batches of one 100-byte record", mib(size), batches),
+		fmt.Sprintf("%s (%.0f bytes per batch), opened in %.1f s", mib(int64(held)), float64(held)/batches, opened.Seconds()))
 }

@@ -10,8 +10,13 @@ import (
 // RecordBatch builds an uncompressed RecordBatch v2 with a correct CRC, the
 // way a producer sends it. producerID -1 makes it non-idempotent.
 func RecordBatch(producerID int64, epoch int16, firstSeq int32, values ...string) []byte {
+	return RecordBatchAt(time.Now().UnixMilli(), producerID, epoch, firstSeq, values...)
+}
+
+// RecordBatchAt is RecordBatch with every record stamped at now
+// (milliseconds since the epoch).
+func RecordBatchAt(now int64, producerID int64, epoch int16, firstSeq int32, values ...string) []byte {
 	var records []byte
-	now := time.Now().UnixMilli()
 	for i, v := range values {
 		r := kmsg.NewRecord()
 		r.OffsetDelta = int32(i)

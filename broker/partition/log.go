@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,30 +18,37 @@ import (
 // DefaultSegmentBytes is when the active segment file rolls over.
 const DefaultSegmentBytes = 128 << 20
 
+// indexIntervalBytes is the most batch bytes between two entries of a
+// segment's sparse index, as Kafka's index.interval.bytes: the index costs
+// 16 bytes per 4 KiB of log however small the batches are, and a lookup
+// reads at most this much past its entry.
+const indexIntervalBytes = 4096
+
+// maxSegmentOffsets keeps offsets relative to a segment's base in 32 bits.
+const maxSegmentOffsets = 1<<31 - 1
+
 type segment struct {
-	base  int64 // first offset in the file
+	base  int64 // the log end when the file was created
 	path  string
 	f     *os.File
 	size  int64
 	dirty bool // written since its last fsync
+
+	last               int64 // last offset of its last batch, base-1 when empty
+	maxTimestamp       int64
+	maxTimestampOffset int64 // last offset of the first batch with maxTimestamp
+	index              []indexEntry
 }
 
-// batchRef locates one batch on disk, with what the producer table needs.
-type batchRef struct {
-	base, last    int64
-	maxTimestamp  int64
-	epoch         int32
-	seg           *segment
-	pos           int64
-	size          int32
-	producerID    int64
-	producerEpoch int16
-	baseSequence  int32
-}
-
-func (b batchRef) producerHeader() header {
-	return header{BaseOffset: b.base, LastDelta: int32(b.last - b.base), ProducerID: b.producerID,
-		ProducerEpoch: b.producerEpoch, BaseSequence: b.baseSequence}
+// indexEntry locates one batch of a segment. Entries are at most
+// indexIntervalBytes apart, and the first batch always has one.
+type indexEntry struct {
+	relOffset uint32 // batch base offset minus the segment's base
+	pos       uint32
+	// timestampBefore is the largest timestamp of the segment's batches
+	// before this one, so a time lookup can skip everything before the
+	// last entry whose value is below the time asked for.
+	timestampBefore int64
 }
 
 type epochStart struct {
@@ -56,7 +64,6 @@ type Log struct {
 
 	mu       sync.RWMutex
 	segs     []*segment
-	batches  []batchRef
 	next     int64 // log end offset: one past the last applied record
 	start    int64 // log start offset
 	epochs   []epochStart
@@ -65,6 +72,10 @@ type Log struct {
 }
 
 func segmentName(base int64) string { return fmt.Sprintf("%020d.log", base) }
+
+func newSegment(base int64, path string, f *os.File) *segment {
+	return &segment{base: base, path: path, f: f, last: base - 1, maxTimestamp: -1, maxTimestampOffset: -1}
+}
 
 func openLog(dir string, segmentBytes int64, ck checkpoint) (*Log, error) {
 	if segmentBytes <= 0 {
@@ -94,14 +105,14 @@ func openLog(dir string, segmentBytes int64, ck checkpoint) (*Log, error) {
 		if err != nil {
 			return nil, err
 		}
-		seg := &segment{base: base, path: name, f: f}
+		seg := newSegment(base, name, f)
 		if err := l.scanSegment(seg, ck.NextOffset); err != nil {
 			f.Close()
 			return nil, err
 		}
 		l.segs = append(l.segs, seg)
-		if n := len(l.batches); n > 0 {
-			end = l.batches[n-1].last + 1
+		if seg.size > 0 {
+			end = seg.last + 1
 		}
 	}
 	if end < ck.NextOffset && ck.NextOffset > ck.LogStartOffset {
@@ -119,18 +130,18 @@ func (l *Log) scanSegment(seg *segment, limit int64) error {
 	if err != nil {
 		return err
 	}
-	var hdr [batchHeaderLength]byte
 	pos := int64(0)
-	for pos+batchHeaderLength <= st.Size() {
-		if _, err := seg.f.ReadAt(hdr[:], pos); err != nil {
-			break
+	err = scanHeaders(seg.f, 0, st.Size(), func(h header, at int64) bool {
+		if at+int64(h.Length) > st.Size() || h.BaseOffset >= limit || h.BaseOffset < seg.base ||
+			h.BaseOffset+int64(h.LastDelta)-seg.base > maxSegmentOffsets || at+int64(h.Length) > math.MaxUint32 {
+			return false
 		}
-		h, err := readHeader(hdr[:])
-		if err != nil || pos+int64(h.Length) > st.Size() || h.BaseOffset >= limit {
-			break
-		}
-		l.index(h, seg, pos)
-		pos += int64(h.Length)
+		l.index(h, seg, at)
+		pos = at + int64(h.Length)
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	if pos != st.Size() {
 		if err := seg.f.Truncate(pos); err != nil {
@@ -141,11 +152,41 @@ func (l *Log) scanSegment(seg *segment, limit int64) error {
 	return nil
 }
 
+// scanHeaders calls fn with the header and position of each batch of f from
+// pos on, until fn returns false or a header would pass end. It reads in
+// windows, so walking small batches costs few reads. A malformed header ends
+// the walk as the end of the file would.
+func scanHeaders(f *os.File, pos, end int64, fn func(h header, pos int64) bool) error {
+	buf := make([]byte, indexIntervalBytes+batchHeaderLength)
+	var window []byte
+	windowPos := int64(0)
+	for pos+batchHeaderLength <= end {
+		if pos < windowPos || pos+batchHeaderLength > windowPos+int64(len(window)) {
+			n := min(int64(len(buf)), end-pos)
+			if _, err := f.ReadAt(buf[:n], pos); err != nil {
+				return err
+			}
+			window, windowPos = buf[:n], pos
+		}
+		h, err := readHeader(window[pos-windowPos:])
+		if err != nil || !fn(h, pos) {
+			return nil
+		}
+		pos += int64(h.Length)
+	}
+	return nil
+}
+
+// index adds a batch just written at pos of seg, the last in it.
 func (l *Log) index(h header, seg *segment, pos int64) {
-	ref := batchRef{base: h.BaseOffset, last: h.BaseOffset + int64(h.LastDelta), maxTimestamp: h.MaxTimestamp,
-		epoch: h.LeaderEpoch, seg: seg, pos: pos, size: h.Length,
-		producerID: h.ProducerID, producerEpoch: h.ProducerEpoch, baseSequence: h.BaseSequence}
-	l.batches = append(l.batches, ref)
+	if n := len(seg.index); n == 0 || pos-int64(seg.index[n-1].pos) >= indexIntervalBytes {
+		seg.index = append(seg.index, indexEntry{relOffset: uint32(h.BaseOffset - seg.base), pos: uint32(pos),
+			timestampBefore: seg.maxTimestamp})
+	}
+	seg.last = h.BaseOffset + int64(h.LastDelta)
+	if h.MaxTimestamp > seg.maxTimestamp {
+		seg.maxTimestamp, seg.maxTimestampOffset = h.MaxTimestamp, seg.last
+	}
 	if n := len(l.epochs); n == 0 || l.epochs[n-1].Epoch < h.LeaderEpoch {
 		l.epochs = append(l.epochs, epochStart{Epoch: h.LeaderEpoch, Start: h.BaseOffset})
 	}
@@ -159,7 +200,7 @@ func (l *Log) append(b []byte, epoch int32) (header, error) {
 	if err != nil {
 		return h, err
 	}
-	seg, err := l.activeSegment()
+	seg, err := l.activeSegment(h)
 	if err != nil {
 		return h, err
 	}
@@ -180,9 +221,17 @@ func (l *Log) append(b []byte, epoch int32) (header, error) {
 	return h, nil
 }
 
-func (l *Log) activeSegment() (*segment, error) {
-	if n := len(l.segs); n > 0 && l.segs[n-1].size < l.segmentBytes {
-		return l.segs[n-1], nil
+// activeSegment returns the segment that h is to be appended to: the last
+// one, unless the batch would not fit its size or its 32-bit relative
+// offsets and positions.
+func (l *Log) activeSegment(h header) (*segment, error) {
+	if n := len(l.segs); n > 0 {
+		seg := l.segs[n-1]
+		fits := seg.size < l.segmentBytes && seg.size+int64(h.Length) <= math.MaxUint32 &&
+			l.next+int64(h.LastDelta)-seg.base <= maxSegmentOffsets
+		if fits || seg.size == 0 {
+			return seg, nil
+		}
 	}
 	path := filepath.Join(l.dir, segmentName(l.next))
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -193,7 +242,7 @@ func (l *Log) activeSegment() (*segment, error) {
 		f.Close()
 		return nil, err
 	}
-	seg := &segment{base: l.next, path: path, f: f}
+	seg := newSegment(l.next, path, f)
 	l.mu.Lock()
 	l.segs = append(l.segs, seg)
 	l.mu.Unlock()
@@ -239,18 +288,11 @@ func (l *Log) dropBefore(offset int64) {
 		doomed = append(doomed, l.segs[0])
 		l.segs = l.segs[1:]
 	}
-	i := sort.Search(len(l.batches), func(i int) bool { return l.batches[i].last >= l.start })
-	l.batches = append([]batchRef(nil), l.batches[i:]...)
-	// The producer table is a function of the batches still in the log, the
-	// same whether this replica kept running or reopened since: otherwise a
-	// replica that restarted after records were deleted could judge a
-	// producer's next batch differently from one that did not.
-	if i > 0 {
-		l.producer = producers{}
-		for _, b := range l.batches {
-			l.producer.record(b.producerHeader())
-		}
-	}
+	// The producer table must be the same whether this replica kept
+	// running or reopened since: otherwise a replica that restarted after
+	// records were deleted could judge a producer's next batch differently
+	// from one that did not.
+	l.producer.dropBefore(l.start)
 	for _, s := range doomed {
 		s.f.Close()
 		os.Remove(s.path)
@@ -287,6 +329,43 @@ func (l *Log) Changed() <-chan struct{} {
 // ErrOffsetOutOfRange is returned by Read for an offset outside the log.
 var ErrOffsetOutOfRange = errors.New("partition: offset out of range")
 
+// segmentView is what a reader needs of a segment, copied under the lock:
+// the file, its size then, and the index entry's position to walk from.
+type segmentView struct {
+	f    *os.File
+	size int64
+	from int64
+}
+
+// viewAt returns the segment holding offset, if any, and the last index
+// entry at or before it.
+func (l *Log) viewAt(offset int64) (segmentView, bool) {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].last >= offset })
+	if i == len(l.segs) {
+		return segmentView{}, false
+	}
+	seg := l.segs[i]
+	j := sort.Search(len(seg.index), func(j int) bool { return seg.base+int64(seg.index[j].relOffset) > offset })
+	return seg.view(max(j-1, 0)), true
+}
+
+func (seg *segment) view(entry int) segmentView {
+	v := segmentView{f: seg.f, size: seg.size}
+	if entry < len(seg.index) {
+		v.from = int64(seg.index[entry].pos)
+	}
+	return v
+}
+
+// readErr maps reading a segment that retention closed meanwhile to
+// ErrOffsetOutOfRange, as if the read had come a moment later.
+func readErr(err error) error {
+	if errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF) {
+		return ErrOffsetOutOfRange
+	}
+	return err
+}
+
 // Read returns whole batches starting with the one holding offset, up to
 // maxBytes but always at least one batch, as Kafka's fetch does.
 func (l *Log) Read(offset int64, maxBytes int32) ([]byte, error) {
@@ -295,56 +374,114 @@ func (l *Log) Read(offset int64, maxBytes int32) ([]byte, error) {
 		l.mu.RUnlock()
 		return nil, ErrOffsetOutOfRange
 	}
-	i := sort.Search(len(l.batches), func(i int) bool { return l.batches[i].last >= offset })
-	if i == len(l.batches) {
-		l.mu.RUnlock()
+	v, ok := l.viewAt(offset)
+	l.mu.RUnlock()
+	if !ok {
 		return nil, nil
 	}
-	first := l.batches[i]
-	n := int64(first.size)
-	for j := i + 1; j < len(l.batches); j++ {
-		b := l.batches[j]
-		if b.seg != first.seg || n+int64(b.size) > int64(maxBytes) {
+	pos, first := int64(-1), int64(0)
+	err := scanHeaders(v.f, v.from, v.size, func(h header, at int64) bool {
+		if h.BaseOffset+int64(h.LastDelta) < offset {
+			return true
+		}
+		pos, first = at, int64(h.Length)
+		return false
+	})
+	if err != nil {
+		return nil, readErr(err)
+	}
+	if pos < 0 {
+		return nil, fmt.Errorf("partition %s: offset %d is not in the segment that should hold it", l.dir, offset)
+	}
+	buf := make([]byte, max(first, min(int64(maxBytes), v.size-pos)))
+	if _, err := v.f.ReadAt(buf, pos); err != nil {
+		return nil, readErr(err)
+	}
+	return wholeBatches(buf), nil
+}
+
+// wholeBatches trims b to the batches it holds whole; the first always is.
+func wholeBatches(b []byte) []byte {
+	n := 0
+	for n+batchHeaderLength <= len(b) {
+		h, err := readHeader(b[n:])
+		if err != nil || n+int(h.Length) > len(b) {
 			break
 		}
-		n += int64(b.size)
+		n += int(h.Length)
 	}
-	l.mu.RUnlock()
-	buf := make([]byte, n)
-	if _, err := first.seg.f.ReadAt(buf, first.pos); err != nil {
-		if errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF) {
-			return nil, ErrOffsetOutOfRange // deleted by retention meanwhile
-		}
-		return nil, err
-	}
-	return buf, nil
+	return b[:n]
 }
 
 // OffsetForTimestamp returns the first offset whose batch has a max
 // timestamp at or after ts, or the log end if none has.
-func (l *Log) OffsetForTimestamp(ts int64) (int64, int64) {
+func (l *Log) OffsetForTimestamp(ts int64) (int64, int64, error) {
 	l.mu.RLock()
-	defer l.mu.RUnlock()
-	for _, b := range l.batches {
-		if b.maxTimestamp >= ts {
-			return max(b.base, l.start), b.maxTimestamp
+	start, next := l.start, l.next
+	var views []segmentView
+	for _, seg := range l.segs {
+		if seg.maxTimestamp < ts || seg.last < start {
+			continue
+		}
+		// Every batch before the last entry that precedes ts is older.
+		j := sort.Search(len(seg.index), func(j int) bool { return seg.index[j].timestampBefore >= ts })
+		views = append(views, seg.view(max(j-1, 0)))
+	}
+	l.mu.RUnlock()
+	for _, v := range views {
+		off, found := int64(-1), int64(-1)
+		err := scanHeaders(v.f, v.from, v.size, func(h header, _ int64) bool {
+			if h.MaxTimestamp < ts || h.BaseOffset+int64(h.LastDelta) < start {
+				return true
+			}
+			off, found = max(h.BaseOffset, start), h.MaxTimestamp
+			return false
+		})
+		if err != nil {
+			return 0, 0, readErr(err)
+		}
+		if off >= 0 {
+			return off, found, nil
 		}
 	}
-	return l.next, -1
+	return next, -1, nil
 }
 
 // MaxTimestamp returns the offset and time of the record with the largest
 // timestamp, for ListOffsets' max-timestamp query.
-func (l *Log) MaxTimestamp() (int64, int64) {
+func (l *Log) MaxTimestamp() (int64, int64, error) {
 	l.mu.RLock()
-	defer l.mu.RUnlock()
+	start := l.start
 	off, ts := int64(-1), int64(-1)
-	for _, b := range l.batches {
-		if b.maxTimestamp > ts {
-			off, ts = b.last, b.maxTimestamp
+	var head segmentView
+	for i, seg := range l.segs {
+		if i == 0 && seg.maxTimestampOffset < start {
+			// Its largest timestamp was deleted: walk what remains of it.
+			head, _ = l.viewAt(start)
+			continue
+		}
+		if seg.maxTimestamp > ts {
+			off, ts = seg.maxTimestampOffset, seg.maxTimestamp
 		}
 	}
-	return off, ts
+	l.mu.RUnlock()
+	if head.f == nil {
+		return off, ts, nil
+	}
+	headOff, headTS := int64(-1), int64(-1)
+	err := scanHeaders(head.f, head.from, head.size, func(h header, _ int64) bool {
+		if last := h.BaseOffset + int64(h.LastDelta); last >= start && h.MaxTimestamp > headTS {
+			headOff, headTS = last, h.MaxTimestamp
+		}
+		return true
+	})
+	if err != nil {
+		return 0, 0, readErr(err)
+	}
+	if headTS >= ts {
+		return headOff, headTS, nil
+	}
+	return off, ts, nil
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the epoch that is at most
@@ -387,7 +524,7 @@ func (l *Log) RetentionPoint(minTimestamp, maxBytes int64) int64 {
 	}
 	for i := 0; i+1 < len(l.segs); i++ {
 		seg, next := l.segs[i], l.segs[i+1]
-		tooOld := minTimestamp > 0 && l.segmentMaxTimestamp(seg) < minTimestamp
+		tooOld := minTimestamp > 0 && seg.maxTimestamp < minTimestamp
 		tooBig := maxBytes >= 0 && total > maxBytes
 		if !tooOld && !tooBig {
 			break
@@ -396,16 +533,6 @@ func (l *Log) RetentionPoint(minTimestamp, maxBytes int64) int64 {
 		point = next.base
 	}
 	return point
-}
-
-func (l *Log) segmentMaxTimestamp(seg *segment) int64 {
-	ts := int64(-1)
-	for _, b := range l.batches {
-		if b.seg == seg && b.maxTimestamp > ts {
-			ts = b.maxTimestamp
-		}
-	}
-	return ts
 }
 
 // Close closes the segment files.

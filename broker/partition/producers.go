@@ -7,8 +7,8 @@ import "github.com/twmb/franz-go/pkg/kerr"
 const producerWindow = 5
 
 type producerBatch struct {
-	FirstSeq, LastSeq int32
-	BaseOffset        int64
+	FirstSeq, LastSeq      int32
+	BaseOffset, LastOffset int64
 }
 
 type producerState struct {
@@ -16,8 +16,9 @@ type producerState struct {
 	Recent []producerBatch // oldest first, at most producerWindow
 }
 
-// producers is the idempotent-producer table of one partition. It is rebuilt
-// from the log's batch headers on open, so it needs no file of its own.
+// producers is the idempotent-producer table of one partition. It is a
+// function of the batches in the log: rebuilt from their headers on open
+// (so it needs no file of its own) and trimmed with the log's start.
 type producers map[int64]*producerState
 
 // verdict says what to do with a batch from an idempotent producer.
@@ -68,8 +69,27 @@ func (p producers) record(h header) {
 		st = &producerState{Epoch: h.ProducerEpoch}
 		p[h.ProducerID] = st
 	}
-	st.Recent = append(st.Recent, producerBatch{FirstSeq: h.BaseSequence, LastSeq: h.lastSequence(), BaseOffset: h.BaseOffset})
+	st.Recent = append(st.Recent, producerBatch{FirstSeq: h.BaseSequence, LastSeq: h.lastSequence(), BaseOffset: h.BaseOffset,
+		LastOffset: h.BaseOffset + int64(h.LastDelta)})
 	if len(st.Recent) > producerWindow {
 		st.Recent = append(st.Recent[:0], st.Recent[len(st.Recent)-producerWindow:]...)
+	}
+}
+
+// dropBefore forgets the batches that end below the log start, and the
+// producers left with none. That is what rebuilding the table from the
+// remaining batches would give: a producer's remaining batches are a suffix
+// of its history, so the last five of them are the unforgotten ones.
+func (p producers) dropBefore(start int64) {
+	for id, st := range p {
+		i := 0
+		for i < len(st.Recent) && st.Recent[i].LastOffset < start {
+			i++
+		}
+		if i == len(st.Recent) {
+			delete(p, id)
+			continue
+		}
+		st.Recent = st.Recent[i:]
 	}
 }

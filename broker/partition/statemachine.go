@@ -165,7 +165,7 @@ func (s *StateMachine) load(ck checkpoint) error {
 	l.mu.Lock()
 	old := l.segs
 	l.dir, l.segmentBytes = fresh.dir, fresh.segmentBytes
-	l.segs, l.batches, l.next, l.start, l.epochs, l.producer = fresh.segs, fresh.batches, fresh.next, fresh.start, fresh.epochs, fresh.producer
+	l.segs, l.next, l.start, l.epochs, l.producer = fresh.segs, fresh.next, fresh.start, fresh.epochs, fresh.producer
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()

@@ -153,6 +153,27 @@ func TestIdempotentProducerTable(t *testing.T) {
 	}
 }
 
+// Records deleted from the head of a batch leave the batch in the log, so
+// a retry of it is still the duplicate it is, reopened or not.
+func TestRetryOfAPartlyDeletedBatchIsADuplicate(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openSM(t, dir, 0)
+	apply(t, s, 1, produce(1, 7, 0, 0, "a", "b", "c"), DeleteRecordsCommand(2))
+	retry := func(s *StateMachine, index uint64) {
+		t.Helper()
+		if r := apply(t, s, index, produce(1, 7, 0, 0, "a", "b", "c"))[0]; r.Err != nil || r.BaseOffset != 0 {
+			t.Fatalf("retry: %+v", r)
+		}
+		if _, end := s.Log().Offsets(); end != 3 {
+			t.Fatalf("the retry was appended: log ends at %d", end)
+		}
+	}
+	retry(s, 3)
+	s.Close()
+	reopened, _ := openSM(t, dir, 0)
+	retry(reopened, 4)
+}
+
 func TestProducerWindowRemembersFiveBatches(t *testing.T) {
 	s, _ := openSM(t, t.TempDir(), 0)
 	for i := int32(0); i < 7; i++ {

@@ -1,7 +1,12 @@
 package server
 
 import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/partition"
 )
 
 // ListOffsets v1-v7: earliest (-2), latest (-1), max timestamp (-3, v7),
@@ -26,15 +31,23 @@ func handleListOffsets(b *Broker, r *request) (kmsg.Response, error) {
 			rp.LeaderEpoch = info.leaderEpoch
 			log := rep.sm.Log()
 			start, end := log.Offsets()
+			var rerr error
 			switch p.Timestamp {
 			case -2:
 				rp.Offset = start
 			case -1:
 				rp.Offset = end
 			case -3:
-				rp.Offset, rp.Timestamp = log.MaxTimestamp()
+				rp.Offset, rp.Timestamp, rerr = log.MaxTimestamp()
 			default:
-				rp.Offset, rp.Timestamp = log.OffsetForTimestamp(p.Timestamp)
+				rp.Offset, rp.Timestamp, rerr = log.OffsetForTimestamp(p.Timestamp)
+			}
+			switch {
+			case errors.Is(rerr, partition.ErrOffsetOutOfRange):
+				// Retention deleted the segment being read: ask again.
+				rp.ErrorCode = kerr.OffsetNotAvailable.Code
+			case rerr != nil:
+				rp.ErrorCode = kerr.KafkaStorageError.Code
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
