@@ -152,7 +152,7 @@ func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.Co
 			return fmt.Errorf("grow %s to %d partitions: %w", topic, n, err)
 		}
 		logger.Info("partitions grown for consumers", "topic", topic, "partitions", n)
-		r.event(cg, corev1.EventTypeNormal, "PartitionsGrown", fmt.Sprintf("topic %s grown to %d partitions: %s", topic, n, d.Reason))
+		r.event(cg, corev1.EventTypeNormal, "PartitionsGrown", "GrowPartitions", fmt.Sprintf("topic %s grown to %d partitions: %s", topic, n, d.Reason))
 		cg.Status.LastScaleTime, cg.Status.LastScaleReason = ptr.To(metav1.Now()), d.Reason
 	}
 	if d.DesiredReplicas != current {
@@ -164,7 +164,7 @@ func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.Co
 			return fmt.Errorf("scale %s %s: %w", cg.Spec.ScaleTargetRef.Kind, cg.Spec.ScaleTargetRef.Name, err)
 		}
 		logger.Info("consumers scaled", "from", from, "to", d.DesiredReplicas, "lag", d.TotalLag)
-		r.event(cg, corev1.EventTypeNormal, "Scaled", fmt.Sprintf("%s %s scaled from %d to %d: %s", cg.Spec.ScaleTargetRef.Kind, cg.Spec.ScaleTargetRef.Name, from, d.DesiredReplicas, d.Reason))
+		r.event(cg, corev1.EventTypeNormal, "Scaled", "Scale", fmt.Sprintf("%s %s scaled from %d to %d: %s", cg.Spec.ScaleTargetRef.Kind, cg.Spec.ScaleTargetRef.Name, from, d.DesiredReplicas, d.Reason))
 		cg.Status.LastScaleTime, cg.Status.LastScaleReason = ptr.To(metav1.Now()), d.Reason
 	}
 	wasStalled := false
@@ -172,7 +172,7 @@ func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.Co
 		wasStalled = wasStalled || c.Type == raftkav1.ConditionStalled && c.Status == metav1.ConditionTrue
 	}
 	if d.Stalled && !wasStalled {
-		r.event(cg, corev1.EventTypeWarning, "Stalled", d.Reason)
+		r.event(cg, corev1.EventTypeWarning, "Stalled", "Scale", d.Reason)
 	}
 	if d.Stalled {
 		setCondition(&cg.Status.Conditions, cg.Generation, raftkav1.ConditionStalled, true, "OffsetsNotMoving", d.Reason)
@@ -185,9 +185,11 @@ func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.Co
 	return nil
 }
 
-func (r *ConsumerGroupReconciler) event(cg *raftkav1.ConsumerGroup, typ, reason, msg string) {
+// event records what the autoscaler did (action) and why, on the
+// ConsumerGroup.
+func (r *ConsumerGroupReconciler) event(cg *raftkav1.ConsumerGroup, typ, reason, action, msg string) {
 	if r.Recorder != nil {
-		r.Recorder.Event(cg, typ, reason, msg)
+		r.Recorder.Eventf(cg, nil, typ, reason, action, "%s", msg)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,7 +24,7 @@ import (
 type ConsumerGroupReconciler struct {
 	client.Client
 	Brokers  *brokerclient.Clients
-	Recorder record.EventRecorder
+	Recorder events.EventRecorder
 	// SyncPeriod is how often lag is measured.
 	SyncPeriod time.Duration
 	states     autoscaleStates
@@ -33,7 +33,7 @@ type ConsumerGroupReconciler struct {
 // +kubebuilder:rbac:groups=raftka.io,resources=consumergroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=raftka.io,resources=consumergroups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile measures one group's lag into its status.
 func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

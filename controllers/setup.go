@@ -34,5 +34,5 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 		return err
 	}
 	return (&ConsumerGroupReconciler{Client: mgr.GetClient(), Brokers: brokers, SyncPeriod: opts.LagPeriod,
-		Recorder: mgr.GetEventRecorderFor("raftka-consumergroup")}).SetupWithManager(mgr)
+		Recorder: mgr.GetEventRecorder("raftka-consumergroup")}).SetupWithManager(mgr)
 }

@@ -49,7 +49,11 @@ func (s *suiteT) TempDir() string {
 	if err != nil {
 		panic(err)
 	}
-	s.Cleanup(func() { os.RemoveAll(dir) })
+	s.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			s.Logf("remove %s: %v", dir, err)
+		}
+	})
 	return dir
 }
 
@@ -73,7 +77,11 @@ func runSuite(m *testing.M) int {
 		fmt.Println("envtest:", err)
 		return 1
 	}
-	defer env.Stop()
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Println("envtest stop:", err)
+		}
+	}()
 
 	st := &suiteT{}
 	defer func() {
@@ -122,9 +130,8 @@ func zapLevel() zapLevelT {
 	return 2 // errors only
 }
 
-// testNamespaces is filled by newNamespace; overrideAll covers them.
-var testNamespaces = []string{}
-
+// overrideAll points the BrokerCluster "events" of every namespace that
+// newNamespace makes at the real brokers.
 func overrideAll(addrs []string) map[string][]string {
 	m := map[string][]string{}
 	for i := 0; i < 64; i++ {

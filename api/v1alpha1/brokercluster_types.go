@@ -125,5 +125,5 @@ type BrokerClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&BrokerCluster{}, &BrokerClusterList{})
+	register(&BrokerCluster{}, &BrokerClusterList{})
 }

@@ -176,5 +176,5 @@ type ConsumerGroupList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ConsumerGroup{}, &ConsumerGroupList{})
+	register(&ConsumerGroup{}, &ConsumerGroupList{})
 }

@@ -132,5 +132,5 @@ type TopicList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Topic{}, &TopicList{})
+	register(&Topic{}, &TopicList{})
 }

@@ -98,7 +98,9 @@ func BenchmarkProduceConsume(b *testing.B) {
 		go func() {
 			time.Sleep(3 * time.Second)
 			code, body := c.Get(0, "/debug/pprof/profile?seconds=5")
-			os.WriteFile(os.Getenv("RAFTKA_BENCH_PROFILE"), []byte(body), 0o644)
+			if err := os.WriteFile(os.Getenv("RAFTKA_BENCH_PROFILE"), []byte(body), 0o644); err != nil {
+				b.Error(err)
+			}
 			b.Logf("profile: %d", code)
 		}()
 	}
@@ -283,9 +285,9 @@ func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 
 func batchBytes() int32 {
 	if v := os.Getenv("RAFTKA_BENCH_BATCH"); v != "" {
-		var n int32
-		fmt.Sscan(v, &n)
-		return n
+		if n, err := strconv.ParseInt(v, 10, 32); err == nil {
+			return int32(n)
+		}
 	}
 	return 1000012
 }
@@ -331,7 +333,11 @@ func BenchmarkLogIndexMemory(b *testing.B) {
 	opened := time.Since(start)
 	held := heap() - before
 	runtime.KeepAlive(reopened)
-	defer reopened.Close()
+	defer func() {
+		if err := reopened.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
 	b.ReportMetric(float64(held)/batches, "heap-bytes/batch")
 	b.ReportMetric(opened.Seconds(), "open-s")
 	row(fmt.Sprintf("heap of one replica's open log: %s in %d batches of one 100-byte record", mib(size), batches),

@@ -63,8 +63,12 @@ func TestBadInputGetsErrorsNotCrashes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conn.SetDeadline(time.Now().Add(5 * time.Second))
-		conn.Write(frame)
+		if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Write(frame); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := io.ReadAll(conn); err != nil && !isReset(err) {
 			t.Fatalf("frame %x: want the connection closed, got %v", frame, err)
 		}
@@ -76,8 +80,12 @@ func TestBadInputGetsErrorsNotCrashes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	conn.Write([]byte{0, 0, 0, 10, 0, 18, 0, 99, 0, 0, 0, 7, 0xff, 0xff})
+	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte{0, 0, 0, 10, 0, 18, 0, 99, 0, 0, 0, 7, 0xff, 0xff}); err != nil {
+		t.Fatal(err)
+	}
 	var size [4]byte
 	if _, err := io.ReadFull(conn, size[:]); err != nil {
 		t.Fatal(err)

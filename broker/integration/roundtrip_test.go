@@ -53,7 +53,9 @@ func TestProduceConsumeRoundTrip(t *testing.T) {
 	seen := map[string]bool{}
 	for _, r := range got {
 		var v int
-		fmt.Sscanf(string(r.Value), "%d", &v)
+		if _, err := fmt.Sscanf(string(r.Value), "%d", &v); err != nil {
+			t.Fatalf("value %q: %v", r.Value, err)
+		}
 		if last, ok := lastByKey[string(r.Key)]; ok && v <= last {
 			t.Fatalf("key %s: value %d after %d", r.Key, v, last)
 		}

@@ -24,7 +24,7 @@ func FuzzUpdate(f *testing.F) {
 		if _, err := s.Open(nil); err != nil {
 			t.Fatal(err)
 		}
-		defer s.Close()
+		defer closeSM(t, s)
 		// The input is one or more commands, each prefixed by a 2-byte length.
 		var entries []sm.Entry
 		for len(data) >= 2 && len(entries) < 16 {
@@ -99,11 +99,11 @@ func FuzzSnapshotCatchUp(f *testing.F) {
 		if _, last := s.Log().Offsets(); last > max(end, 1) {
 			t.Fatalf("log ends at %d, past the snapshot's end %d (recovery: %v)", last, end, err)
 		}
-		s.Close()
+		closeSM(t, s)
 		reopened := NewStateMachine(dir, 4096, nil, nil)
 		if _, err := reopened.Open(nil); err != nil {
 			t.Fatalf("reopen after recovery: %v", err)
 		}
-		reopened.Close()
+		closeSM(t, reopened)
 	})
 }

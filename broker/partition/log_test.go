@@ -164,7 +164,7 @@ func TestSparseIndexAnswersLikeAFullScan(t *testing.T) {
 	apply(t, s, 402, DeleteRecordsCommand(newest.last+1))
 	checkLogAgainstModel(t, s.Log(), dir, batches)
 
-	s.Close()
+	closeSM(t, s)
 	reopened, _ := openSM(t, dir, segmentBytes)
 	checkLogAgainstModel(t, reopened.Log(), dir, batches)
 }

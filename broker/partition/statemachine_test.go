@@ -29,8 +29,16 @@ func openSMWithSource(t *testing.T, dir string, segmentBytes int64, source Sourc
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { _ = s.Close() }) // a test that closed it already checked the error
 	return s, applied
+}
+
+// closeSM closes a state machine as a clean shutdown does.
+func closeSM(t testing.TB, s *StateMachine) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // apply runs commands as Raft entries from index first on.
@@ -108,7 +116,7 @@ func TestAppendAssignsOffsetsAndSurvivesReopen(t *testing.T) {
 	if e, end := s.Log().EndOffsetForEpoch(3); e != 3 || end != 3 {
 		t.Fatalf("epoch 3 ends at %d (epoch %d)", end, e)
 	}
-	s.Close()
+	closeSM(t, s)
 
 	s2, applied := openSM(t, dir, 0)
 	if applied != 3 {
@@ -169,7 +177,7 @@ func TestRetryOfAPartlyDeletedBatchIsADuplicate(t *testing.T) {
 		}
 	}
 	retry(s, 3)
-	s.Close()
+	closeSM(t, s)
 	reopened, _ := openSM(t, dir, 0)
 	retry(reopened, 4)
 }
@@ -209,14 +217,16 @@ func TestTornTailIsTruncatedOnOpen(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := openSM(t, dir, 0)
 	apply(t, s, 1, produce(1, -1, 0, 0, "a"), produce(1, -1, 0, 0, "b"))
-	s.Close()
+	closeSM(t, s)
 	seg := filepath.Join(dir, segmentName(0))
 	f, err := os.OpenFile(seg, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Half a batch, as a crash in the middle of a write leaves it.
-	f.Write(brokertest.RecordBatch(-1, 0, 0, "torn")[:30])
+	if _, err := f.Write(brokertest.RecordBatch(-1, 0, 0, "torn")[:30]); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
 	s2, applied := openSM(t, dir, 0)
 	if applied != 2 {
@@ -240,8 +250,10 @@ func TestBatchesBeyondCheckpointAreDroppedForReplay(t *testing.T) {
 	apply(t, s, 2, produce(1, -1, 0, 0, "b"))
 	// Crash after the segment write but before the checkpoint: the
 	// checkpoint still says index 1, so Raft will replay entry 2.
-	writeCheckpoint(s.ckFile, checkpoint{Seq: s.ck.Seq + 1, AppliedIndex: ck.AppliedIndex, NextOffset: ck.NextOffset, LogStartOffset: ck.LogStartOffset})
-	s.Close()
+	if err := writeCheckpoint(s.ckFile, checkpoint{Seq: s.ck.Seq + 1, AppliedIndex: ck.AppliedIndex, NextOffset: ck.NextOffset, LogStartOffset: ck.LogStartOffset}); err != nil {
+		t.Fatal(err)
+	}
+	closeSM(t, s)
 	s2, applied := openSM(t, dir, 0)
 	if applied != 1 {
 		t.Fatalf("applied %d, want 1", applied)
@@ -281,7 +293,7 @@ func TestSnapshotReplacesALogThatIsNotAPrefix(t *testing.T) {
 	if r := apply(t, dst, 22, produce(2, 5, 0, 19, "value"))[0]; r.Err != nil || r.BaseOffset != 19 {
 		t.Fatalf("retry after recovery: %+v", r)
 	}
-	dst.Close()
+	closeSM(t, dst)
 	reopened, applied := openSM(t, dstDir, 200)
 	if applied != 22 {
 		t.Fatalf("reopened at %d, want 22", applied)
@@ -382,7 +394,7 @@ func TestSnapshotFetchesOnlyMissingRecords(t *testing.T) {
 	if r := apply(t, dst, 22, produce(1, 7, 0, 38, "v19", "w19"))[0]; r.Err != nil || r.BaseOffset != 38 {
 		t.Fatalf("retry after recovery: %+v", r)
 	}
-	dst.Close()
+	closeSM(t, dst)
 	reopened, applied := openSM(t, dstDir, 300)
 	if applied != 22 {
 		t.Fatalf("reopened at %d, want 22", applied)
@@ -453,7 +465,7 @@ func TestSnapshotRecoveryStopsAndLeavesTheReplicaAsItWas(t *testing.T) {
 	if peer.calls < 2 {
 		t.Fatalf("asked the peer %d times, want retries", peer.calls)
 	}
-	dst.Close()
+	closeSM(t, dst)
 	reopened, applied := openSM(t, dir, 1<<20)
 	if got, _ := readValues(t, reopened.Log(), 0); applied != 1 || !equal(got, []string{"a"}) {
 		t.Fatalf("reopened at %d with %v, want 1 with [a]", applied, got)
@@ -490,7 +502,7 @@ func TestProducerTableAfterDeletionIsTheSameReopenedOrNot(t *testing.T) {
 	dir := t.TempDir()
 	first, _ := openSM(t, dir, segment)
 	apply(t, first, 1, history...)
-	first.Close()
+	closeSM(t, first)
 	reopened, _ := openSM(t, dir, segment)
 	if s, _ := reopened.Log().Offsets(); s != 5 {
 		t.Fatalf("log start %d after reopening, want 5", s)

@@ -78,7 +78,8 @@ func (c *clientConn) writeLoop() {
 			}
 		}
 	}
-	w.Flush()
+	// The connection closes next; a reply it cannot take is lost with it.
+	_ = w.Flush()
 }
 
 func (c *clientConn) drain() {

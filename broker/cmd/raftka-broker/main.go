@@ -26,7 +26,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("raftka-broker", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: raftka-broker [flags]\n\nRuns one Raftka broker. Every flag can also be set as an environment\nvariable RAFTKA_<FLAG> (upper case, dashes as underscores).\n\nFlags:\n")
+		_, _ = fmt.Fprintf(fs.Output(), "Usage: raftka-broker [flags]\n\nRuns one Raftka broker. Every flag can also be set as an environment\nvariable RAFTKA_<FLAG> (upper case, dashes as underscores).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	var (
