@@ -201,10 +201,14 @@ func TestTopicWithoutClusterIsNotReady(t *testing.T) {
 func TestUnsupportedTopicConfigIsReported(t *testing.T) {
 	ns := newNamespace(t)
 	mustCreate(t, brokerCluster(ns))
-	compact := topicObject(ns, "compacted", 1)
-	compact.Spec.Config = map[string]string{"cleanup.policy": "compact"}
-	mustCreate(t, compact)
-	readyIs(t, ns, "compacted", metav1.ConditionFalse, raftkav1.ReasonNotSupported)
+	appendTime := topicObject(ns, "append-time", 1)
+	appendTime.Spec.Config = map[string]string{"message.timestamp.type": "LogAppendTime"}
+	mustCreate(t, appendTime)
+	readyIs(t, ns, "append-time", metav1.ConditionFalse, raftkav1.ReasonNotSupported)
+	compacted := topicObject(ns, "compacted", 1)
+	compacted.Spec.Config = map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "3600000"}
+	mustCreate(t, compacted)
+	readyIs(t, ns, "compacted", metav1.ConditionTrue, raftkav1.ReasonCreated)
 }
 
 func fmtMap(m map[string]string) string {

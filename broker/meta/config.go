@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -44,6 +45,16 @@ const (
 	ConfigTimestampType      = "message.timestamp.type"
 	ConfigCompressionType    = "compression.type"
 	ConfigUncleanLeaderElect = "unclean.leader.election.enable"
+	ConfigDeleteRetentionMs  = "delete.retention.ms"
+	ConfigMinCompactionLagMs = "min.compaction.lag.ms"
+	ConfigMaxCompactionLagMs = "max.compaction.lag.ms"
+	ConfigMinCleanableRatio  = "min.cleanable.dirty.ratio"
+)
+
+// Cleanup policies, as cleanup.policy lists them.
+const (
+	CleanupDelete  = "delete"
+	CleanupCompact = "compact"
 )
 
 var topicConfigs = map[string]TopicConfig{}
@@ -55,8 +66,11 @@ func init() {
 		{ConfigMinInsyncReplicas, "1", atLeast(1)},
 		{ConfigMaxMessageBytes, "1048588", atLeast(0)},
 		{ConfigSegmentBytes, "134217728", atLeast(1 << 20)},
-		// Compaction is not implemented; saying so beats silently ignoring it.
-		{ConfigCleanupPolicy, "delete", oneOf("delete")},
+		{ConfigCleanupPolicy, CleanupDelete, oneOf("delete", "compact", "compact,delete", "delete,compact")},
+		{ConfigDeleteRetentionMs, "86400000", atLeast(0)},
+		{ConfigMinCompactionLagMs, "0", atLeast(0)},
+		{ConfigMaxCompactionLagMs, "9223372036854775807", atLeast(1)},
+		{ConfigMinCleanableRatio, "0.5", ratio},
 		{ConfigTimestampType, "CreateTime", oneOf("CreateTime")},
 		{ConfigCompressionType, "producer", oneOf("producer")},
 		// Raft never elects a stale leader: there is nothing to enable.
@@ -64,6 +78,28 @@ func init() {
 	} {
 		topicConfigs[c.Name] = c
 	}
+}
+
+func ratio(v string) bool {
+	f, err := strconv.ParseFloat(v, 64)
+	return err == nil && f >= 0 && f <= 1
+}
+
+// HasCleanupPolicy reports whether the topic's cleanup.policy includes
+// policy.
+func (t *Topic) HasCleanupPolicy(policy string) bool {
+	for _, p := range strings.Split(t.Value(ConfigCleanupPolicy), ",") {
+		if p == policy {
+			return true
+		}
+	}
+	return false
+}
+
+// Float returns a fractional config value.
+func (t *Topic) Float(name string) float64 {
+	f, _ := strconv.ParseFloat(t.Value(name), 64)
+	return f
 }
 
 // TopicConfigNames returns the supported keys, sorted.

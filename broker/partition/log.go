@@ -69,6 +69,11 @@ type Log struct {
 	epochs   []epochStart
 	producer producers
 	changed  chan struct{} // closed and replaced whenever next moves
+
+	// Compaction's own: where its last pass ended, and replaced segment
+	// files that readers may still be reading.
+	cleanPoint int64
+	retired    []retiredFile
 }
 
 func segmentName(base int64) string { return fmt.Sprintf("%020d.log", base) }
@@ -83,6 +88,9 @@ func openLog(dir string, segmentBytes int64, ck checkpoint) (*Log, error) {
 	}
 	l := &Log{dir: dir, segmentBytes: segmentBytes, producer: producers{}, changed: make(chan struct{}),
 		next: ck.NextOffset, start: ck.LogStartOffset}
+	if err := removeCleanerLeftovers(dir); err != nil {
+		return nil, err
+	}
 	names, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	if err != nil {
 		return nil, err
@@ -262,7 +270,9 @@ func (l *Log) sync() error {
 		if err := seg.f.Sync(); err != nil {
 			return err
 		}
+		l.mu.Lock()
 		seg.dirty = false
+		l.mu.Unlock()
 	}
 	return nil
 }
@@ -544,7 +554,10 @@ func (l *Log) Close() {
 	for _, s := range l.segs {
 		s.f.Close()
 	}
-	l.segs = nil
+	for _, r := range l.retired {
+		r.f.Close()
+	}
+	l.segs, l.retired = nil, nil
 }
 
 func syncDir(dir string) error {

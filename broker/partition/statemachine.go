@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -86,6 +87,10 @@ type StateMachine struct {
 
 	source Source
 	logger *slog.Logger
+
+	// cleaning keeps a compaction pass and a change of the whole set of
+	// segment files (snapshot recovery, Close) apart.
+	cleaning sync.Mutex
 
 	// Observed by the broker to decide when to compact the Raft log; not
 	// part of the replicated state.
@@ -324,6 +329,8 @@ func (s *StateMachine) SaveSnapshot(state interface{}, w io.Writer, done <-chan 
 // the snapshot's index. Interrupted, it starts over at the next open: the
 // checkpoint moves only at the end, and records beyond it are dropped then.
 func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) error {
+	s.cleaning.Lock()
+	defer s.cleaning.Unlock()
 	hdr := make([]byte, len(snapshotMagic)+24)
 	if _, err := io.ReadFull(r, hdr); err != nil {
 		return err
@@ -495,6 +502,8 @@ func (s *StateMachine) appendFetched(data []byte, end int64) (int, error) {
 
 // Close implements sm.IOnDiskStateMachine.
 func (s *StateMachine) Close() error {
+	s.cleaning.Lock()
+	defer s.cleaning.Unlock()
 	s.log.Close()
 	if s.ckFile != nil {
 		return s.ckFile.Close()

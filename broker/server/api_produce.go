@@ -138,12 +138,22 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	if b.diskFull() {
 		return nil, kerr.KafkaStorageError
 	}
-	if _, err := partition.SplitBatches(p.Records, info.maxMessage); err != nil {
+	batches, err := partition.SplitBatches(p.Records, info.maxMessage)
+	if err != nil {
 		var ke *kerr.Error
 		if errors.As(err, &ke) {
 			return nil, ke
 		}
 		return nil, kerr.CorruptMessage
+	}
+	if info.compacted {
+		// Compaction keeps the newest record of each key; one without a
+		// key could never be compacted away, so Kafka refuses it.
+		if keyless, err := partition.KeylessRecord(batches); err != nil {
+			return nil, kerr.CorruptMessage
+		} else if keyless {
+			return nil, kerr.InvalidRecord
+		}
 	}
 	cmd := partition.ProduceCommand(b.term(info.shard), p.Records)
 	deadline := time.Now().Add(timeout)

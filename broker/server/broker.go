@@ -127,6 +127,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.goBackground(b.reportLeaders)
 	b.goBackground(b.liveness.run(b))
 	b.goBackground(b.enforceRetention)
+	b.goBackground(b.cleanLogs)
 	b.goBackground(b.compactRaftLogs)
 	b.goBackground(b.groups.Run)
 	b.goBackground(b.balanceLeaders)

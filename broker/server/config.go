@@ -49,7 +49,10 @@ type Config struct {
 	// RetentionCheckInterval is how often leaders apply retention.ms and
 	// retention.bytes.
 	RetentionCheckInterval time.Duration
-	Logger                 *slog.Logger
+	// LogCleanerInterval is how often every replica of a compacted topic
+	// checks whether its log needs a compaction pass.
+	LogCleanerInterval time.Duration
+	Logger             *slog.Logger
 }
 
 // ParseVoters reads "0=host:port,1=host:port,..." into a map of broker id to
@@ -114,6 +117,9 @@ func (c *Config) validate() error {
 	}
 	if c.RaftLogWriteBuffer <= 0 {
 		c.RaftLogWriteBuffer = 128 << 20
+	}
+	if c.LogCleanerInterval <= 0 {
+		c.LogCleanerInterval = 15 * time.Second
 	}
 	if c.RetentionCheckInterval <= 0 {
 		c.RetentionCheckInterval = 30 * time.Second

@@ -98,7 +98,7 @@ func (b *Broker) enforceRetention(ctx context.Context) {
 			}
 			var retentionMs, retentionBytes int64 = -1, -1
 			b.meta.Read(func(s *meta.State) {
-				if t, _ := findShard(s, shard); t != nil {
+				if t, _ := findShard(s, shard); t != nil && t.HasCleanupPolicy(meta.CleanupDelete) {
 					retentionMs, retentionBytes = t.Int(meta.ConfigRetentionMs), t.Int(meta.ConfigRetentionBytes)
 				}
 			})

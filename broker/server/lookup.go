@@ -22,6 +22,7 @@ type partitionInfo struct {
 	leaderEpoch int32
 	minISR      int
 	maxMessage  int32
+	compacted   bool
 }
 
 // partitionFor looks a partition up in the metadata.
@@ -36,7 +37,8 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 		}
 		p := t.Partitions[index]
 		info = partitionInfo{shard: p.Shard, replicas: append([]int32(nil), p.Replicas...), leader: p.Leader, leaderEpoch: p.LeaderEpoch,
-			minISR: int(t.Int(meta.ConfigMinInsyncReplicas)), maxMessage: int32(t.Int(meta.ConfigMaxMessageBytes))}
+			minISR: int(t.Int(meta.ConfigMinInsyncReplicas)), maxMessage: int32(t.Int(meta.ConfigMaxMessageBytes)),
+			compacted: t.HasCleanupPolicy(meta.CleanupCompact)}
 	})
 	if err == nil {
 		info.leader, info.leaderEpoch = b.currentLeader(info)

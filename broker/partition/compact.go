@@ -1,0 +1,433 @@
+package partition
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Log compaction (cleanup.policy=compact) keeps, in the segments that are
+// no longer written, only the newest record of each key, and drops
+// tombstones (a null value) once they are older than delete.retention.ms.
+//
+// It is a replica's own business, as in Kafka: it changes which records a
+// segment holds, never an offset or a batch's header. Every batch stays,
+// with its base and last offset, timestamps and producer fields, emptied
+// if need be. So the replicated state (log end, log start, leader epochs,
+// the idempotent-producer table) is the same on a replica that has
+// compacted and on one that has not, and compaction needs no Raft entry.
+
+// CleanOptions are a partition's compaction settings, with the time read
+// by the caller (the state machine reads no clock).
+type CleanOptions struct {
+	NowMs int64
+	// DeleteRetentionMs is how long a tombstone is kept, so that a consumer
+	// reading from the start sees the deletion (delete.retention.ms).
+	DeleteRetentionMs int64
+	// MinCompactionLagMs keeps segments holding newer records as they are
+	// (min.compaction.lag.ms).
+	MinCompactionLagMs int64
+	// MinCleanableDirtyRatio is the share of the cleanable bytes that must
+	// be new since the last pass (min.cleanable.dirty.ratio).
+	MinCleanableDirtyRatio float64
+	// MaxCompactionLagMs cleans regardless of the ratio once a record not
+	// cleaned yet is older than this (max.compaction.lag.ms); 0 is never.
+	MaxCompactionLagMs int64
+}
+
+// CleanResult says what one pass did.
+type CleanResult struct {
+	Cleaned        bool  // whether the pass ran
+	SegmentsRead   int   // segments the pass covered
+	BytesRemoved   int64 // segment bytes freed
+	RecordsRemoved int64
+}
+
+// keyHash stands for a key in the offset map: the map's size then depends
+// on the number of keys only. A collision needs two keys with the same
+// SHA-256 prefix, which Kafka's MD5 map accepts on far weaker odds.
+type keyHash [16]byte
+
+func hashKey(k []byte) keyHash {
+	sum := sha256.Sum256(k)
+	return keyHash(sum[:16])
+}
+
+// cleanable is a segment a pass may rewrite, as it was when the pass began.
+type cleanable struct {
+	seg  *segment
+	f    *os.File
+	size int64
+}
+
+// Clean runs one compaction pass if the log has enough new data in its
+// segments that are no longer written.
+func (s *StateMachine) Clean(opts CleanOptions) (CleanResult, error) {
+	s.cleaning.Lock()
+	defer s.cleaning.Unlock()
+	return s.log.clean(opts)
+}
+
+// retiredFile is a segment file that compaction replaced, kept open for
+// readers that found it before, as Kafka delays deleting files
+// (file.delete.delay.ms).
+type retiredFile struct {
+	f       *os.File
+	afterMs int64 // when it may be closed
+}
+
+const retiredFileDelayMs = 60_000
+
+func (l *Log) clean(opts CleanOptions) (CleanResult, error) {
+	l.closeRetired(opts.NowMs)
+	segs, dirty, total, oldestDirty := l.cleanableSegments(opts)
+	if len(segs) == 0 || total == 0 {
+		return CleanResult{}, nil
+	}
+	overdue := opts.MaxCompactionLagMs > 0 && oldestDirty >= 0 && oldestDirty < opts.NowMs-opts.MaxCompactionLagMs
+	if float64(dirty)/float64(total) < opts.MinCleanableDirtyRatio && !overdue {
+		return CleanResult{}, nil
+	}
+	res := CleanResult{Cleaned: true, SegmentsRead: len(segs)}
+	dec := kgo.DefaultDecompressor()
+	latest := map[keyHash]int64{}
+	for _, c := range segs {
+		err := eachBatch(c.f, c.size, func(raw []byte) error {
+			// A batch whose records do not parse (written before the topic
+			// was compacted; produce checks them since) stays as it is.
+			_ = eachRecord(raw, dec, func(offset int64, r *kmsg.Record, _ int64) {
+				if r.Key != nil {
+					latest[hashKey(r.Key)] = offset
+				}
+			})
+			return nil
+		})
+		if err != nil {
+			return res, readErr(err)
+		}
+	}
+	tombstoneHorizon := opts.NowMs - opts.DeleteRetentionMs
+	keep := func(offset int64, r *kmsg.Record, timestamp int64) bool {
+		if r.Key == nil {
+			return true // keyless records were produced before the topic was compacted
+		}
+		if latest[hashKey(r.Key)] != offset {
+			return false
+		}
+		return r.Value != nil || timestamp >= tombstoneHorizon
+	}
+	for _, c := range segs {
+		freed, removed, err := l.rewrite(c, keep, dec, opts.NowMs)
+		if err != nil {
+			return res, err
+		}
+		res.BytesRemoved += freed
+		res.RecordsRemoved += removed
+	}
+	l.mu.Lock()
+	if n := len(segs); n > 0 {
+		l.cleanPoint = segs[n-1].seg.last + 1
+	}
+	l.mu.Unlock()
+	return res, nil
+}
+
+// cleanableSegments returns the segments a pass may rewrite: all but the
+// active one, and none from the first one holding records newer than the
+// minimum compaction lag. It also returns the bytes among them that no pass
+// has covered yet, their total, and the newest timestamp of the oldest such
+// segment (-1 if none).
+func (l *Log) cleanableSegments(opts CleanOptions) (segs []cleanable, dirty, total, oldestDirty int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	oldestDirty = -1
+	for i := 0; i+1 < len(l.segs); i++ {
+		seg := l.segs[i]
+		if seg.dirty || (opts.MinCompactionLagMs > 0 && seg.maxTimestamp > opts.NowMs-opts.MinCompactionLagMs) {
+			break
+		}
+		segs = append(segs, cleanable{seg: seg, f: seg.f, size: seg.size})
+		total += seg.size
+		if seg.last >= l.cleanPoint {
+			dirty += seg.size
+			if oldestDirty < 0 {
+				oldestDirty = seg.maxTimestamp
+			}
+		}
+	}
+	return segs, dirty, total, oldestDirty
+}
+
+// rewrite writes c's batches with only the records keep accepts into a new
+// file and, if that removed anything, puts it in the segment's place.
+func (l *Log) rewrite(c cleanable, keep func(int64, *kmsg.Record, int64) bool, dec kgo.Decompressor, nowMs int64) (freed, removed int64, err error) {
+	var out bytes.Buffer
+	var index []indexEntry
+	maxTimestamp := int64(-1)
+	err = eachBatch(c.f, c.size, func(raw []byte) error {
+		cleaned, n, err := compactBatch(raw, keep, dec)
+		if err != nil {
+			return err
+		}
+		removed += n
+		h, err := readHeader(cleaned)
+		if err != nil {
+			return err
+		}
+		pos := int64(out.Len())
+		if len(index) == 0 || pos-int64(index[len(index)-1].pos) >= indexIntervalBytes {
+			index = append(index, indexEntry{relOffset: uint32(h.BaseOffset - c.seg.base), pos: uint32(pos), timestampBefore: maxTimestamp})
+		}
+		maxTimestamp = max(maxTimestamp, h.MaxTimestamp)
+		out.Write(cleaned)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, readErr(err)
+	}
+	if removed == 0 {
+		return 0, 0, nil
+	}
+	tmp := c.seg.path + ".cleaned"
+	if err := writeFileSync(tmp, out.Bytes()); err != nil {
+		return 0, 0, err
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR, 0o644)
+	if err != nil {
+		return 0, 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.holds(c.seg) {
+		// Retention or a snapshot took the segment meanwhile.
+		f.Close()
+		return 0, 0, os.Remove(tmp)
+	}
+	if err := os.Rename(tmp, c.seg.path); err != nil {
+		f.Close()
+		return 0, 0, err
+	}
+	if err := syncDir(l.dir); err != nil {
+		// The rename may or may not be durable; both files hold the same
+		// batches, so either is a correct segment after a crash.
+		l.retired = append(l.retired, retiredFile{f, nowMs + retiredFileDelayMs})
+		return 0, 0, err
+	}
+	l.retired = append(l.retired, retiredFile{c.seg.f, nowMs + retiredFileDelayMs})
+	c.seg.f, c.seg.size, c.seg.index = f, int64(out.Len()), index
+	return c.size - int64(out.Len()), removed, nil
+}
+
+func (l *Log) holds(seg *segment) bool {
+	for _, s := range l.segs {
+		if s == seg {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *Log) closeRetired(nowMs int64) {
+	l.mu.Lock()
+	var due []*os.File
+	kept := l.retired[:0]
+	for _, r := range l.retired {
+		if r.afterMs <= nowMs {
+			due = append(due, r.f)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	l.retired = kept
+	l.mu.Unlock()
+	for _, f := range due {
+		f.Close()
+	}
+}
+
+// removeCleanerLeftovers deletes files of a pass that a crash interrupted.
+func removeCleanerLeftovers(dir string) error {
+	names, err := filepath.Glob(filepath.Join(dir, "*.log.cleaned"))
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := os.Remove(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// eachBatch calls fn with every batch of a segment file, read in order.
+func eachBatch(f *os.File, size int64, fn func(raw []byte) error) error {
+	const chunk = 1 << 20
+	buf := make([]byte, 0, chunk)
+	pos := int64(0)
+	for pos < size {
+		n := min(int64(cap(buf)), size-pos)
+		buf = buf[:n]
+		if _, err := f.ReadAt(buf, pos); err != nil {
+			return err
+		}
+		used := 0
+		for used+batchHeaderLength <= len(buf) {
+			h, err := readHeader(buf[used:])
+			if err != nil {
+				return fmt.Errorf("segment at %d: %w", pos+int64(used), err)
+			}
+			if used+int(h.Length) > len(buf) {
+				break
+			}
+			if err := fn(buf[used : used+int(h.Length)]); err != nil {
+				return err
+			}
+			used += int(h.Length)
+		}
+		if used == 0 {
+			// One batch larger than the buffer: read it whole.
+			h, err := readHeader(buf)
+			if err != nil {
+				return err
+			}
+			buf = make([]byte, 0, max(int64(h.Length), chunk))
+			continue
+		}
+		pos += int64(used)
+	}
+	return nil
+}
+
+var errCorruptRecords = errors.New("partition: records do not match their batch")
+
+// eachRecord calls fn with each record of a batch, its offset and its
+// timestamp, decompressing the records if the batch is compressed.
+func eachRecord(raw []byte, dec kgo.Decompressor, fn func(offset int64, r *kmsg.Record, timestamp int64)) error {
+	_, err := splitRecords(raw, dec, func(offset int64, r *kmsg.Record, timestamp int64, _ []byte) {
+		fn(offset, r, timestamp)
+	})
+	return err
+}
+
+// splitRecords parses a batch's records; fn gets each one's encoded bytes
+// too. It returns the parsed batch.
+func splitRecords(raw []byte, dec kgo.Decompressor, fn func(offset int64, r *kmsg.Record, timestamp int64, encoded []byte)) (*kmsg.RecordBatch, error) {
+	var b kmsg.RecordBatch
+	if err := b.ReadFrom(raw); err != nil {
+		return nil, err
+	}
+	records, err := dec.Decompress(b.Records, kgo.CompressionCodecType(b.Attributes&0x07))
+	if err != nil {
+		return nil, err
+	}
+	for i := int32(0); i < b.NumRecords; i++ {
+		length, n := binary.Varint(records)
+		if n <= 0 || length < 0 || int64(n)+length > int64(len(records)) {
+			return nil, errCorruptRecords
+		}
+		encoded := records[:int64(n)+length]
+		var r kmsg.Record
+		if err := r.ReadFrom(encoded); err != nil {
+			return nil, err
+		}
+		fn(b.FirstOffset+int64(r.OffsetDelta), &r, b.FirstTimestamp+r.TimestampDelta64, encoded)
+		records = records[len(encoded):]
+	}
+	return &b, nil
+}
+
+// compactBatch returns the batch with only the records keep accepts, and
+// how many it dropped; a batch whose records do not parse, unchanged. The header stays as it was but for the record count,
+// length and CRC: the offsets and timestamps it spans, and its producer
+// fields, are part of the replicated state. Records keep their encoding;
+// a compressed batch is compressed again with its codec.
+func compactBatch(raw []byte, keep func(int64, *kmsg.Record, int64) bool, dec kgo.Decompressor) ([]byte, int64, error) {
+	var kept []byte
+	var removed int64
+	b, err := splitRecords(raw, dec, func(offset int64, r *kmsg.Record, timestamp int64, encoded []byte) {
+		if keep(offset, r, timestamp) {
+			kept = append(kept, encoded...)
+		} else {
+			removed++
+		}
+	})
+	if err != nil || removed == 0 {
+		return raw, 0, nil // unparsable records stay, see clean
+	}
+	codec := kgo.CompressionCodecType(b.Attributes & 0x07)
+	if len(kept) == 0 {
+		// An empty batch is written uncompressed: there is nothing to
+		// decompress, and a codec's empty stream is not empty bytes.
+		b.Attributes &^= 0x07
+	} else if codec != kgo.CodecNone {
+		comp, err := kgo.DefaultCompressor(codecOf(codec))
+		if err != nil {
+			return nil, 0, err
+		}
+		var buf bytes.Buffer
+		compressed, used := comp.Compress(&buf, kept)
+		if used != codec {
+			return nil, 0, fmt.Errorf("partition: recompressing with %v gave %v", codec, used)
+		}
+		kept = append([]byte(nil), compressed...)
+	}
+	b.NumRecords -= int32(removed)
+	b.Records = kept
+	b.Length = int32(len(b.AppendTo(nil)) - 12)
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], crc32c))
+	return out, removed, nil
+}
+
+func codecOf(t kgo.CompressionCodecType) kgo.CompressionCodec {
+	switch t {
+	case kgo.CodecGzip:
+		return kgo.GzipCompression()
+	case kgo.CodecSnappy:
+		return kgo.SnappyCompression()
+	case kgo.CodecLz4:
+		return kgo.Lz4Compression()
+	case kgo.CodecZstd:
+		return kgo.ZstdCompression()
+	}
+	return kgo.NoCompression()
+}
+
+// KeylessRecord reports whether any record of the batches has no key, which
+// a compacted topic refuses as Kafka does: compaction could never remove it.
+func KeylessRecord(batches [][]byte) (bool, error) {
+	dec := kgo.DefaultDecompressor()
+	keyless := false
+	for _, raw := range batches {
+		err := eachRecord(raw, dec, func(_ int64, r *kmsg.Record, _ int64) {
+			keyless = keyless || r.Key == nil
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	return keyless, nil
+}

@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/raftka/raftka/broker/meta"
+	"github.com/raftka/raftka/broker/partition"
+)
+
+// cleanLogs runs compaction passes on this broker's replicas of compacted
+// topics (cleanup.policy=compact). Every replica cleans its own log, as in
+// Kafka: compaction changes no offset and no batch header, so it needs no
+// agreement (see broker/partition/compact.go). The clock is read here.
+func (b *Broker) cleanLogs(ctx context.Context) {
+	for sleep(ctx, b.cfg.LogCleanerInterval) {
+		for shard, opts := range b.compactedReplicas() {
+			rep := b.replicas.get(shard)
+			if rep == nil {
+				continue
+			}
+			opts.NowMs = time.Now().UnixMilli()
+			start := time.Now()
+			res, err := rep.sm.Clean(opts)
+			switch {
+			case errors.Is(err, partition.ErrOffsetOutOfRange):
+				// Retention deleted a segment under the pass: the next
+				// one starts from what is left.
+			case err != nil:
+				b.log.Warn("log compaction failed", "shard", shard, "error", err)
+			case res.Cleaned:
+				b.metrics.cleanedBytes.Add(float64(res.BytesRemoved))
+				b.metrics.cleanedRecords.Add(float64(res.RecordsRemoved))
+				b.log.Debug("log compacted", "shard", shard, "segments", res.SegmentsRead,
+					"bytes_removed", res.BytesRemoved, "records_removed", res.RecordsRemoved, "took", time.Since(start))
+			}
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// compactedReplicas returns the compaction settings of each partition this
+// broker hosts whose topic is compacted.
+func (b *Broker) compactedReplicas() map[uint64]partition.CleanOptions {
+	out := map[uint64]partition.CleanOptions{}
+	b.meta.Read(func(s *meta.State) {
+		for _, t := range s.Topics {
+			if !t.HasCleanupPolicy(meta.CleanupCompact) {
+				continue
+			}
+			opts := partition.CleanOptions{
+				DeleteRetentionMs:      t.Int(meta.ConfigDeleteRetentionMs),
+				MinCompactionLagMs:     t.Int(meta.ConfigMinCompactionLagMs),
+				MaxCompactionLagMs:     t.Int(meta.ConfigMaxCompactionLagMs),
+				MinCleanableDirtyRatio: t.Float(meta.ConfigMinCleanableRatio),
+			}
+			for _, p := range t.Partitions {
+				if containsID(p.Replicas, b.cfg.ID) {
+					out[p.Shard] = opts
+				}
+			}
+		}
+	})
+	return out
+}
