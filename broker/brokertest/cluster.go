@@ -26,6 +26,10 @@ type Options struct {
 	Brokers int
 	// ExtraFlags are passed to every broker.
 	ExtraFlags []string
+	// DataRoot is where the brokers' data directories are made: a tmpfs
+	// such as /dev/shm takes the disk out of a measurement. A test
+	// temporary directory by default.
+	DataRoot string
 }
 
 // Broker is one broker process of a test cluster.
@@ -97,6 +101,14 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	c := &Cluster{t: t, bin: Binary(t), flags: opts.ExtraFlags}
 	root := t.TempDir()
+	if opts.DataRoot != "" {
+		dir, err := os.MkdirTemp(opts.DataRoot, "raftka-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		root = dir
+	}
 	ports := freePorts(t, 3*opts.Brokers)
 	var voters, join []string
 	for i := 0; i < opts.Brokers; i++ {
