@@ -9,6 +9,8 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,6 +52,28 @@ type CleanResult struct {
 	BytesRemoved   int64 // segment bytes freed
 	RecordsRemoved int64
 }
+
+// maxDecompressedBatchBytes bounds what one batch may decompress to. A
+// compressed batch of a few kilobytes can claim gigabytes; past this bound
+// it is refused (and a stored one is left as it is) rather than allowed to
+// take the broker's memory.
+const maxDecompressedBatchBytes = 128 << 20
+
+// batchDecompressor is franz-go's decompressor with that bound; a client's
+// configuration is the only way to get one (DefaultDecompressor allows 2
+// GiB).
+var batchDecompressor = sync.OnceValue(func() kgo.Decompressor {
+	cl, err := kgo.NewClient(kgo.MaxDecompressBatchBytes(maxDecompressedBatchBytes))
+	if err != nil {
+		panic(fmt.Sprintf("partition: building the decompressor: %v", err))
+	}
+	defer cl.Close()
+	return cl.OptValue(kgo.WithDecompressor).(kgo.Decompressor)
+})
+
+// decompressing bounds how many produce requests decompress at once, and
+// with it the memory that takes.
+var decompressing = make(chan struct{}, max(2, runtime.NumCPU()))
 
 // keyHash stands for a key in the offset map: the map's size then depends
 // on the number of keys only. A collision needs two keys with the same
@@ -97,7 +121,7 @@ func (l *Log) clean(opts CleanOptions) (CleanResult, error) {
 		return CleanResult{}, nil
 	}
 	res := CleanResult{Cleaned: true, SegmentsRead: len(segs)}
-	dec := kgo.DefaultDecompressor()
+	dec := batchDecompressor()
 	latest := map[keyHash]int64{}
 	for _, c := range segs {
 		err := eachBatch(c.f, c.size, func(raw []byte) error {
@@ -418,8 +442,12 @@ func codecOf(t kgo.CompressionCodecType) kgo.CompressionCodec {
 
 // KeylessRecord reports whether any record of the batches has no key, which
 // a compacted topic refuses as Kafka does: compaction could never remove it.
+// A batch that would decompress past maxDecompressedBatchBytes is an error
+// that wraps kgo.ErrMaxDecompress.
 func KeylessRecord(batches [][]byte) (bool, error) {
-	dec := kgo.DefaultDecompressor()
+	decompressing <- struct{}{}
+	defer func() { <-decompressing }()
+	dec := batchDecompressor()
 	keyless := false
 	for _, raw := range batches {
 		err := eachRecord(raw, dec, func(_ int64, r *kmsg.Record, _ int64) {

@@ -3,6 +3,7 @@ package partition
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -256,6 +257,26 @@ func TestCompactionKeepsBatchesItCannotParse(t *testing.T) {
 	data, err := s.Log().Read(0, 1)
 	if err != nil || !bytes.Equal(data, garbage) {
 		t.Fatalf("the unparsable batch changed: %v", err)
+	}
+}
+
+// A batch that decompresses to more than the bound is refused, whatever
+// its codec, before it takes that much memory.
+func TestDecompressionBombIsRefused(t *testing.T) {
+	zeros := make([]byte, maxDecompressedBatchBytes+1)
+	for name, codec := range map[string]kgo.CompressionCodec{"gzip": kgo.GzipCompression(), "zstd": kgo.ZstdCompression(),
+		"lz4": kgo.Lz4Compression(), "snappy": kgo.SnappyCompression()} {
+		comp, err := kgo.DefaultCompressor(codec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		bomb, used := comp.Compress(&buf, zeros)
+		b := kmsg.RecordBatch{Magic: 2, Attributes: int16(used), NumRecords: 1, Records: bomb}
+		b.Length = int32(len(b.AppendTo(nil)) - 12)
+		if _, err := KeylessRecord([][]byte{b.AppendTo(nil)}); !errors.Is(err, kgo.ErrMaxDecompress) {
+			t.Errorf("%s: %d bytes that decompress to %d: %v, want ErrMaxDecompress", name, len(bomb), len(zeros), err)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lni/dragonboat/v3"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/partition"
@@ -149,7 +150,9 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	if info.compacted {
 		// Compaction keeps the newest record of each key; one without a
 		// key could never be compacted away, so Kafka refuses it.
-		if keyless, err := partition.KeylessRecord(batches); err != nil {
+		if keyless, err := partition.KeylessRecord(batches); errors.Is(err, kgo.ErrMaxDecompress) {
+			return nil, kerr.MessageTooLarge
+		} else if err != nil {
 			return nil, kerr.CorruptMessage
 		} else if keyless {
 			return nil, kerr.InvalidRecord
