@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -113,6 +114,39 @@ func TestRetentionBytesDropsOldSegments(t *testing.T) {
 	got := consumeAll(t, c, "metrics", 4000-int(start))
 	if got[0].Offset != start {
 		t.Fatalf("consumption starts at %d, log start is %d", got[0].Offset, start)
+	}
+}
+
+// TestRetentionMsEmptiesAQuietTopic: records older than retention.ms go
+// even when they never filled a segment, from every replica's disk, and
+// the partition carries on at the same offsets.
+func TestRetentionMsEmptiesAQuietTopic(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--retention-check-interval", "300ms"}})
+	retention := "2000"
+	c.CreateTopic("quiet", 1, 3, map[string]*string{"retention.ms": &retention})
+	produceN(t, c, "quiet", 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	waitFor(t, 30*time.Second, "retention to delete every record", func() bool {
+		starts, err := c.Admin().ListStartOffsets(ctx, "quiet")
+		if err != nil {
+			return false
+		}
+		o, _ := starts.Lookup("quiet", 0)
+		return o.Offset == 10
+	})
+	for i := range c.Brokers {
+		waitFor(t, 10*time.Second, fmt.Sprintf("broker %d to free the partition's disk", i), func() bool {
+			size, ok := c.Metric(i, "raftka_partition_size_bytes", `topic="quiet"`)
+			return ok && size == 0
+		})
+	}
+	r := &kgo.Record{Topic: "quiet", Value: []byte("after")}
+	if err := c.Client(kgo.RequiredAcks(kgo.AllISRAcks())).ProduceSync(ctx, r).FirstErr(); err != nil || r.Offset != 10 {
+		t.Fatalf("produce after retention: offset %d, %v", r.Offset, err)
+	}
+	if got := consumeAll(t, c, "quiet", 1); got[0].Offset != 10 || string(got[0].Value) != "after" {
+		t.Fatalf("read %q at %d", got[0].Value, got[0].Offset)
 	}
 }
 

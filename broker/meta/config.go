@@ -41,6 +41,7 @@ const (
 	ConfigMinInsyncReplicas  = "min.insync.replicas"
 	ConfigMaxMessageBytes    = "max.message.bytes"
 	ConfigSegmentBytes       = "segment.bytes"
+	ConfigSegmentMs          = "segment.ms"
 	ConfigCleanupPolicy      = "cleanup.policy"
 	ConfigTimestampType      = "message.timestamp.type"
 	ConfigCompressionType    = "compression.type"
@@ -66,6 +67,7 @@ func init() {
 		{ConfigMinInsyncReplicas, "1", atLeast(1)},
 		{ConfigMaxMessageBytes, "1048588", atLeast(0)},
 		{ConfigSegmentBytes, "134217728", atLeast(1 << 20)},
+		{ConfigSegmentMs, "604800000", atLeast(1)},
 		{ConfigCleanupPolicy, CleanupDelete, oneOf("delete", "compact", "compact,delete", "delete,compact")},
 		{ConfigDeleteRetentionMs, "86400000", atLeast(0)},
 		{ConfigMinCompactionLagMs, "0", atLeast(0)},

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultSegmentBytes is when the active segment file rolls over.
@@ -30,6 +31,9 @@ const maxSegmentOffsets = 1<<31 - 1
 type segment struct {
 	base  int64 // the log end when the file was created
 	path  string
+	// firstTimestamp is its first batch's max timestamp: segment.ms rolls
+	// by record time from there.
+	firstTimestamp int64
 	f     *os.File
 	size  int64
 	dirty bool // written since its last fsync
@@ -59,8 +63,10 @@ type epochStart struct {
 // Log is a partition's segmented log. Writers (the state machine) hold mu;
 // readers take it shared only to find file positions and read with ReadAt.
 type Log struct {
-	dir          string
-	segmentBytes int64
+	dir string
+	// segment.bytes and segment.ms; the broker may change them at any
+	// time: where a segment ends is this replica's own business.
+	segmentBytes, segmentMs atomic.Int64
 
 	mu       sync.RWMutex
 	segs     []*segment
@@ -69,6 +75,9 @@ type Log struct {
 	epochs   []epochStart
 	producer producers
 	changed  chan struct{} // closed and replaced whenever next moves
+	// doomed are segments below the log start, deleted from disk only
+	// once a checkpoint past them is durable (removeDoomed).
+	doomed []*segment
 
 	// Compaction's own: where its last pass ended, and replaced segment
 	// files that readers may still be reading.
@@ -82,11 +91,9 @@ func newSegment(base int64, path string, f *os.File) *segment {
 	return &segment{base: base, path: path, f: f, last: base - 1, maxTimestamp: -1, maxTimestampOffset: -1}
 }
 
-func openLog(dir string, segmentBytes int64, ck checkpoint) (*Log, error) {
-	if segmentBytes <= 0 {
-		segmentBytes = DefaultSegmentBytes
-	}
-	l := &Log{dir: dir, segmentBytes: segmentBytes, producer: producers{}, changed: make(chan struct{}),
+// openLog opens the segments of dir as a checkpoint (durable) names them.
+func openLog(dir string, ck checkpoint) (*Log, error) {
+	l := &Log{dir: dir, producer: producers{}, changed: make(chan struct{}),
 		next: ck.NextOffset, start: ck.LogStartOffset}
 	if err := removeCleanerLeftovers(dir); err != nil {
 		return nil, err
@@ -128,6 +135,7 @@ func openLog(dir string, segmentBytes int64, ck checkpoint) (*Log, error) {
 		return nil, fmt.Errorf("partition %s: log ends at %d but checkpoint says %d: refusing to start with missing data", dir, end, ck.NextOffset)
 	}
 	l.dropBefore(l.start)
+	l.removeDoomed() // the checkpoint that put them below the start is durable
 	return l, nil
 }
 
@@ -187,6 +195,9 @@ func scanHeaders(f *os.File, pos, end int64, fn func(h header, pos int64) bool) 
 
 // index adds a batch just written at pos of seg, the last in it.
 func (l *Log) index(h header, seg *segment, pos int64) {
+	if pos == 0 {
+		seg.firstTimestamp = h.MaxTimestamp
+	}
 	if n := len(seg.index); n == 0 || pos-int64(seg.index[n-1].pos) >= indexIntervalBytes {
 		seg.index = append(seg.index, indexEntry{relOffset: uint32(h.BaseOffset - seg.base), pos: uint32(pos),
 			timestampBefore: seg.maxTimestamp})
@@ -230,13 +241,20 @@ func (l *Log) append(b []byte, epoch int32) (header, error) {
 }
 
 // activeSegment returns the segment that h is to be appended to: the last
-// one, unless the batch would not fit its size or its 32-bit relative
-// offsets and positions.
+// one, unless it is full (segment.bytes), its first record is segment.ms
+// older than h's (by record time, as Kafka rolls: a quiet segment rolls
+// with the next append), or h would not fit its 32-bit relative offsets and
+// positions.
 func (l *Log) activeSegment(h header) (*segment, error) {
 	if n := len(l.segs); n > 0 {
 		seg := l.segs[n-1]
-		fits := seg.size < l.segmentBytes && seg.size+int64(h.Length) <= math.MaxUint32 &&
-			l.next+int64(h.LastDelta)-seg.base <= maxSegmentOffsets
+		segmentBytes, segmentMs := l.segmentBytes.Load(), l.segmentMs.Load()
+		if segmentBytes <= 0 {
+			segmentBytes = DefaultSegmentBytes
+		}
+		fits := seg.size < segmentBytes && seg.size+int64(h.Length) <= math.MaxUint32 &&
+			l.next+int64(h.LastDelta)-seg.base <= maxSegmentOffsets &&
+			(segmentMs <= 0 || h.MaxTimestamp-seg.firstTimestamp < segmentMs)
 		if fits || seg.size == 0 {
 			return seg, nil
 		}
@@ -285,17 +303,18 @@ func (l *Log) publish() {
 	l.mu.Unlock()
 }
 
-// dropBefore moves the log start offset and deletes whole segments that lie
-// below it; a partly covered segment stays, and reads skip its head.
+// dropBefore moves the log start offset and takes out the whole segments
+// that lie below it, the last one too when the start is the log end (the
+// next append begins a new one); a partly covered segment stays, and reads
+// skip its head. Their files go in removeDoomed.
 func (l *Log) dropBefore(offset int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if offset > l.start {
 		l.start = offset
 	}
-	var doomed []*segment
-	for len(l.segs) > 1 && l.segs[1].base <= l.start {
-		doomed = append(doomed, l.segs[0])
+	for len(l.segs) > 0 && (len(l.segs) > 1 && l.segs[1].base <= l.start || l.start >= l.next && l.segs[0].size > 0) {
+		l.doomed = append(l.doomed, l.segs[0])
 		l.segs = l.segs[1:]
 	}
 	// The producer table must be the same whether this replica kept
@@ -303,6 +322,23 @@ func (l *Log) dropBefore(offset int64) {
 	// records were deleted could judge a producer's next batch differently
 	// from one that did not.
 	l.producer.dropBefore(l.start)
+}
+
+// hasDoomed reports whether segments wait for removeDoomed.
+func (l *Log) hasDoomed() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.doomed) > 0
+}
+
+// removeDoomed deletes the files of segments below the log start. The
+// caller has made a checkpoint with that start durable: with an older one,
+// the next open would find records missing that it still names.
+func (l *Log) removeDoomed() {
+	l.mu.Lock()
+	doomed := l.doomed
+	l.doomed = nil
+	l.mu.Unlock()
 	for _, s := range doomed {
 		s.f.Close()
 		// A file left behind lies below the log start: the next open
@@ -534,15 +570,23 @@ func (l *Log) RetentionPoint(minTimestamp, maxBytes int64) int64 {
 	for _, s := range l.segs {
 		total += s.size
 	}
-	for i := 0; i+1 < len(l.segs); i++ {
-		seg, next := l.segs[i], l.segs[i+1]
+	for i, seg := range l.segs {
 		tooOld := minTimestamp > 0 && seg.maxTimestamp < minTimestamp
+		if i+1 == len(l.segs) {
+			// The active segment goes only when all of it expired, as
+			// Kafka rolls and deletes it: otherwise a quiet topic would
+			// keep its records long past retention.ms.
+			if tooOld && seg.size > 0 {
+				point = l.next
+			}
+			break
+		}
 		tooBig := maxBytes >= 0 && total > maxBytes
 		if !tooOld && !tooBig {
 			break
 		}
 		total -= seg.size
-		point = next.base
+		point = l.segs[i+1].base
 	}
 	return point
 }
@@ -551,13 +595,13 @@ func (l *Log) RetentionPoint(minTimestamp, maxBytes int64) int64 {
 func (l *Log) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, s := range l.segs {
+	for _, s := range append(l.segs, l.doomed...) {
 		s.f.Close()
 	}
 	for _, r := range l.retired {
 		r.f.Close()
 	}
-	l.segs, l.retired = nil, nil
+	l.segs, l.doomed, l.retired = nil, nil, nil
 }
 
 func syncDir(dir string) error {

@@ -80,7 +80,6 @@ var SnapshotsRecovered atomic.Int64
 // StateMachine is the Dragonboat on-disk state machine of one partition.
 type StateMachine struct {
 	dir          string
-	segmentBytes int64
 	log          *Log
 	ckFile       *os.File
 	ck           checkpoint
@@ -129,8 +128,17 @@ func NewStateMachine(dir string, segmentBytes int64, source Source, logger *slog
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &StateMachine{dir: dir, segmentBytes: segmentBytes, source: source, logger: logger,
+	s := &StateMachine{dir: dir, source: source, logger: logger,
 		log: &Log{changed: make(chan struct{}), producer: producers{}}}
+	s.log.segmentBytes.Store(segmentBytes)
+	return s
+}
+
+// SetSegmentLimits sets segment.bytes and segment.ms for the segments
+// rolled from now on (0 is the default size, and no time limit).
+func (s *StateMachine) SetSegmentLimits(bytes, ms int64) {
+	s.log.segmentBytes.Store(bytes)
+	s.log.segmentMs.Store(ms)
 }
 
 // Log is the partition's log, for readers. It stays the same object for
@@ -162,15 +170,16 @@ func (s *StateMachine) Open(stop <-chan struct{}) (uint64, error) {
 
 // load (re)opens the segments and swaps them into the shared Log.
 func (s *StateMachine) load(ck checkpoint) error {
-	fresh, err := openLog(s.dir, s.segmentBytes, ck)
+	fresh, err := openLog(s.dir, ck)
 	if err != nil {
 		return err
 	}
 	l := s.log
 	l.mu.Lock()
-	old := l.segs
-	l.dir, l.segmentBytes = fresh.dir, fresh.segmentBytes
+	old := append(l.segs, l.doomed...)
+	l.dir = fresh.dir
 	l.segs, l.next, l.start, l.epochs, l.producer = fresh.segs, fresh.next, fresh.start, fresh.epochs, fresh.producer
+	l.doomed, l.cleanPoint = nil, 0 // openLog removed the doomed files
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
@@ -198,6 +207,14 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	s.ck.AppliedIndex, s.ck.NextOffset, s.ck.LogStartOffset = entries[len(entries)-1].Index, next, start
 	if err := s.persist(); err != nil {
 		return nil, err
+	}
+	if s.log.hasDoomed() {
+		// Deleted segments leave the disk only under a durable checkpoint
+		// past them; records deleted are rare enough to pay its fsync.
+		if err := s.ckFile.Sync(); err != nil {
+			return nil, fmt.Errorf("partition %s: checkpoint fsync: %w", s.dir, err)
+		}
+		s.log.removeDoomed()
 	}
 	if wrote {
 		s.log.publish()

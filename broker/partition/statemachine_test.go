@@ -323,9 +323,54 @@ func TestRetentionDropsWholeSegments(t *testing.T) {
 	if start, _ := s.Log().Offsets(); start != point {
 		t.Fatalf("log start %d, want %d", start, point)
 	}
-	// Everything is older than a future cut-off, but the active segment stays.
-	if p := s.Log().RetentionPoint(1<<62, -1); p == 30 {
-		t.Fatal("retention would delete the active segment")
+	// The byte budget never takes the active segment.
+	if p := s.Log().RetentionPoint(0, 0); p == 30 {
+		t.Fatal("retention.bytes would delete the active segment")
+	}
+}
+
+// A quiet topic's only segment expires too, as Kafka rolls and deletes an
+// expired active segment: otherwise its records would outlive retention.ms
+// until enough new ones filled the segment.
+func TestRetentionDeletesAnExpiredActiveSegment(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openSM(t, dir, 0)
+	apply(t, s, 1, ProduceCommand(1, brokertest.RecordBatchAt(1000, -1, 0, 0, "old", "older")))
+	if p := s.Log().RetentionPoint(1000, -1); p != 0 {
+		t.Fatalf("records at 1000 expired by a cut-off at 1000: point %d", p)
+	}
+	point := s.Log().RetentionPoint(1001, -1)
+	if point != 2 {
+		t.Fatalf("retention point %d, want the log end 2", point)
+	}
+	apply(t, s, 2, DeleteRecordsCommand(point))
+	if segs, _ := filepath.Glob(filepath.Join(dir, "*.log")); len(segs) != 0 || s.Log().SizeBytes() != 0 {
+		t.Fatalf("segments left: %v, %d bytes", segs, s.Log().SizeBytes())
+	}
+	closeSM(t, s)
+	reopened, _ := openSM(t, dir, 0)
+	if start, end := reopened.Log().Offsets(); start != 2 || end != 2 {
+		t.Fatalf("reopened at [%d, %d), want [2, 2)", start, end)
+	}
+	if r := apply(t, reopened, 3, produce(1, -1, 0, 0, "new"))[0]; r.Err != nil || r.BaseOffset != 2 {
+		t.Fatalf("produce after: %+v", r)
+	}
+	if vals, offs := readValues(t, reopened.Log(), 2); !equal(vals, []string{"new"}) || offs[0] != 2 {
+		t.Fatalf("read %v at %v", vals, offs)
+	}
+}
+
+// segment.ms rolls by record time: a batch whose records are segment.ms
+// newer than the segment's first starts a new one.
+func TestSegmentMsRollsByRecordTime(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openSM(t, dir, 0)
+	s.SetSegmentLimits(0, 1000)
+	for i, ts := range []int64{0, 500, 999, 1000, 1500, 2100} {
+		apply(t, s, uint64(i+1), ProduceCommand(1, brokertest.RecordBatchAt(ts, -1, 0, 0, "v")))
+	}
+	if got := fmt.Sprint(segmentBases(t, dir)); got != "[0 3 5]" {
+		t.Fatalf("segments begin at %s, want [0 3 5]", got)
 	}
 }
 

@@ -73,8 +73,8 @@ func (r *replicaSet) run(ctx context.Context) {
 }
 
 type placement struct {
-	members      map[uint64]string
-	segmentBytes int64
+	members                 map[uint64]string
+	segmentBytes, segmentMs int64
 }
 
 func (r *replicaSet) reconcile(ctx context.Context) {
@@ -90,7 +90,8 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 					mine = mine || id == me
 				}
 				if mine {
-					desired[p.Shard] = placement{members: members, segmentBytes: t.Int(meta.ConfigSegmentBytes)}
+					desired[p.Shard] = placement{members: members, segmentBytes: t.Int(meta.ConfigSegmentBytes),
+						segmentMs: t.Int(meta.ConfigSegmentMs)}
 				}
 			}
 		}
@@ -99,7 +100,9 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if r.get(shard) != nil {
+		if rep := r.get(shard); rep != nil {
+			// Altered segment configs apply to the segments rolled next.
+			rep.sm.SetSegmentLimits(p.segmentBytes, p.segmentMs)
 			continue
 		}
 		if err := r.start(shard, p); err != nil {
@@ -116,6 +119,7 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 func (r *replicaSet) start(shard uint64, p placement) error {
 	dir := filepath.Join(r.b.cfg.DataDir, "partitions", strconv.FormatUint(shard, 10))
 	rep := &replica{shard: shard, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes, peerSource{b: r.b, shard: shard}, r.b.log.With("shard", shard))}
+	rep.sm.SetSegmentLimits(p.segmentBytes, p.segmentMs)
 	create := func(uint64, uint64) sm.IOnDiskStateMachine { return rep.sm }
 	err := r.b.nh.StartOnDiskCluster(toTargets(p.members), false, create, partitionShardConfig(shard, nodeID(r.b.cfg.ID), r.b.cfg.SnapshotEntries))
 	if err != nil && !errors.Is(err, dragonboat.ErrClusterAlreadyExist) {
