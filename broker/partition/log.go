@@ -31,13 +31,13 @@ const maxSegmentOffsets = 1<<31 - 1
 type segment struct {
 	base  int64 // the log end when the file was created
 	path  string
-	// firstTimestamp is its first batch's max timestamp: segment.ms rolls
-	// by record time from there.
-	firstTimestamp int64
 	f     *os.File
 	size  int64
 	dirty bool // written since its last fsync
 
+	// firstTimestamp is its first batch's max timestamp: segment.ms rolls
+	// by record time from there.
+	firstTimestamp     int64
 	last               int64 // last offset of its last batch, base-1 when empty
 	maxTimestamp       int64
 	maxTimestampOffset int64 // last offset of the first batch with maxTimestamp

@@ -79,10 +79,10 @@ var SnapshotsRecovered atomic.Int64
 
 // StateMachine is the Dragonboat on-disk state machine of one partition.
 type StateMachine struct {
-	dir          string
-	log          *Log
-	ckFile       *os.File
-	ck           checkpoint
+	dir    string
+	log    *Log
+	ckFile *os.File
+	ck     checkpoint
 
 	source Source
 	logger *slog.Logger
