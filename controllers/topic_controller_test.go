@@ -201,10 +201,10 @@ func TestTopicWithoutClusterIsNotReady(t *testing.T) {
 func TestUnsupportedTopicConfigIsReported(t *testing.T) {
 	ns := newNamespace(t)
 	mustCreate(t, brokerCluster(ns))
-	appendTime := topicObject(ns, "append-time", 1)
-	appendTime.Spec.Config = map[string]string{"message.timestamp.type": "LogAppendTime"}
-	mustCreate(t, appendTime)
-	readyIs(t, ns, "append-time", metav1.ConditionFalse, raftkav1.ReasonNotSupported)
+	recompressed := topicObject(ns, "recompressed", 1)
+	recompressed.Spec.Config = map[string]string{"compression.type": "gzip"}
+	mustCreate(t, recompressed)
+	readyIs(t, ns, "recompressed", metav1.ConditionFalse, raftkav1.ReasonNotSupported)
 	compacted := topicObject(ns, "compacted", 1)
 	compacted.Spec.Config = map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "3600000"}
 	mustCreate(t, compacted)

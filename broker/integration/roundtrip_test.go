@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +80,39 @@ func TestProduceConsumeRoundTrip(t *testing.T) {
 	ends.Each(func(o kadmOffset) { total += o.Offset })
 	if total != n {
 		t.Fatalf("end offsets sum to %d, want %d", total, n)
+	}
+}
+
+// TestLogAppendTimeTopic: on a topic with message.timestamp.type
+// LogAppendTime the brokers replace the producer's timestamps with the
+// leader's clock, which every replica keeps (it is read after the leader
+// is gone) and which kcat reads too.
+func TestLogAppendTimeTopic(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	appendTime := "LogAppendTime"
+	c.CreateTopic("stamped", 1, 3, map[string]*string{"message.timestamp.type": &appendTime})
+	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("stamped"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	before := time.Now().Add(-time.Second) // the brokers' clock is this machine's
+	created := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 10; i++ {
+		if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte(itoa(i)), Timestamp: created}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := time.Now().Add(time.Second)
+	c.Kill(c.LeaderOf("stamped", 0))
+	for _, r := range consumeAll(t, c, "stamped", 10) {
+		if r.Timestamp.Before(before) || r.Timestamp.After(after) || r.Attrs.TimestampType() != 1 {
+			t.Fatalf("record %d: %v (type %d), want the append time between %v and %v", r.Offset, r.Timestamp, r.Attrs.TimestampType(), before, after)
+		}
+	}
+	out := kcat(t, "", "-C", "-b", strings.Join(c.AllAddrs(), ","), "-t", "stamped", "-o", "beginning", "-e", "-q", "-f", "%T\n")
+	for _, line := range strings.Fields(out) {
+		ms, err := strconv.ParseInt(line, 10, 64)
+		if err != nil || ms < before.UnixMilli() || ms > after.UnixMilli() {
+			t.Fatalf("kcat read timestamp %q, want the append time", line)
+		}
 	}
 }

@@ -52,6 +52,12 @@ const (
 	ConfigMinCleanableRatio  = "min.cleanable.dirty.ratio"
 )
 
+// Timestamp types, as message.timestamp.type names them.
+const (
+	TimestampCreateTime    = "CreateTime"
+	TimestampLogAppendTime = "LogAppendTime"
+)
+
 // Cleanup policies, as cleanup.policy lists them.
 const (
 	CleanupDelete  = "delete"
@@ -73,7 +79,7 @@ func init() {
 		{ConfigMinCompactionLagMs, "0", atLeast(0)},
 		{ConfigMaxCompactionLagMs, "9223372036854775807", atLeast(1)},
 		{ConfigMinCleanableRatio, "0.5", ratio},
-		{ConfigTimestampType, "CreateTime", oneOf("CreateTime")},
+		{ConfigTimestampType, TimestampCreateTime, oneOf(TimestampCreateTime, TimestampLogAppendTime)},
 		{ConfigCompressionType, "producer", oneOf("producer")},
 		// Raft never elects a stale leader: there is nothing to enable.
 		{ConfigUncleanLeaderElect, "false", oneOf("false")},

@@ -24,6 +24,7 @@ const (
 	offBaseSequence   = 53
 	batchHeaderLength = 61
 
+	attrTimestampType = 0x08 // set: the timestamps are the log append time
 	attrTransactional = 0x10
 	attrControl       = 0x20
 )
@@ -109,6 +110,16 @@ func addSeq(seq, delta int32) int32 {
 		s -= 1 << 31
 	}
 	return int32(s)
+}
+
+// stampAppendTime marks a batch's timestamps as the log append time and
+// sets its max timestamp to it, as Kafka does for LogAppendTime topics
+// (consumers then read that time for every record); the CRC covers both.
+func stampAppendTime(b []byte, appendTimeMs int64) {
+	be := binary.BigEndian
+	be.PutUint16(b[offAttributes:], be.Uint16(b[offAttributes:])|attrTimestampType)
+	be.PutUint64(b[offMaxTimestamp:], uint64(appendTimeMs))
+	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], crc32c))
 }
 
 func patchBatch(b []byte, baseOffset int64, epoch int32) {

@@ -22,6 +22,8 @@ func FuzzUpdate(f *testing.F) {
 	f.Add(append(produce(1, 9, 0, 0, "a"), brokertest.RecordBatch(9, 0, 1, "b")...))
 	f.Add(DeleteRecordsCommand(1))
 	f.Add([]byte{cmdProduce, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 200})
+	f.Add(lengthPrefixed(ProduceAppendTimeCommand(1, 5000, brokertest.RecordBatch(9, 0, 0, "a")),
+		produce(1, 9, 0, 1, "b"), DeleteRecordsCommand(1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := NewStateMachine(t.TempDir(), 4096, nil, nil)
 		if _, err := s.Open(nil); err != nil {
@@ -147,6 +149,16 @@ func FuzzCompactBatch(f *testing.F) {
 			t.Fatal("nothing removed, yet the batch changed")
 		}
 	})
+}
+
+// lengthPrefixed frames commands as FuzzUpdate reads them.
+func lengthPrefixed(cmds ...[]byte) []byte {
+	var out []byte
+	for _, c := range cmds {
+		out = binary.BigEndian.AppendUint16(out, uint16(len(c)))
+		out = append(out, c...)
+	}
+	return out
 }
 
 // compressedRecords encodes records with the given keys, compressed.

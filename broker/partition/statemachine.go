@@ -21,6 +21,9 @@ import (
 const (
 	cmdProduce       byte = 1
 	cmdDeleteRecords byte = 2
+	// cmdProduceAppendTime is cmdProduce for a topic whose timestamps are
+	// the log append time: the leader's clock, read when it proposed.
+	cmdProduceAppendTime byte = 3
 )
 
 // ProduceCommand encodes the Raft entry for appending batches that
@@ -30,6 +33,18 @@ func ProduceCommand(epoch int32, records []byte) []byte {
 	cmd := make([]byte, 5, 5+len(records))
 	cmd[0] = cmdProduce
 	binary.BigEndian.PutUint32(cmd[1:], uint32(epoch))
+	return append(cmd, records...)
+}
+
+// ProduceAppendTimeCommand is ProduceCommand for a topic with
+// message.timestamp.type=LogAppendTime: every batch is stamped with
+// appendTimeMs when applied, the time travelling in the entry so that every
+// replica stamps the same.
+func ProduceAppendTimeCommand(epoch int32, appendTimeMs int64, records []byte) []byte {
+	cmd := make([]byte, 13, 13+len(records))
+	cmd[0] = cmdProduceAppendTime
+	binary.BigEndian.PutUint32(cmd[1:], uint32(epoch))
+	binary.BigEndian.PutUint64(cmd[5:], uint64(appendTimeMs))
 	return append(cmd, records...)
 }
 
@@ -233,15 +248,22 @@ func (s *StateMachine) apply(cmd []byte) (sm.Result, bool, error) {
 		return encodeResult(kerr.InvalidRequest, -1, l.start), false, nil
 	}
 	switch cmd[0] {
-	case cmdProduce:
-		if len(cmd) < 5 {
+	case cmdProduce, cmdProduceAppendTime:
+		records, appendTime := 5, int64(-1)
+		if cmd[0] == cmdProduceAppendTime {
+			records = 13
+		}
+		if len(cmd) < records {
 			return encodeResult(kerr.CorruptMessage, -1, l.start), false, nil
 		}
 		epoch := int32(binary.BigEndian.Uint32(cmd[1:]))
 		if n := len(l.epochs); n > 0 && l.epochs[n-1].Epoch > epoch {
 			epoch = l.epochs[n-1].Epoch
 		}
-		batches, err := SplitBatches(cmd[5:], 0)
+		if records == 13 {
+			appendTime = int64(binary.BigEndian.Uint64(cmd[5:]))
+		}
+		batches, err := SplitBatches(cmd[records:], 0)
 		if err != nil {
 			return encodeResult(err, -1, l.start), false, nil
 		}
@@ -263,6 +285,9 @@ func (s *StateMachine) apply(cmd []byte) (sm.Result, bool, error) {
 		}
 		base := l.next
 		for _, b := range batches {
+			if appendTime >= 0 {
+				stampAppendTime(b, appendTime)
+			}
 			if _, err := l.append(b, epoch); err != nil {
 				// Not a result: whether a disk is full differs between
 				// replicas, and a result must not. The leader refuses

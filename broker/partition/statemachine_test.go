@@ -12,6 +12,7 @@ import (
 
 	sm "github.com/lni/dragonboat/v3/statemachine"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
@@ -560,5 +561,33 @@ func TestProducerTableAfterDeletionIsTheSameReopenedOrNot(t *testing.T) {
 	}
 	if a[2].Err != nil {
 		t.Fatalf("a producer whose batches remain keeps its sequence: %+v", a[2])
+	}
+}
+
+// A LogAppendTime topic's batches carry the leader's time from the entry,
+// marked as such, with a CRC that still holds: a consumer reads that time
+// for every record, and time lookups use it.
+func TestLogAppendTimeStampsBatches(t *testing.T) {
+	s, _ := openSM(t, t.TempDir(), 0)
+	raw := keyedBatch(t, kgo.NoCompression(), 10, -1, 0, kv{"a", val("1")}, kv{"b", val("2")})
+	if r := apply(t, s, 1, ProduceAppendTimeCommand(1, 5000, raw))[0]; r.Err != nil || r.BaseOffset != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+	data, err := s.Log().Read(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := kmsg.FetchResponseTopicPartition{HighWatermark: 2, RecordBatches: data}
+	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: "t"}, &rp, kgo.DefaultDecompressor(), nil)
+	if fp.Err != nil || len(fp.Records) != 2 {
+		t.Fatalf("parsed %d records: %v", len(fp.Records), fp.Err)
+	}
+	for _, r := range fp.Records {
+		if r.Timestamp.UnixMilli() != 5000 || r.Attrs.TimestampType() != 1 {
+			t.Fatalf("record %d: time %d, type %d; want the append time 5000, type 1", r.Offset, r.Timestamp.UnixMilli(), r.Attrs.TimestampType())
+		}
+	}
+	if off, ts, err := s.Log().OffsetForTimestamp(4000); err != nil || off != 0 || ts != 5000 {
+		t.Fatalf("offset for time 4000: %d at %d (%v)", off, ts, err)
 	}
 }

@@ -20,8 +20,9 @@ func init() { register(kmsg.Produce, 3, 13, handleProduce) }
 const maxProduceTimeout = 30 * time.Second
 
 type pendingProduce struct {
-	rp *kmsg.ProduceResponseTopicPartition
-	rs *dragonboat.RequestState
+	rp         *kmsg.ProduceResponseTopicPartition
+	rs         *dragonboat.RequestState
+	appendTime int64 // the log append time it was stamped with, or -1
 }
 
 // handleProduce proposes every partition's batches at once, in request
@@ -49,12 +50,12 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 				rp.ErrorCode = kerr.UnknownTopicID.Code
 				continue
 			}
-			rs, err := b.proposeProduce(req, name, p, timeout)
+			rs, appendTime, err := b.proposeProduce(req, name, p, timeout)
 			if err != nil {
 				rp.ErrorCode = err.Code
 				continue
 			}
-			pending = append(pending, pendingProduce{rp: rp, rs: rs})
+			pending = append(pending, pendingProduce{rp: rp, rs: rs, appendTime: appendTime})
 		}
 		resp.Topics = append(resp.Topics, rt)
 		names = append(names, name)
@@ -72,7 +73,7 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 				if out.Err != nil {
 					p.rp.ErrorCode = errCode(out.Err)
 				} else {
-					p.rp.BaseOffset, p.rp.LogStartOffset = out.BaseOffset, out.LogStartOffset
+					p.rp.BaseOffset, p.rp.LogStartOffset, p.rp.LogAppendTime = out.BaseOffset, out.LogStartOffset, p.appendTime
 				}
 			case res.Timeout():
 				p.rp.ErrorCode = kerr.RequestTimedOut.Code
@@ -120,58 +121,67 @@ func errCode(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.ProduceRequestTopicPartition, timeout time.Duration) (*dragonboat.RequestState, *kerr.Error) {
+// proposeProduce validates one partition's records and proposes them; it
+// returns the log append time they will carry, or -1 for CreateTime.
+func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.ProduceRequestTopicPartition, timeout time.Duration) (*dragonboat.RequestState, int64, *kerr.Error) {
 	if req.TransactionID != nil {
-		return nil, kerr.TransactionalIDAuthorizationFailed
+		return nil, -1, kerr.TransactionalIDAuthorizationFailed
 	}
 	rep, info, notLeader := b.leaderReplica(topic, p.Partition)
 	if rep == nil && notLeader != nil {
-		return nil, notLeader
+		return nil, -1, notLeader
 	}
 	// Checked before leadership: a replica that lost its quorum has no
 	// leader, and the precise answer is that replicas are missing.
 	if req.Acks == -1 && len(b.liveReplicas(info.replicas)) < info.minISR {
-		return nil, kerr.NotEnoughReplicas
+		return nil, -1, kerr.NotEnoughReplicas
 	}
 	if notLeader != nil {
-		return nil, notLeader
+		return nil, -1, notLeader
 	}
 	if b.diskFull() {
-		return nil, kerr.KafkaStorageError
+		return nil, -1, kerr.KafkaStorageError
 	}
 	batches, err := partition.SplitBatches(p.Records, info.maxMessage)
 	if err != nil {
 		var ke *kerr.Error
 		if errors.As(err, &ke) {
-			return nil, ke
+			return nil, -1, ke
 		}
-		return nil, kerr.CorruptMessage
+		return nil, -1, kerr.CorruptMessage
 	}
 	if info.compacted {
 		// Compaction keeps the newest record of each key; one without a
 		// key could never be compacted away, so Kafka refuses it.
 		if keyless, err := partition.KeylessRecord(batches); errors.Is(err, kgo.ErrMaxDecompress) {
-			return nil, kerr.MessageTooLarge
+			return nil, -1, kerr.MessageTooLarge
 		} else if err != nil {
-			return nil, kerr.CorruptMessage
+			return nil, -1, kerr.CorruptMessage
 		} else if keyless {
-			return nil, kerr.InvalidRecord
+			return nil, -1, kerr.InvalidRecord
 		}
 	}
-	cmd := partition.ProduceCommand(b.term(info.shard), p.Records)
+	var cmd []byte
+	appendTime := int64(-1)
+	if info.appendTime {
+		appendTime = time.Now().UnixMilli()
+		cmd = partition.ProduceAppendTimeCommand(b.term(info.shard), appendTime, p.Records)
+	} else {
+		cmd = partition.ProduceCommand(b.term(info.shard), p.Records)
+	}
 	deadline := time.Now().Add(timeout)
 	for {
 		rs, err := b.nh.Propose(b.nh.GetNoOPSession(info.shard), cmd, time.Until(deadline))
 		if err == nil {
-			return rs, nil
+			return rs, appendTime, nil
 		}
 		// A busy shard pushes back; waiting here keeps later requests on
 		// this connection behind this one, which keeps their order.
 		if !errors.Is(err, dragonboat.ErrSystemBusy) || time.Now().After(deadline) {
 			if errors.Is(err, dragonboat.ErrSystemBusy) || errors.Is(err, dragonboat.ErrTimeoutTooSmall) {
-				return nil, kerr.RequestTimedOut
+				return nil, -1, kerr.RequestTimedOut
 			}
-			return nil, kerr.NotLeaderForPartition
+			return nil, -1, kerr.NotLeaderForPartition
 		}
 		b.metrics.busy.Inc()
 		time.Sleep(2 * time.Millisecond)

@@ -23,6 +23,7 @@ type partitionInfo struct {
 	minISR      int
 	maxMessage  int32
 	compacted   bool
+	appendTime  bool // message.timestamp.type=LogAppendTime
 }
 
 // partitionFor looks a partition up in the metadata.
@@ -38,7 +39,7 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 		p := t.Partitions[index]
 		info = partitionInfo{shard: p.Shard, replicas: append([]int32(nil), p.Replicas...), leader: p.Leader, leaderEpoch: p.LeaderEpoch,
 			minISR: int(t.Int(meta.ConfigMinInsyncReplicas)), maxMessage: int32(t.Int(meta.ConfigMaxMessageBytes)),
-			compacted: t.HasCleanupPolicy(meta.CleanupCompact)}
+			compacted: t.HasCleanupPolicy(meta.CleanupCompact), appendTime: t.Value(meta.ConfigTimestampType) == meta.TimestampLogAppendTime}
 	})
 	if err == nil {
 		info.leader, info.leaderEpoch = b.currentLeader(info)
