@@ -67,8 +67,8 @@ const reportNotes = `### Reproduce
 ### Reading the numbers
 
 - Produce throughput is not bound by the disk alone: the row "on tmpfs" runs the same load on
-  brokers whose data is in memory, and it is within a few percent of the rate on disk (0.95x to
-  1.07x over this machine's runs). At about 40,000 records/s the 2 cores are saturated: in one
+  brokers whose data is in memory, and it is within a few percent of the rate on disk (0.93x to
+  1.07x over this machine's runs). At 33,000-40,000 records/s the 2 cores are saturated: in one
   sample the machine was 31% user, 36% system and 25% waiting for fsyncs, with no idle time;
   the brokers take about 60% of both cores, the producer about 6%, and the kernel (copies,
   loopback networking, writeback) most of the rest. A CPU profile of a broker on tmpfs puts
@@ -412,6 +412,6 @@ func BenchmarkLogIndexMemory(b *testing.B) {
 	}()
 	b.ReportMetric(float64(held)/batches, "heap-bytes/batch")
 	b.ReportMetric(opened.Seconds(), "open-s")
-	row(fmt.Sprintf("heap of one replica's open log: %s in %d batches of one 100-byte record", mib(size), batches),
-		fmt.Sprintf("%s (%.0f bytes per batch), opened in %.1f s", mib(int64(held)), float64(held)/batches, opened.Seconds()))
+	row(fmt.Sprintf("heap of one replica's open log: %s in 1,000,000 batches of one 100-byte record", mib(size)),
+		fmt.Sprintf("%.1f MiB (%.2f bytes per batch), opened in %.2f s", float64(held)/(1<<20), float64(held)/batches, opened.Seconds()))
 }
