@@ -43,7 +43,17 @@ type CleanOptions struct {
 	// MaxCompactionLagMs cleans regardless of the ratio once a record not
 	// cleaned yet is older than this (max.compaction.lag.ms); 0 is never.
 	MaxCompactionLagMs int64
+	// MaxKeys bounds a pass's map of keys, and with it its memory; a log
+	// with more keys new since the last pass is cleaned in several.
+	// 0 is DefaultCleanerMaxKeys.
+	MaxKeys int
 }
+
+// DefaultCleanerMaxKeys keeps a pass's key map to some 50 MiB.
+const DefaultCleanerMaxKeys = 1 << 20
+
+// errKeyMapFull stops a pass's mapping where its key map is full.
+var errKeyMapFull = errors.New("partition: key map full")
 
 // CleanResult says what one pass did.
 type CleanResult struct {
@@ -110,69 +120,101 @@ type retiredFile struct {
 
 const retiredFileDelayMs = 60_000
 
+// clean runs a pass as Kafka's cleaner does. Everything below the clean
+// point holds one record per key, the newest as of the pass that put it
+// there. A pass maps the keys of the records from the clean point on (the
+// dirty part) to their newest offsets, until the map is full; then, up to
+// where the map reaches, it drops every record that the map knows a newer
+// one of, and old tombstones, and moves the clean point there.
 func (l *Log) clean(opts CleanOptions) (CleanResult, error) {
 	l.closeRetired(opts.NowMs)
-	segs, dirty, total, oldestDirty := l.cleanableSegments(opts)
-	if len(segs) == 0 || total == 0 {
+	segs, cleanPoint, dirty, total, oldestDirty := l.cleanableSegments(opts)
+	if len(segs) == 0 || dirty == 0 {
 		return CleanResult{}, nil
 	}
 	overdue := opts.MaxCompactionLagMs > 0 && oldestDirty >= 0 && oldestDirty < opts.NowMs-opts.MaxCompactionLagMs
 	if float64(dirty)/float64(total) < opts.MinCleanableDirtyRatio && !overdue {
 		return CleanResult{}, nil
 	}
-	res := CleanResult{Cleaned: true, SegmentsRead: len(segs)}
+	maxKeys := opts.MaxKeys
+	if maxKeys <= 0 {
+		maxKeys = DefaultCleanerMaxKeys
+	}
 	dec := batchDecompressor()
 	latest := map[keyHash]int64{}
+	mappedEnd := int64(-1)
 	for _, c := range segs {
+		if c.seg.last < cleanPoint {
+			continue
+		}
 		err := eachBatch(c.f, c.size, func(raw []byte) error {
-			// A batch whose records do not parse (written before the topic
-			// was compacted; produce checks them since) stays as it is.
-			_ = eachRecord(raw, dec, func(offset int64, r *kmsg.Record, _ int64) {
-				if r.Key != nil {
-					latest[hashKey(r.Key)] = offset
-				}
-			})
+			if len(latest) >= maxKeys {
+				return errKeyMapFull
+			}
+			h, _ := readHeader(raw)
+			if last := h.BaseOffset + int64(h.LastDelta); last >= cleanPoint {
+				// A batch whose records do not parse (written before the
+				// topic was compacted; produce checks them since) stays
+				// as it is.
+				_ = eachRecord(raw, dec, func(offset int64, r *kmsg.Record, _ int64) {
+					if r.Key != nil && offset >= cleanPoint {
+						latest[hashKey(r.Key)] = offset
+					}
+				})
+				mappedEnd = last
+			}
 			return nil
 		})
+		if errors.Is(err, errKeyMapFull) {
+			break
+		}
 		if err != nil {
-			return res, readErr(err)
+			return CleanResult{}, readErr(err)
 		}
 	}
 	tombstoneHorizon := opts.NowMs - opts.DeleteRetentionMs
 	keep := func(offset int64, r *kmsg.Record, timestamp int64) bool {
-		if r.Key == nil {
-			return true // keyless records were produced before the topic was compacted
-		}
-		if latest[hashKey(r.Key)] != offset {
+		switch newest, ok := latest[hashKey(r.Key)]; {
+		case r.Key == nil:
+			return true // produced before the topic was compacted
+		case offset > mappedEnd:
+			return true // the map does not reach it: a later pass
+		case ok && newest > offset:
 			return false
 		}
+		// The newest of its key up to mappedEnd: a tombstone goes once
+		// consumers had delete.retention.ms to see it (any older record
+		// of its key is gone by now, so nothing comes back).
 		return r.Value != nil || timestamp >= tombstoneHorizon
 	}
+	res := CleanResult{Cleaned: true}
 	for _, c := range segs {
+		if c.seg.base > mappedEnd {
+			break
+		}
 		freed, removed, err := l.rewrite(c, keep, dec, opts.NowMs)
 		if err != nil {
 			return res, err
 		}
+		res.SegmentsRead++
 		res.BytesRemoved += freed
 		res.RecordsRemoved += removed
 	}
 	l.mu.Lock()
-	if n := len(segs); n > 0 {
-		l.cleanPoint = segs[n-1].seg.last + 1
-	}
+	l.cleanPoint = max(l.cleanPoint, mappedEnd+1)
 	l.mu.Unlock()
 	return res, nil
 }
 
 // cleanableSegments returns the segments a pass may rewrite: all but the
 // active one, and none from the first one holding records newer than the
-// minimum compaction lag. It also returns the bytes among them that no pass
-// has covered yet, their total, and the newest timestamp of the oldest such
-// segment (-1 if none).
-func (l *Log) cleanableSegments(opts CleanOptions) (segs []cleanable, dirty, total, oldestDirty int64) {
+// minimum compaction lag. It also returns the clean point, the bytes of
+// those segments that no pass has covered yet, their total, and the newest
+// timestamp of the oldest such segment (-1 if none).
+func (l *Log) cleanableSegments(opts CleanOptions) (segs []cleanable, cleanPoint, dirty, total, oldestDirty int64) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	oldestDirty = -1
+	oldestDirty, cleanPoint = -1, l.cleanPoint
 	for i := 0; i+1 < len(l.segs); i++ {
 		seg := l.segs[i]
 		if seg.dirty || (opts.MinCompactionLagMs > 0 && seg.maxTimestamp > opts.NowMs-opts.MinCompactionLagMs) {
@@ -187,7 +229,7 @@ func (l *Log) cleanableSegments(opts CleanOptions) (segs []cleanable, dirty, tot
 			}
 		}
 	}
-	return segs, dirty, total, oldestDirty
+	return segs, cleanPoint, dirty, total, oldestDirty
 }
 
 // rewrite writes c's batches with only the records keep accepts into a new

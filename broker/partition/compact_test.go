@@ -183,6 +183,81 @@ func TestCompactionKeepsTheNewestRecordOfEachKey(t *testing.T) {
 	}
 }
 
+// A pass's key map is bounded: a log with more new keys than it holds is
+// cleaned in several passes, which end where one unbounded pass does.
+func TestCompactionInRoundsEndsWhereOnePassDoes(t *testing.T) {
+	const now, day = int64(10_000_000_000), int64(86_400_000)
+	var cmds [][]byte
+	for i := 0; i < 120; i++ {
+		v := val(fmt.Sprint(i))
+		if i%17 == 0 {
+			v = nil
+		}
+		ts := now
+		if i < 60 {
+			ts = now - 2*day // tombstones among these have expired
+		}
+		cmds = append(cmds, ProduceCommand(1, keyedBatch(t, kgo.SnappyCompression(), ts, -1, 0,
+			kv{fmt.Sprint("k", i%23), v}, kv{fmt.Sprint("j", i%7), val(fmt.Sprint(i))})))
+	}
+	onePass, _ := openSM(t, t.TempDir(), 500)
+	rounds, _ := openSM(t, t.TempDir(), 500)
+	apply(t, onePass, 1, cmds...)
+	apply(t, rounds, 1, cmds...)
+	opts := CleanOptions{NowMs: now, DeleteRetentionMs: day}
+	if res, err := onePass.Clean(opts); err != nil || !res.Cleaned {
+		t.Fatalf("one pass: %+v, %v", res, err)
+	}
+	opts.MaxKeys = 4
+	passes := 0
+	for ; passes < 100; passes++ {
+		res, err := rounds.Clean(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Cleaned {
+			break
+		}
+	}
+	if passes < 3 {
+		t.Fatalf("%d passes with a map of 4 keys out of 30", passes)
+	}
+	if a, b := consume(t, rounds.Log()), consume(t, onePass.Log()); fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("after %d bounded passes:\n%v\nafter one pass:\n%v", passes, a, b)
+	}
+}
+
+// After every pass, bounded or not, a consumer that reads the whole log
+// into a table gets the table of everything produced: a tombstone never
+// goes before the older values of its key, even past where the pass's key
+// map reaches.
+func TestCleanerNeverResurrectsADeletedKey(t *testing.T) {
+	s, _ := openSM(t, t.TempDir(), 0)
+	s.SetSegmentLimits(0, 1000) // the last batch, 5 s later, rolls a new segment
+	batch := func(ts int64, records ...kv) []byte {
+		return ProduceCommand(1, keyedBatch(t, kgo.NoCompression(), ts, -1, 0, records...))
+	}
+	apply(t, s, 1, batch(0, kv{"k0", val("a")}), batch(0, kv{"k1", val("b")}), batch(0, kv{"k1", nil}), batch(5000, kv{"k2", val("c")}))
+	want := "map[k0:a k2:c]"
+	for pass := 0; pass < 5; pass++ {
+		res, err := s.Clean(CleanOptions{NowMs: 10_000, DeleteRetentionMs: 1000, MaxKeys: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		table := map[string]string{}
+		for _, c := range consume(t, s.Log()) {
+			if c.tombstone {
+				delete(table, c.key)
+			} else {
+				table[c.key] = c.value
+			}
+		}
+		if got := fmt.Sprint(table); got != want {
+			t.Fatalf("after pass %d (%+v) a consumer's table is %s, want %s", pass, res, got, want)
+		}
+	}
+}
+
 // Compaction changes no replicated state: a compacted replica and one that
 // is not judge the same idempotent retry alike, and a replica catching up
 // from a compacted peer ends with the same offsets and records.
