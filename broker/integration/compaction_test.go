@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
 )
@@ -138,4 +139,133 @@ func TestCompactedTopicKeepsTheNewestValueOfEachKey(t *testing.T) {
 	// Every replica compacted its own log: a new leader serves the same.
 	c.Kill(c.LeaderOf("compacted", 0))
 	check(readCompacted(t, c, "compacted"))
+}
+
+// replicaTable reads broker i's own replica of a one-partition topic (a
+// follower fetch, which any replica answers from its log) and returns the
+// table a consumer would build from it: the last value of every key, with
+// tombstones deleting.
+func replicaTable(t *testing.T, c *brokertest.Cluster, i int, topic string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := c.Client()
+	defer cl.Close()
+	details, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := map[string]string{}
+	for from := int64(0); ; {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.ReplicaState.ID, req.ReplicaState.Epoch = 1000, 1000, -1
+		req.MaxBytes = 16 << 20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, details[topic].ID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = from, 8<<20, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		kresp, err := cl.Broker(i).Request(ctx, req)
+		if err != nil {
+			t.Fatalf("fetch from broker %d: %v", i, err)
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		part := resp.Topics[0].Partitions[0]
+		if part.ErrorCode != 0 {
+			t.Fatalf("fetch from broker %d at %d: %v", i, from, kerr.ErrorForCode(part.ErrorCode))
+		}
+		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: from, Topic: topic}, &part, kgo.DefaultDecompressor(), nil)
+		if fp.Err != nil {
+			t.Fatalf("broker %d's batches at %d: %v", i, from, fp.Err)
+		}
+		for _, r := range fp.Records {
+			if r.Value == nil {
+				delete(table, string(r.Key))
+			} else {
+				table[string(r.Key)] = string(r.Value)
+			}
+		}
+		if next >= part.HighWatermark || len(part.RecordBatches) == 0 {
+			return table
+		}
+		from = next
+	}
+}
+
+// TestEveryReplicaCompactsToTheSameTable: while a compacted topic is
+// written (deletes included) and its replicas are SIGKILLed and restarted,
+// so that passes are cut short and restarted replicas catch up, every
+// replica's own log still reads as the table of everything produced.
+func TestEveryReplicaCompactsToTheSameTable(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--log-cleaner-interval", "100ms"}})
+	configs := map[string]*string{}
+	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": "1048576",
+		"delete.retention.ms": "0", "min.cleanable.dirty.ratio": "0.01"} {
+		configs[k] = &v
+	}
+	c.CreateTopic("table", 1, 3, configs)
+	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("table"),
+		kgo.ProducerBatchCompression(kgo.SnappyCompression()), kgo.RecordDeliveryTimeout(30*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	truth := map[string]string{}
+	for round := 0; round < 12; round++ {
+		if round%4 == 2 {
+			victim := (c.LeaderOf("table", 0) + 1 + round/4) % 3
+			c.Kill(victim)
+			defer func() {
+				if !c.Running(victim) {
+					c.Restart(victim)
+				}
+			}()
+		}
+		if round%4 == 3 {
+			for i := range c.Brokers {
+				if !c.Running(i) {
+					c.Restart(i)
+					c.WaitReady(i)
+				}
+			}
+		}
+		for k := 0; k < 40; k++ {
+			key := fmt.Sprint("key-", k)
+			r := &kgo.Record{Key: []byte(key)}
+			if rng.IntN(8) > 0 {
+				value := make([]byte, 4096)
+				for i := range value {
+					value[i] = byte('a' + rng.IntN(26))
+				}
+				r.Value = value
+			}
+			if err := producer.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("round %d, %s: %v", round, key, err)
+			}
+			if r.Value == nil {
+				delete(truth, key)
+			} else {
+				truth[key] = string(r.Value)
+			}
+		}
+	}
+	for i := range c.Brokers {
+		if !c.Running(i) {
+			c.Restart(i)
+			c.WaitReady(i)
+		}
+	}
+	for i := range c.Brokers {
+		// 480 records of 4 KiB, 2 MB: compacted (by the replica itself or,
+		// caught up from a peer, before it) the closed segments shrink to
+		// about one record per key, and the active one holds at most 1 MiB.
+		waitFor(t, 30*time.Second, fmt.Sprintf("broker %d to catch up and compact", i), func() bool {
+			hw, _ := c.Metric(i, "raftka_partition_high_watermark", `topic="table"`)
+			size, _ := c.Metric(i, "raftka_partition_size_bytes", `topic="table"`)
+			return hw == 480 && size < 1.5*(1<<20)
+		})
+		if got := replicaTable(t, c, i, "table"); fmt.Sprint(got) != fmt.Sprint(truth) {
+			t.Fatalf("broker %d's replica reads as %d keys, want %d; the first differing key tells which", i, len(got), len(truth))
+		}
+	}
 }
