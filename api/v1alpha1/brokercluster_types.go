@@ -33,7 +33,7 @@ type BrokerClusterSpec struct {
 	// prefix: auto-create-topics, default-partitions,
 	// default-replication-factor, min-free-bytes, rtt, log-level,
 	// raft-snapshot-entries, raft-log-retain-bytes, raft-log-write-buffer,
-	// retention-check-interval, log-cleaner-interval,
+	// retention-check-interval, log-cleaner-interval, replica-lag-max,
 	// group-initial-rebalance-delay.
 	// +optional
 	Config map[string]string `json:"config,omitempty"`

@@ -205,12 +205,28 @@ func (c *Cluster) Kill(i int) { c.signal(i, syscall.SIGKILL) }
 // Stop stops broker i gracefully.
 func (c *Cluster) Stop(i int) { c.signal(i, syscall.SIGTERM) }
 
+// Pause stops broker i's process where it is (SIGSTOP): its ports still
+// accept connections, as a stalled process's do, but nothing answers.
+func (c *Cluster) Pause(i int) {
+	if b := c.Brokers[i]; b.cmd != nil {
+		_ = b.cmd.Process.Signal(syscall.SIGSTOP)
+	}
+}
+
+// Resume lets a paused broker run again.
+func (c *Cluster) Resume(i int) {
+	if b := c.Brokers[i]; b.cmd != nil {
+		_ = b.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
 func (c *Cluster) signal(i int, sig syscall.Signal) {
 	b := c.Brokers[i]
 	if b.cmd == nil {
 		return
 	}
 	_ = b.cmd.Process.Signal(sig)
+	_ = b.cmd.Process.Signal(syscall.SIGCONT) // a paused process acts on it only when running
 	select {
 	case <-b.exited:
 	case <-time.After(15 * time.Second):

@@ -2,11 +2,14 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
 )
@@ -102,5 +105,76 @@ func TestLostQuorumRefusesAcksAllThenRecovers(t *testing.T) {
 			vals = append(vals, string(r.Value))
 		}
 		t.Fatalf("stored %v, want [before after]", vals)
+	}
+}
+
+// TestStalledFollowerIsNotInSync: a follower whose process is stalled
+// (SIGSTOP: its ports still accept connections) falls out of sync after
+// --replica-lag-max, so acks=all on a topic with min.insync.replicas=3 is
+// refused instead of acknowledged with two copies; once it runs again and
+// catches up, the same produce succeeds and the record is on all three.
+func TestStalledFollowerIsNotInSync(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--replica-lag-max", "1s"}})
+	all3 := "3"
+	c.CreateTopic("three-copies", 1, 3, map[string]*string{"min.insync.replicas": &all3})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "three-copies", Value: []byte("first")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	leader := c.LeaderOf("three-copies", 0)
+	stalled := (leader + 1) % 3
+	details, err := c.Admin().ListTopics(ctx, "three-copies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Requests go to the leader only: a client's requests to the stalled
+	// broker would wait for their timeouts.
+	toLeader := c.Client().Broker(leader)
+	produce := func() int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic, rt.TopicID = "three-copies", details["three-copies"].ID
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = batch(-1, 0, 0, "while stalled")
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := toLeader.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	c.Pause(stalled)
+	t0 := time.Now()
+	waitFor(t, 15*time.Second, "the stalled follower to fall out of sync", func() bool {
+		return produce() == kerr.NotEnoughReplicas.Code
+	})
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("three-copies")
+	mreq.Topics = append(mreq.Topics, mt)
+	mresp, err := toLeader.Request(ctx, mreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if isr := mresp.(*kmsg.MetadataResponse).Topics[0].Partitions[0].ISR; len(isr) != 2 || slices.Contains(isr, int32(stalled)) {
+		t.Fatalf("the leader reports ISR %v with broker %d stalled", isr, stalled)
+	}
+	t.Logf("stalled out after %v", time.Since(t0))
+	c.Resume(stalled)
+	waitFor(t, 15*time.Second, "the follower to catch up and acks=all to succeed", func() bool {
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: "three-copies", Value: []byte("after")}).FirstErr() == nil
+	})
+	t.Logf("caught up after %v", time.Since(t0))
+	// Every replica holds what was acknowledged.
+	hw, _ := c.Metric(leader, "raftka_partition_high_watermark", `topic="three-copies"`)
+	for i := range c.Brokers {
+		waitFor(t, 10*time.Second, fmt.Sprintf("broker %d to hold every record", i), func() bool {
+			got, _ := c.Metric(i, "raftka_partition_high_watermark", `topic="three-copies"`)
+			return got == hw
+		})
 	}
 }

@@ -22,13 +22,22 @@ func handleListOffsets(b *Broker, r *request) (kmsg.Response, error) {
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
-			rep, info, err := b.actingReplica(t.Topic, p.Partition, true)
+			var rep *replica
+			var err *kerr.Error
+			if req.ReplicaID >= 0 {
+				// A partition's leader asking how far this replica got
+				// (see insync.go): answered from the local replica.
+				rep, err = b.hostedReplica(t.Topic, p.Partition)
+			} else {
+				var info partitionInfo
+				rep, info, err = b.actingReplica(t.Topic, p.Partition, true)
+				rp.LeaderEpoch = info.leaderEpoch
+			}
 			if err != nil {
 				rp.ErrorCode = err.Code
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			rp.LeaderEpoch = info.leaderEpoch
 			log := rep.sm.Log()
 			start, end := log.Offsets()
 			var rerr error

@@ -104,7 +104,7 @@ func (b *Broker) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
 		info := partitionInfo{shard: p.Shard, replicas: p.Replicas, leader: p.Leader, leaderEpoch: p.LeaderEpoch}
 		mp.Leader, mp.LeaderEpoch = b.currentLeader(info)
 		mp.Replicas = append([]int32(nil), p.Replicas...)
-		mp.ISR = b.liveReplicas(p.Replicas)
+		mp.ISR = b.inSyncReplicas(p.Shard, p.Replicas)
 		for _, id := range p.Replicas {
 			if !b.liveness.isLive(id) {
 				mp.OfflineReplicas = append(mp.OfflineReplicas, id)

@@ -133,7 +133,7 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	}
 	// Checked before leadership: a replica that lost its quorum has no
 	// leader, and the precise answer is that replicas are missing.
-	if req.Acks == -1 && len(b.liveReplicas(info.replicas)) < info.minISR {
+	if req.Acks == -1 && len(b.inSyncReplicas(info.shard, info.replicas)) < info.minISR {
 		return nil, -1, kerr.NotEnoughReplicas
 	}
 	if notLeader != nil {

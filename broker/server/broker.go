@@ -42,6 +42,7 @@ type Broker struct {
 	leaderOut      chan raftio.LeaderInfo
 	free           freeSpace
 	peers          peerClients
+	progress       followerProgress
 
 	ln      net.Listener
 	conns   sync.WaitGroup
@@ -128,6 +129,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.goBackground(b.liveness.run(b))
 	b.goBackground(b.enforceRetention)
 	b.goBackground(b.cleanLogs)
+	b.goBackground(b.trackFollowers)
 	b.goBackground(b.compactRaftLogs)
 	b.goBackground(b.groups.Run)
 	b.goBackground(b.balanceLeaders)

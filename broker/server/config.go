@@ -49,6 +49,10 @@ type Config struct {
 	// RetentionCheckInterval is how often leaders apply retention.ms and
 	// retention.bytes.
 	RetentionCheckInterval time.Duration
+	// ReplicaLagMax is how long a follower may go without reaching its
+	// leader's log end and still count as in sync (Kafka's
+	// replica.lag.time.max.ms).
+	ReplicaLagMax time.Duration
 	// LogCleanerInterval is how often every replica of a compacted topic
 	// checks whether its log needs a compaction pass.
 	LogCleanerInterval time.Duration
@@ -117,6 +121,9 @@ func (c *Config) validate() error {
 	}
 	if c.RaftLogWriteBuffer <= 0 {
 		c.RaftLogWriteBuffer = 128 << 20
+	}
+	if c.ReplicaLagMax <= 0 {
+		c.ReplicaLagMax = 10 * time.Second
 	}
 	if c.LogCleanerInterval <= 0 {
 		c.LogCleanerInterval = 15 * time.Second

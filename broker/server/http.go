@@ -176,7 +176,7 @@ var (
 	descHighWatermark = prometheus.NewDesc("raftka_partition_high_watermark", "High watermark of a hosted partition replica.", []string{"topic", "partition"}, nil)
 	descLogStart      = prometheus.NewDesc("raftka_partition_log_start_offset", "Log start offset of a hosted partition replica.", []string{"topic", "partition"}, nil)
 	descSize          = prometheus.NewDesc("raftka_partition_size_bytes", "Bytes on disk of a hosted partition replica.", []string{"topic", "partition"}, nil)
-	descUnder         = prometheus.NewDesc("raftka_under_replicated_partitions", "Partitions led by this broker with a replica on a broker that does not answer.", nil, nil)
+	descUnder         = prometheus.NewDesc("raftka_under_replicated_partitions", "Partitions led by this broker with a replica that is not in sync: on a broker that does not answer, or behind for longer than --replica-lag-max.", nil, nil)
 	descLeaders       = prometheus.NewDesc("raftka_leader_partitions", "Partitions this broker leads.", nil, nil)
 	descSnapshots     = prometheus.NewDesc("raftka_partition_snapshots_recovered_total", "Partition replicas rebuilt from a leader's snapshot since the broker started.", nil, nil)
 	descSnapshotBytes = prometheus.NewDesc("raftka_partition_snapshot_fetched_bytes_total", "Record bytes fetched from peers by replicas recovering from snapshots since the broker started: only what they lacked.", nil, nil)
@@ -208,7 +208,7 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descSize, prometheus.GaugeValue, float64(l.SizeBytes()), h.topic, part)
 		if b.isLeader(h.shard) {
 			leaders++
-			if len(b.liveReplicas(h.replicas)) < len(h.replicas) {
+			if len(b.inSyncReplicas(h.shard, h.replicas)) < len(h.replicas) {
 				under++
 			}
 		}

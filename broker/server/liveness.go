@@ -14,9 +14,10 @@ const (
 	livenessWindow   = 1500 * time.Millisecond
 )
 
-// liveness tracks which brokers answer on their Raft address. A replica on
-// a live broker counts as in sync for min.insync.replicas; Raft's own
-// majority commit is what makes an acknowledged write durable.
+// liveness tracks which brokers answer on their Raft address. A replica
+// counts as in sync for min.insync.replicas when its broker is live and it
+// keeps up with its leader (insync.go); Raft's own majority commit is what
+// makes an acknowledged write durable.
 type liveness struct {
 	self     int32
 	mu       sync.RWMutex

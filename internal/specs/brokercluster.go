@@ -86,7 +86,7 @@ var brokerFlags = map[string]bool{
 	"auto-create-topics": true, "default-partitions": true, "default-replication-factor": true,
 	"min-free-bytes": true, "rtt": true, "log-level": true, "raft-snapshot-entries": true,
 	"retention-check-interval": true, "group-initial-rebalance-delay": true, "raft-log-write-buffer": true,
-	"raft-log-retain-bytes": true, "log-cleaner-interval": true,
+	"raft-log-retain-bytes": true, "log-cleaner-interval": true, "replica-lag-max": true,
 }
 
 // ValidateConfig rejects spec.config keys the broker does not know.
