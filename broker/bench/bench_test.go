@@ -68,7 +68,7 @@ const reportNotes = `### Reproduce
 
 - Produce throughput is not bound by the disk alone: the row "on tmpfs" runs the same load on
   brokers whose data is in memory, and it is within a few percent of the rate on disk (0.93x to
-  1.07x over this machine's runs). At 33,000-40,000 records/s the 2 cores are saturated: in one
+  1.07x over this machine's runs). At 31,000-40,000 records/s the 2 cores are saturated: in one
   sample the machine was 31% user, 36% system and 25% waiting for fsyncs, with no idle time;
   the brokers take about 60% of both cores, the producer about 6%, and the kernel (copies,
   loopback networking, writeback) most of the rest. A CPU profile of a broker on tmpfs puts
