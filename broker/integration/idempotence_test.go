@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -66,10 +67,23 @@ func TestIdempotentProducerSequences(t *testing.T) {
 	}
 
 	// The producer table is replicated: after the leader dies, its successor
-	// still recognises the retry.
+	// still recognises the retry...
 	c.Kill(c.LeaderOf("payments", 0))
 	retry = produceRaw(t, c.Client(), "payments", 0, -1, batch(id, epoch+1, 0, "d"))
 	if retry.ErrorCode != 0 || retry.BaseOffset != 3 {
 		t.Fatalf("retry on the new leader: error %v offset %d, want offset 3", kerr.ErrorForCode(retry.ErrorCode), retry.BaseOffset)
+	}
+	// ...and describes the producer as it stands (KIP-664, as
+	// kafka-transactions.sh describe-producers asks).
+	described, err := kadm.NewClient(c.Client()).DescribeProducers(ctx, kadm.TopicsSet{"payments": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := described["payments"].Partitions[0]
+	if p.Err != nil || len(p.ActiveProducers) != 1 {
+		t.Fatalf("described %+v", p)
+	}
+	if ap := p.ActiveProducers[id]; ap.ProducerID != id || ap.ProducerEpoch != epoch+1 || ap.LastSequence != 0 || ap.CurrentTxnStartOffset != -1 {
+		t.Fatalf("producer described as %+v, want id %d, epoch %d, last sequence 0", ap, id, epoch+1)
 	}
 }

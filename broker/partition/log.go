@@ -360,6 +360,28 @@ func (l *Log) beginAt(offset int64) bool {
 	return true
 }
 
+// ProducerState is what a partition remembers of one idempotent producer.
+type ProducerState struct {
+	ID            int64
+	Epoch         int16
+	LastSequence  int32
+	LastTimestamp int64 // the max timestamp of its last batch
+}
+
+// Producers returns the idempotent producers whose batches are in the log,
+// for DescribeProducers.
+func (l *Log) Producers() []ProducerState {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]ProducerState, 0, len(l.producer))
+	for id, st := range l.producer {
+		last := st.Recent[len(st.Recent)-1]
+		out = append(out, ProducerState{ID: id, Epoch: st.Epoch, LastSequence: last.LastSeq, LastTimestamp: last.MaxTimestamp})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
 // Offsets returns the log start and end offsets.
 func (l *Log) Offsets() (start, end int64) {
 	l.mu.RLock()

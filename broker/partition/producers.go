@@ -9,6 +9,7 @@ const producerWindow = 5
 type producerBatch struct {
 	FirstSeq, LastSeq      int32
 	BaseOffset, LastOffset int64
+	MaxTimestamp           int64
 }
 
 type producerState struct {
@@ -70,7 +71,7 @@ func (p producers) record(h header) {
 		p[h.ProducerID] = st
 	}
 	st.Recent = append(st.Recent, producerBatch{FirstSeq: h.BaseSequence, LastSeq: h.lastSequence(), BaseOffset: h.BaseOffset,
-		LastOffset: h.BaseOffset + int64(h.LastDelta)})
+		LastOffset: h.BaseOffset + int64(h.LastDelta), MaxTimestamp: h.MaxTimestamp})
 	if len(st.Recent) > producerWindow {
 		st.Recent = append(st.Recent[:0], st.Recent[len(st.Recent)-producerWindow:]...)
 	}

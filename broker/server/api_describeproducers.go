@@ -1,0 +1,39 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeProducers v0 (KIP-664, `kafka-transactions.sh describe-producers`):
+// the idempotent producers a partition's leader remembers, with their epoch,
+// last sequence and last timestamp. Without transactions no producer has an
+// open one (CurrentTxnStartOffset -1).
+func init() { register(kmsg.DescribeProducers, 0, 0, handleDescribeProducers) }
+
+func handleDescribeProducers(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DescribeProducersRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewDescribeProducersResponseTopic()
+		rt.Topic = t.Topic
+		for _, index := range t.Partitions {
+			rp := kmsg.NewDescribeProducersResponseTopicPartition()
+			rp.Partition = index
+			rep, _, err := b.leaderReplica(t.Topic, index)
+			if err != nil {
+				rp.ErrorCode = err.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			for _, p := range rep.sm.Log().Producers() {
+				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = p.ID, int32(p.Epoch), p.LastSequence, p.LastTimestamp
+				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+				rp.ActiveProducers = append(rp.ActiveProducers, ap)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
