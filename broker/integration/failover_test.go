@@ -123,12 +123,15 @@ func TestStalledFollowerIsNotInSync(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "three-copies", Value: []byte("first")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	leader := c.LeaderOf("three-copies", 0)
-	stalled := (leader + 1) % 3
 	details, err := c.Admin().ListTopics(ctx, "three-copies")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Leadership first settles on the preferred replica (the brokers move
+	// it there), so that it stays where the requests below go.
+	leader := int(details["three-copies"].Partitions[0].Replicas[0])
+	waitFor(t, 15*time.Second, "the preferred replica to lead", func() bool { return c.LeaderOf("three-copies", 0) == leader })
+	stalled := (leader + 1) % 3
 	// Requests go to the leader only: a client's requests to the stalled
 	// broker would wait for their timeouts.
 	toLeader := c.Client().Broker(leader)
@@ -147,15 +150,20 @@ func TestStalledFollowerIsNotInSync(t *testing.T) {
 		}
 		return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 	}
+	// The client learns the brokers' addresses now: asked after the pause,
+	// its bootstrap could wait on the stalled broker.
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("three-copies")
+	mreq.Topics = append(mreq.Topics, mt)
+	if _, err := toLeader.Request(ctx, mreq); err != nil {
+		t.Fatal(err)
+	}
 	c.Pause(stalled)
 	t0 := time.Now()
 	waitFor(t, 15*time.Second, "the stalled follower to fall out of sync", func() bool {
 		return produce() == kerr.NotEnoughReplicas.Code
 	})
-	mreq := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr("three-copies")
-	mreq.Topics = append(mreq.Topics, mt)
 	mresp, err := toLeader.Request(ctx, mreq)
 	if err != nil {
 		t.Fatal(err)

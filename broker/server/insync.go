@@ -164,6 +164,16 @@ func (f *followerProgress) inSync(now time.Time, shard uint64, id int32, lagMax 
 	return now.Sub(f.caughtUp[shard][id]) < lagMax
 }
 
+// seenCaughtUp reports whether follower id of a shard this broker leads was
+// seen to reach the leader's log end within lagMax; unlike inSync, a leader
+// new to the shard gives no grace.
+func (f *followerProgress) seenCaughtUp(now time.Time, shard uint64, id int32, lagMax time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.caughtUp[shard][id]
+	return ok && now.Sub(t) < lagMax
+}
+
 // inSyncReplicas returns the replicas of a shard that are in sync: on its
 // leader, those on live brokers that kept up; elsewhere, those on live
 // brokers.

@@ -27,12 +27,17 @@ func TestFollowerProgress(t *testing.T) {
 		{"follower 1 still behind after the window", 2600 * time.Millisecond, 300, map[int32]int64{1: 299, 2: 300}, map[int32]bool{1: false, 2: true}},
 		{"idle partition: equal ends are caught up", 3000 * time.Millisecond, 300, map[int32]int64{1: 300, 2: 300}, map[int32]bool{1: true, 2: true}},
 	}
-	for _, s := range steps {
+	for i, s := range steps {
 		ends := map[uint64]map[int32]int64{7: s.ends}
 		f.update(at(s.now), map[uint64]int64{7: s.leaderEnd}, ends)
 		for id, want := range s.inSync {
 			if got := f.inSync(at(s.now), 7, id, lag); got != want {
 				t.Fatalf("%s: follower %d in sync %v, want %v", s.name, id, got, want)
+			}
+			// Leadership goes back only to a follower seen caught up:
+			// the grace of a new leader does not count.
+			if seen := f.seenCaughtUp(at(s.now), 7, id, lag); seen != (want && i > 0) {
+				t.Fatalf("%s: follower %d seen caught up %v", s.name, id, seen)
 			}
 		}
 	}

@@ -65,8 +65,11 @@ func (b *Broker) isLeader(shard uint64) bool {
 }
 
 // balanceLeaders hands leadership back to a partition's preferred replica
-// once it is live again, so leaders stay spread after failures, as Kafka's
-// auto.leader.rebalance does.
+// once it is live again and has caught up, so leaders stay spread after
+// failures, as Kafka's auto.leader.rebalance does (only to a replica in the
+// ISR). A transfer to a replica that cannot take it (a stalled process
+// still accepts connections) would stop the partition's writes until the
+// transfer times out, every round.
 func (b *Broker) balanceLeaders(ctx context.Context) {
 	for sleep(ctx, 5*time.Second) {
 		for _, shard := range b.replicas.shards() {
@@ -79,7 +82,8 @@ func (b *Broker) balanceLeaders(ctx context.Context) {
 					preferred = p.Replicas[0]
 				}
 			})
-			if preferred >= 0 && preferred != b.cfg.ID && b.liveness.isLive(preferred) {
+			if preferred >= 0 && preferred != b.cfg.ID && b.liveness.isLive(preferred) &&
+				b.progress.seenCaughtUp(time.Now(), shard, preferred, b.cfg.ReplicaLagMax) {
 				_ = b.nh.RequestLeaderTransfer(shard, nodeID(preferred))
 			}
 		}
