@@ -18,6 +18,18 @@ import (
 	"github.com/raftka/raftka/broker/brokertest"
 )
 
+// eagerlyCompacted is the config of a compacted topic whose 1 MiB segments
+// are cleaned as soon as anything in them is superseded, tombstones
+// included.
+func eagerlyCompacted() map[string]*string {
+	configs := map[string]*string{}
+	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": "1048576",
+		"delete.retention.ms": "0", "min.cleanable.dirty.ratio": "0.01"} {
+		configs[k] = &v
+	}
+	return configs
+}
+
 // readCompacted reads a partition from its start to its high watermark and
 // returns every record, as a consumer of a compacted topic sees it.
 func readCompacted(t *testing.T, c *brokertest.Cluster, topic string) []*kgo.Record {
@@ -53,13 +65,7 @@ func readCompacted(t *testing.T, c *brokertest.Cluster, topic string) []*kgo.Rec
 // refused.
 func TestCompactedTopicKeepsTheNewestValueOfEachKey(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--log-cleaner-interval", "200ms"}})
-	configs := map[string]string{"cleanup.policy": "compact", "segment.bytes": "1048576",
-		"delete.retention.ms": "0", "min.cleanable.dirty.ratio": "0.01"}
-	ptrs := map[string]*string{}
-	for k, v := range configs {
-		ptrs[k] = &v
-	}
-	c.CreateTopic("compacted", 1, 3, ptrs)
+	c.CreateTopic("compacted", 1, 3, eagerlyCompacted())
 	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("compacted"),
 		kgo.ProducerBatchCompression(kgo.SnappyCompression()))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -199,12 +205,7 @@ func replicaTable(t *testing.T, c *brokertest.Cluster, i int, topic string) map[
 // replica's own log still reads as the table of everything produced.
 func TestEveryReplicaCompactsToTheSameTable(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--log-cleaner-interval", "100ms"}})
-	configs := map[string]*string{}
-	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": "1048576",
-		"delete.retention.ms": "0", "min.cleanable.dirty.ratio": "0.01"} {
-		configs[k] = &v
-	}
-	c.CreateTopic("table", 1, 3, configs)
+	c.CreateTopic("table", 1, 3, eagerlyCompacted())
 	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("table"),
 		kgo.ProducerBatchCompression(kgo.SnappyCompression()), kgo.RecordDeliveryTimeout(30*time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

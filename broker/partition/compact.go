@@ -174,12 +174,13 @@ func (l *Log) clean(opts CleanOptions) (CleanResult, error) {
 	}
 	tombstoneHorizon := opts.NowMs - opts.DeleteRetentionMs
 	keep := func(offset int64, r *kmsg.Record, timestamp int64) bool {
-		switch newest, ok := latest[hashKey(r.Key)]; {
-		case r.Key == nil:
+		if r.Key == nil {
 			return true // produced before the topic was compacted
-		case offset > mappedEnd:
+		}
+		if offset > mappedEnd {
 			return true // the map does not reach it: a later pass
-		case ok && newest > offset:
+		}
+		if newest, ok := latest[hashKey(r.Key)]; ok && newest > offset {
 			return false
 		}
 		// The newest of its key up to mappedEnd: a tombstone goes once
