@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/raftka/raftka/broker/groups"
 	"github.com/raftka/raftka/broker/meta"
+	"github.com/raftka/raftka/broker/raftlog"
 )
 
 // Broker is one running Raftka broker.
@@ -93,6 +95,9 @@ func Start(cfg Config) (*Broker, error) {
 	logdb.KVMaxWriteBufferNumber = 4
 	expert := dbconfig.GetDefaultExpertConfig()
 	expert.LogDB = logdb
+	if cfg.RaftLogStore == RaftLogWAL {
+		expert.LogDBFactory = raftlog.Factory{}
+	}
 	expert.Engine.ExecShards = 4
 	expert.Engine.CommitShards = 4
 	expert.Engine.ApplyShards = 4
@@ -108,6 +113,9 @@ func Start(cfg Config) (*Broker, error) {
 	})
 	if err != nil {
 		cancel()
+		if strings.Contains(err.Error(), "logdb type changed") { // Dragonboat's error is in an internal package
+			return nil, fmt.Errorf("start raft: %w: %s was written with a Raft log store other than --raft-log-store %s", err, cfg.DataDir, cfg.RaftLogStore)
+		}
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	b.nh = nh

@@ -10,6 +10,13 @@ import (
 	"time"
 )
 
+// The Raft log stores a broker can run on. A NodeHost directory records
+// which one wrote it, and Dragonboat refuses to open it with another.
+const (
+	RaftLogWAL    = "wal"
+	RaftLogPebble = "pebble"
+)
+
 // Config is a broker's configuration, from flags or a file.
 type Config struct {
 	ID              int32
@@ -34,9 +41,12 @@ type Config struct {
 	GroupInitialRebalanceDelay time.Duration
 	MaxRequestBytes            int32
 	EnablePprof                bool
-	// RaftLogWriteBuffer is the memtable size of the Raft log store. Small
-	// memtables flush entries to disk tables before their partitions
-	// applied them, which then costs compactions.
+	// RaftLogStore is the Raft log store: "wal" (package raftlog, one
+	// write-ahead log for all groups) or "pebble" (Dragonboat's default).
+	RaftLogStore string
+	// RaftLogWriteBuffer is the memtable size of the pebble Raft log
+	// store. Small memtables flush entries to disk tables before their
+	// partitions applied them, which then costs compactions.
 	RaftLogWriteBuffer int64
 	// SnapshotEntries is how many Raft entries a partition group applies
 	// between snapshots; older entries are then compacted away, and a
@@ -118,6 +128,13 @@ func (c *Config) validate() error {
 	}
 	if c.SnapshotEntries == 0 {
 		c.SnapshotEntries = 5000
+	}
+	switch c.RaftLogStore {
+	case "":
+		c.RaftLogStore = RaftLogWAL
+	case RaftLogWAL, RaftLogPebble:
+	default:
+		return fmt.Errorf("unknown Raft log store %q (wal or pebble)", c.RaftLogStore)
 	}
 	if c.RaftLogWriteBuffer <= 0 {
 		c.RaftLogWriteBuffer = 128 << 20

@@ -49,7 +49,8 @@ func run(args []string) error {
 		rebalanceWait = fs.Duration("group-initial-rebalance-delay", 3*time.Second, "wait for more members before the first rebalance of an empty group")
 		snapEntries   = fs.Uint64("raft-snapshot-entries", 5000, "Raft entries a partition applies between snapshots; older entries are compacted, and a replica further behind catches up from a snapshot, fetching the records it lacks from its peers")
 		logRetain     = fs.Int64("raft-log-retain-bytes", 4<<20, "bytes of Raft entries a partition replica applies between snapshots; its Raft log keeps one to two such intervals for lagging followers, and entries deleted before the log store's memtable flushes are written once (0: only --raft-snapshot-entries)")
-		logBuffer     = fs.Int64("raft-log-write-buffer", 128<<20, "memtable bytes of the Raft log store (up to 4 in memory while flushes lag); the larger, the more compacted entries die in it unwritten")
+		logStore      = fs.String("raft-log-store", "wal", "Raft log store: wal (one write-ahead log for all Raft groups; each entry written once) or pebble (Dragonboat's key-value store); a data directory keeps the store it was created with")
+		logBuffer     = fs.Int64("raft-log-write-buffer", 128<<20, "with --raft-log-store pebble: memtable bytes (up to 4 in memory while flushes lag); the larger, the more compacted entries die in it unwritten")
 		retentionTick = fs.Duration("retention-check-interval", 30*time.Second, "how often partition leaders apply retention.ms and retention.bytes")
 		lagMax        = fs.Duration("replica-lag-max", 10*time.Second, "how long a follower may go without reaching its leader's log end and still count as in sync for min.insync.replicas (Kafka's replica.lag.time.max.ms)")
 		cleanerTick   = fs.Duration("log-cleaner-interval", 15*time.Second, "how often each replica of a compacted topic (cleanup.policy=compact) checks whether its log needs a compaction pass")
@@ -98,7 +99,7 @@ func run(args []string) error {
 		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
-		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, Logger: logger,
+		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, Logger: logger,
 	})
 	if err != nil {
 		return err

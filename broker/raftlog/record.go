@@ -1,0 +1,145 @@
+package raftlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+
+	pb "github.com/lni/dragonboat/v3/raftpb"
+)
+
+// A record is a 4-byte payload length, a 4-byte CRC-32C of the payload and
+// the payload, whose first byte is its kind.
+const recordHeader = 8
+
+const (
+	kindUpdates        byte = 1 // SaveRaftState: states, snapshots, entries
+	kindBootstrap      byte = 2
+	kindSnapshots      byte = 3 // SaveSnapshots
+	kindDeleteSnapshot byte = 4
+	kindRemoveNode     byte = 5
+	kindNodeImage      byte = 6 // ImportSnapshot: one node replaced whole
+	kindCheckpoint     byte = 7 // every node, at the start of a file
+	kindRelocated      byte = 8 // entries copied forward; the checkpoint after them points here
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var errCorrupt = errors.New("raftlog: corrupt record")
+
+// newRecord starts a record of the given kind, leaving room for the header.
+func newRecord(kind byte, sizeHint int) []byte {
+	buf := make([]byte, recordHeader, recordHeader+1+sizeHint)
+	return append(buf, kind)
+}
+
+// seal fills in the header once the payload is complete.
+func seal(rec []byte) []byte {
+	payload := rec[recordHeader:]
+	binary.BigEndian.PutUint32(rec[0:4], uint32(len(payload)))
+	binary.BigEndian.PutUint32(rec[4:8], crc32.Checksum(payload, castagnoli))
+	return rec
+}
+
+func appendBytes(buf, b []byte) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(b)))
+	return append(buf, b...)
+}
+
+func appendNode(buf []byte, k nodeKey) []byte {
+	buf = binary.AppendUvarint(buf, k.cluster)
+	return binary.AppendUvarint(buf, k.node)
+}
+
+// marshalState is empty for an empty state: "no change".
+func marshalState(st pb.State) []byte {
+	if pb.IsEmptyState(st) {
+		return nil
+	}
+	b, err := st.Marshal()
+	if err != nil {
+		panic(err) // a fixed-size message of integers
+	}
+	return b
+}
+
+func marshalSnapshot(ss pb.Snapshot) []byte {
+	if pb.IsEmptySnapshot(ss) {
+		return nil
+	}
+	b, err := ss.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// decoder reads a payload; the first malformed field sets err and every
+// later read returns zero values.
+type decoder struct {
+	buf []byte
+	pos int
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.buf[d.pos:])
+	if n <= 0 {
+		d.err = errCorrupt
+		return 0
+	}
+	d.pos += n
+	return v
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil || d.pos >= len(d.buf) {
+		d.err = errCorrupt
+		return 0
+	}
+	d.pos++
+	return d.buf[d.pos-1]
+}
+
+// bytes returns the next length-prefixed field and its offset in buf.
+func (d *decoder) bytes() ([]byte, int) {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.buf)-d.pos) {
+		d.err = errCorrupt
+		return nil, 0
+	}
+	at := d.pos
+	d.pos += int(n)
+	return d.buf[at:d.pos], at
+}
+
+func (d *decoder) node() nodeKey {
+	return nodeKey{cluster: d.uvarint(), node: d.uvarint()}
+}
+
+func (d *decoder) state() (pb.State, bool) {
+	b, _ := d.bytes()
+	if len(b) == 0 || d.err != nil {
+		return pb.State{}, false
+	}
+	var st pb.State
+	if err := st.Unmarshal(b); err != nil {
+		d.err = errCorrupt
+	}
+	return st, d.err == nil
+}
+
+func (d *decoder) snapshot() (pb.Snapshot, bool) {
+	b, _ := d.bytes()
+	if len(b) == 0 || d.err != nil {
+		return pb.Snapshot{}, false
+	}
+	var ss pb.Snapshot
+	if err := ss.Unmarshal(b); err != nil {
+		d.err = errCorrupt
+	}
+	return ss, d.err == nil
+}

@@ -1,0 +1,752 @@
+package raftlog
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	dbconfig "github.com/lni/dragonboat/v3/config"
+	"github.com/lni/dragonboat/v3/raftio"
+	pb "github.com/lni/dragonboat/v3/raftpb"
+	"golang.org/x/sys/unix"
+)
+
+// Name is the store's name in Dragonboat's data directory flag file: a
+// NodeHost directory written by another log store is refused at start.
+const Name = "raftka-wal"
+
+// binaryFormat versions the file layout.
+const binaryFormat = 1
+
+// DefaultFileBytes is the size at which a new file is started.
+const DefaultFileBytes = 64 << 20
+
+// Factory creates the store for Dragonboat (NodeHostConfig.Expert.LogDBFactory).
+type Factory struct {
+	// FileBytes is the size at which a new file is started; 0 is
+	// DefaultFileBytes.
+	FileBytes int64
+}
+
+// Name implements config.LogDBFactory.
+func (Factory) Name() string { return Name }
+
+// Create implements config.LogDBFactory: the store lives in a directory
+// of the NodeHost's own.
+func (f Factory) Create(_ dbconfig.NodeHostConfig, _ dbconfig.LogDBCallback, dirs []string, _ []string) (raftio.ILogDB, error) {
+	if len(dirs) == 0 {
+		return nil, errors.New("raftlog: no directory")
+	}
+	return Open(filepath.Join(dirs[0], "raftlog"), f.FileBytes)
+}
+
+// walFile is one file of the log. Readers hold a reference while they read
+// outside the store's lock, so a file deleted meanwhile is closed only
+// after them.
+type walFile struct {
+	no   uint32
+	f    *os.File
+	size int64
+
+	mu      sync.Mutex
+	refs    int
+	retired bool
+}
+
+func (w *walFile) acquire() {
+	w.mu.Lock()
+	w.refs++
+	w.mu.Unlock()
+}
+
+func (w *walFile) release() {
+	w.mu.Lock()
+	w.refs--
+	closeNow := w.refs == 0 && w.retired
+	w.mu.Unlock()
+	if closeNow {
+		_ = w.f.Close()
+	}
+}
+
+func (w *walFile) retire() {
+	w.mu.Lock()
+	w.retired = true
+	closeNow := w.refs == 0
+	w.mu.Unlock()
+	if closeNow {
+		_ = w.f.Close()
+	}
+}
+
+// Store is the log store. It implements raftio.ILogDB.
+type Store struct {
+	dir       string
+	fileBytes int64
+
+	mu      sync.RWMutex
+	nodes   index
+	files   map[uint32]*walFile
+	active  *walFile
+	written uint64 // records appended
+	failed  error  // a write or sync failed: nothing is trusted after it
+
+	syncMu sync.Mutex    // one fdatasync at a time; the others wait and share it
+	synced atomic.Uint64 // records known durable
+}
+
+var _ raftio.ILogDB = (*Store)(nil)
+
+// Open opens the store in dir, replaying what an earlier store wrote, and
+// starts a new file.
+func Open(dir string, fileBytes int64) (*Store, error) {
+	if fileBytes <= 0 {
+		fileBytes = DefaultFileBytes
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Store{dir: dir, fileBytes: fileBytes, nodes: index{}, files: map[uint32]*walFile{}}
+	if err := s.replay(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	s.mu.Lock()
+	err := s.rollLocked()
+	s.mu.Unlock()
+	if err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) path(no uint32) string { return filepath.Join(s.dir, fmt.Sprintf("%08d.wal", no)) }
+
+func fileNumbers(dir string) ([]uint32, error) {
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var nos []uint32
+	for _, e := range names {
+		base, ok := strings.CutSuffix(e.Name(), ".wal")
+		if !ok {
+			continue
+		}
+		no, err := strconv.ParseUint(base, 10, 32)
+		if err != nil {
+			continue
+		}
+		nos = append(nos, uint32(no))
+	}
+	sort.Slice(nos, func(i, j int) bool { return nos[i] < nos[j] })
+	return nos, nil
+}
+
+// replay rebuilds the index from the newest file that holds a checkpoint:
+// a newer file without one is a new file whose checkpoint never became
+// durable, and it is removed.
+func (s *Store) replay() error {
+	nos, err := fileNumbers(s.dir)
+	if err != nil {
+		return err
+	}
+	for i := len(nos) - 1; i >= 0; i-- {
+		x := index{}
+		end, found, err := s.scan(nos[i], x)
+		if err != nil {
+			return err
+		}
+		if !found {
+			if err := os.Remove(s.path(nos[i])); err != nil {
+				return err
+			}
+			continue
+		}
+		s.nodes = x
+		for _, no := range nos[:i+1] {
+			f, err := os.OpenFile(s.path(no), os.O_RDWR, 0)
+			if err != nil {
+				return err
+			}
+			st, err := f.Stat()
+			if err != nil {
+				_ = f.Close()
+				return err
+			}
+			s.files[no] = &walFile{no: no, f: f, size: st.Size()}
+		}
+		s.files[nos[i]].size = end
+		// What was read must be durable before it is acted on: a record
+		// written by a process that died before its fdatasync is in the
+		// page cache only.
+		if err := s.files[nos[i]].f.Sync(); err != nil {
+			return err
+		}
+		s.active = s.files[nos[i]]
+		return s.checkLocations()
+	}
+	return nil
+}
+
+// scan applies the records of one file to x from its last checkpoint on,
+// and returns where the valid records end and whether it holds a
+// checkpoint. Records after the first torn one are not read: nothing was
+// acknowledged after it.
+func (s *Store) scan(no uint32, x index) (end int64, checkpoint bool, err error) {
+	f, err := os.Open(s.path(no))
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	var header [recordHeader]byte
+	var payload []byte
+	var off int64
+	for {
+		if _, err := io.ReadFull(r, header[:]); err != nil {
+			return off, checkpoint, nil
+		}
+		size := int64(binary.BigEndian.Uint32(header[0:4]))
+		if size == 0 || size > st.Size()-off-recordHeader {
+			return off, checkpoint, nil
+		}
+		if int64(cap(payload)) < size {
+			payload = make([]byte, size)
+		}
+		payload = payload[:size]
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return off, checkpoint, nil
+		}
+		if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(header[4:8]) {
+			return off, checkpoint, nil
+		}
+		if payload[0] == kindCheckpoint {
+			checkpoint = true
+		}
+		if checkpoint {
+			if err := x.apply(payload, no, off+recordHeader); err != nil {
+				return 0, false, fmt.Errorf("raftlog: %s at %d: %w", s.path(no), off, err)
+			}
+		}
+		off += recordHeader + size
+	}
+}
+
+// checkLocations refuses an index that points outside the files: a file
+// lost or cut short under the store.
+func (s *Store) checkLocations() error {
+	for k, n := range s.nodes {
+		for _, l := range n.locs {
+			w := s.files[l.file]
+			if w == nil || l.off+int64(l.size) > w.size {
+				return fmt.Errorf("raftlog: entry of cluster %d node %d is missing from file %d", k.cluster, k.node, l.file)
+			}
+		}
+	}
+	return nil
+}
+
+// rollLocked starts a new file: entries still live in mostly dead files
+// are copied into it, then a checkpoint of the index is written and made
+// durable, and files that nothing points into are deleted.
+func (s *Store) rollLocked() error {
+	var next uint32 = 1
+	if s.active != nil {
+		if err := fdatasync(s.active.f); err != nil {
+			return s.failLocked(err)
+		}
+		s.raiseSynced(s.written)
+		next = s.active.no + 1
+	}
+	f, err := os.OpenFile(s.path(next), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	if err != nil {
+		return s.failLocked(err)
+	}
+	w := &walFile{no: next, f: f}
+	if err := s.relocate(w); err != nil {
+		_ = f.Close()
+		return s.failLocked(err)
+	}
+	rec := newRecord(kindCheckpoint, 64*len(s.nodes))
+	rec = binary.AppendUvarint(rec, uint64(len(s.nodes)))
+	for k, n := range s.nodes {
+		rec = appendNodeImage(rec, k, n)
+	}
+	if err := s.write(w, seal(rec)); err != nil {
+		_ = f.Close()
+		return s.failLocked(err)
+	}
+	if err := fdatasync(f); err != nil {
+		_ = f.Close()
+		return s.failLocked(err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		_ = f.Close()
+		return s.failLocked(err)
+	}
+	s.files[next] = w
+	s.active = w
+	s.deleteUnreferenced()
+	return nil
+}
+
+// relocate copies into w the live entries of files less than half live,
+// so that those files can go.
+func (s *Store) relocate(w *walFile) error {
+	live := map[uint32]int64{}
+	for _, n := range s.nodes {
+		for _, l := range n.locs {
+			live[l.file] += int64(l.size)
+		}
+	}
+	sparse := func(no uint32) bool {
+		old := s.files[no]
+		return old != nil && old != w && live[no]*2 < old.size
+	}
+	rec := newRecord(kindRelocated, 0)
+	var moved bool
+	for _, n := range s.nodes {
+		for i, l := range n.locs {
+			if !sparse(l.file) {
+				continue
+			}
+			at := len(rec)
+			rec = append(rec, make([]byte, l.size)...)
+			if _, err := s.files[l.file].f.ReadAt(rec[at:], l.off); err != nil {
+				return err
+			}
+			n.locs[i] = loc{file: w.no, off: w.size + int64(at), size: l.size}
+			moved = true
+		}
+	}
+	if !moved {
+		return nil
+	}
+	return s.write(w, seal(rec))
+}
+
+func (s *Store) deleteUnreferenced() {
+	used := map[uint32]bool{s.active.no: true}
+	for _, n := range s.nodes {
+		for _, l := range n.locs {
+			used[l.file] = true
+		}
+	}
+	for no, w := range s.files {
+		if used[no] {
+			continue
+		}
+		delete(s.files, no)
+		w.retire()
+		// A file that stays is harmless: the next open does not read it,
+		// and the next roll tries again.
+		_ = os.Remove(s.path(no))
+	}
+}
+
+func (s *Store) write(w *walFile, rec []byte) error {
+	if _, err := w.f.WriteAt(rec, w.size); err != nil {
+		return err
+	}
+	w.size += int64(len(rec))
+	return nil
+}
+
+func (s *Store) failLocked(err error) error {
+	if s.failed == nil {
+		s.failed = fmt.Errorf("raftlog: %w", err)
+	}
+	return s.failed
+}
+
+func (s *Store) raiseSynced(seq uint64) {
+	for {
+		cur := s.synced.Load()
+		if cur >= seq || s.synced.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
+}
+
+// appendRecord writes a sealed record, applies it to the index and returns
+// once it is durable. Concurrent callers share one fdatasync.
+func (s *Store) appendRecord(rec []byte) error {
+	s.mu.Lock()
+	if s.failed != nil {
+		s.mu.Unlock()
+		return s.failed
+	}
+	if s.active.size >= s.fileBytes {
+		if err := s.rollLocked(); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
+	w := s.active
+	off := w.size
+	if err := s.write(w, rec); err != nil {
+		err = s.failLocked(err)
+		s.mu.Unlock()
+		return err
+	}
+	if err := s.nodes.apply(rec[recordHeader:], w.no, off+recordHeader); err != nil {
+		panic(err) // the record was encoded here: a bug, not a disk fault
+	}
+	s.written++
+	seq := s.written
+	s.mu.Unlock()
+	return s.syncThrough(seq)
+}
+
+func (s *Store) syncThrough(seq uint64) error {
+	if s.synced.Load() >= seq {
+		return nil
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	s.mu.RLock()
+	if s.synced.Load() >= seq {
+		s.mu.RUnlock()
+		return nil
+	}
+	if s.failed != nil {
+		s.mu.RUnlock()
+		return s.failed
+	}
+	// Every record up to target is in the active file or in one a roll
+	// already synced.
+	target, w := s.written, s.active
+	w.acquire()
+	s.mu.RUnlock()
+	err := fdatasync(w.f)
+	w.release()
+	if err != nil {
+		s.mu.Lock()
+		err = s.failLocked(err)
+		s.mu.Unlock()
+		return err
+	}
+	s.raiseSynced(target)
+	return nil
+}
+
+func fdatasync(f *os.File) error {
+	for {
+		err := unix.Fdatasync(int(f.Fd()))
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (s *Store) closeFiles() {
+	for no, w := range s.files {
+		delete(s.files, no)
+		w.retire()
+	}
+}
+
+// Name implements raftio.ILogDB.
+func (s *Store) Name() string { return Name }
+
+// BinaryFormat implements raftio.ILogDB.
+func (s *Store) BinaryFormat() uint32 { return binaryFormat }
+
+// Close implements raftio.ILogDB.
+func (s *Store) Close() error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var err error
+	if s.active != nil && s.failed == nil {
+		err = fdatasync(s.active.f)
+	}
+	s.closeFiles()
+	if s.failed == nil {
+		s.failed = errors.New("raftlog: closed")
+	}
+	return err
+}
+
+// ListNodeInfo implements raftio.ILogDB: the nodes with a bootstrap record.
+func (s *Store) ListNodeInfo() ([]raftio.NodeInfo, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	infos := []raftio.NodeInfo{}
+	for k, n := range s.nodes {
+		if n.bootstrap != nil {
+			infos = append(infos, raftio.GetNodeInfo(k.cluster, k.node))
+		}
+	}
+	sort.Slice(infos, func(i, j int) bool {
+		if infos[i].ClusterID != infos[j].ClusterID {
+			return infos[i].ClusterID < infos[j].ClusterID
+		}
+		return infos[i].NodeID < infos[j].NodeID
+	})
+	return infos, nil
+}
+
+// SaveBootstrapInfo implements raftio.ILogDB.
+func (s *Store) SaveBootstrapInfo(clusterID, nodeID uint64, bs pb.Bootstrap) error {
+	b, err := bs.Marshal()
+	if err != nil {
+		return err
+	}
+	rec := newRecord(kindBootstrap, len(b)+24)
+	rec = appendNode(rec, nodeKey{clusterID, nodeID})
+	rec = appendBytes(rec, b)
+	return s.appendRecord(seal(rec))
+}
+
+// GetBootstrapInfo implements raftio.ILogDB.
+func (s *Store) GetBootstrapInfo(clusterID, nodeID uint64) (pb.Bootstrap, error) {
+	s.mu.RLock()
+	n := s.nodes[nodeKey{clusterID, nodeID}]
+	var b []byte
+	if n != nil {
+		b = n.bootstrap
+	}
+	s.mu.RUnlock()
+	if b == nil {
+		return pb.Bootstrap{}, raftio.ErrNoBootstrapInfo
+	}
+	var bs pb.Bootstrap
+	if err := bs.Unmarshal(b); err != nil {
+		return pb.Bootstrap{}, err
+	}
+	return bs, nil
+}
+
+// SaveRaftState implements raftio.ILogDB: all updates in one record, so
+// they are saved together or not at all.
+func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
+	size := 0
+	for i := range updates {
+		for j := range updates[i].EntriesToSave {
+			size += updates[i].EntriesToSave[j].Size() + 8
+		}
+	}
+	rec := newRecord(kindUpdates, size+64*len(updates))
+	rec = binary.AppendUvarint(rec, uint64(len(updates)))
+	for i := range updates {
+		ud := &updates[i]
+		rec = appendNode(rec, nodeKey{ud.ClusterID, ud.NodeID})
+		rec = appendBytes(rec, marshalState(ud.State))
+		rec = appendBytes(rec, marshalSnapshot(ud.Snapshot))
+		rec = binary.AppendUvarint(rec, uint64(len(ud.EntriesToSave)))
+		if len(ud.EntriesToSave) == 0 {
+			continue
+		}
+		first := ud.EntriesToSave[0].Index
+		rec = binary.AppendUvarint(rec, first)
+		for j := range ud.EntriesToSave {
+			e := &ud.EntriesToSave[j]
+			if e.Index != first+uint64(j) {
+				return fmt.Errorf("raftlog: entries to save are not contiguous: %d after %d", e.Index, first+uint64(j)-1)
+			}
+			n := e.Size()
+			rec = binary.AppendUvarint(rec, uint64(n))
+			at := len(rec)
+			rec = append(rec, make([]byte, n)...)
+			if _, err := e.MarshalTo(rec[at:]); err != nil {
+				return err
+			}
+		}
+	}
+	return s.appendRecord(seal(rec))
+}
+
+// IterateEntries implements raftio.ILogDB: the entries from low on, below
+// high and up to the last saved index, stopping after the first entry that
+// takes the size past maxSize.
+func (s *Store) IterateEntries(ents []pb.Entry, size uint64, clusterID, nodeID, low, high, maxSize uint64) ([]pb.Entry, uint64, error) {
+	s.mu.RLock()
+	n := s.nodes[nodeKey{clusterID, nodeID}]
+	if n == nil || !n.hasMax {
+		s.mu.RUnlock()
+		return ents, size, nil
+	}
+	high = min(high, n.maxIndex+1)
+	var locs []loc
+	var files []*walFile
+	planned := size
+	for i := low; i < high && n.has(i) && (len(locs) == 0 || planned <= maxSize); i++ {
+		l := n.locs[i-n.first]
+		locs = append(locs, l)
+		planned += uint64(l.size)
+		w := s.files[l.file]
+		w.acquire()
+		files = append(files, w)
+	}
+	s.mu.RUnlock()
+	defer func() {
+		for _, w := range files {
+			w.release()
+		}
+	}()
+	for i, l := range locs {
+		buf := make([]byte, l.size)
+		if _, err := files[i].f.ReadAt(buf, l.off); err != nil {
+			return nil, 0, fmt.Errorf("raftlog: read entry: %w", err)
+		}
+		var e pb.Entry
+		if err := e.Unmarshal(buf); err != nil {
+			return nil, 0, fmt.Errorf("raftlog: entry of cluster %d node %d: %w", clusterID, nodeID, err)
+		}
+		ents = append(ents, e)
+		size += uint64(e.SizeUpperLimit())
+		if size > maxSize {
+			break
+		}
+	}
+	return ents, size, nil
+}
+
+// ReadRaftState implements raftio.ILogDB.
+func (s *Store) ReadRaftState(clusterID, nodeID, snapshotIndex uint64) (raftio.RaftState, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := s.nodes[nodeKey{clusterID, nodeID}]
+	if n == nil {
+		return raftio.RaftState{}, raftio.ErrNoSavedLog
+	}
+	first, count, err := n.rangeFrom(snapshotIndex)
+	if err != nil {
+		return raftio.RaftState{}, err
+	}
+	if !n.hasState {
+		return raftio.RaftState{}, raftio.ErrNoSavedLog
+	}
+	return raftio.RaftState{State: n.state, FirstIndex: first, EntryCount: count}, nil
+}
+
+// RemoveEntriesTo implements raftio.ILogDB. The removal is not written:
+// a replay that brings removed entries back finds them intact, since a
+// file is deleted only after a durable checkpoint no longer points into it.
+func (s *Store) RemoveEntriesTo(clusterID, nodeID, index uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.nodes[nodeKey{clusterID, nodeID}]; n != nil {
+		n.removeBefore(index)
+	}
+	return nil
+}
+
+// CompactEntriesTo implements raftio.ILogDB: space comes back when files
+// roll, so there is nothing to wait for.
+func (s *Store) CompactEntriesTo(clusterID, nodeID, index uint64) (<-chan struct{}, error) {
+	done := make(chan struct{})
+	close(done)
+	return done, nil
+}
+
+// SaveSnapshots implements raftio.ILogDB.
+func (s *Store) SaveSnapshots(updates []pb.Update) error {
+	rec := newRecord(kindSnapshots, 128*len(updates))
+	count := 0
+	for _, ud := range updates {
+		if ud.Snapshot.Index > 0 {
+			count++
+		}
+	}
+	if count == 0 {
+		return nil
+	}
+	rec = binary.AppendUvarint(rec, uint64(count))
+	for _, ud := range updates {
+		if ud.Snapshot.Index > 0 {
+			rec = appendNode(rec, nodeKey{ud.ClusterID, ud.NodeID})
+			rec = appendBytes(rec, marshalSnapshot(ud.Snapshot))
+		}
+	}
+	return s.appendRecord(seal(rec))
+}
+
+// DeleteSnapshot implements raftio.ILogDB.
+func (s *Store) DeleteSnapshot(clusterID, nodeID, index uint64) error {
+	rec := newRecord(kindDeleteSnapshot, 24)
+	rec = appendNode(rec, nodeKey{clusterID, nodeID})
+	rec = binary.AppendUvarint(rec, index)
+	return s.appendRecord(seal(rec))
+}
+
+// ListSnapshots implements raftio.ILogDB: the snapshots at or below index,
+// oldest first.
+func (s *Store) ListSnapshots(clusterID, nodeID, index uint64) ([]pb.Snapshot, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := []pb.Snapshot{}
+	if n := s.nodes[nodeKey{clusterID, nodeID}]; n != nil {
+		for _, ss := range n.snapshots {
+			if ss.Index <= index {
+				out = append(out, ss)
+			}
+		}
+	}
+	return out, nil
+}
+
+// RemoveNodeData implements raftio.ILogDB.
+func (s *Store) RemoveNodeData(clusterID, nodeID uint64) error {
+	rec := newRecord(kindRemoveNode, 24)
+	rec = appendNode(rec, nodeKey{clusterID, nodeID})
+	return s.appendRecord(seal(rec))
+}
+
+// ImportSnapshot implements raftio.ILogDB as Dragonboat's own store does:
+// the node restarts from the snapshot as a joining member, and snapshot
+// records at or after it are dropped.
+func (s *Store) ImportSnapshot(ss pb.Snapshot, nodeID uint64) error {
+	if ss.Type == pb.UnknownStateMachine {
+		return errors.New("raftlog: snapshot of an unknown state machine type")
+	}
+	k := nodeKey{ss.ClusterId, nodeID}
+	bs := pb.Bootstrap{Join: true, Type: ss.Type}
+	b, err := bs.Marshal()
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	image := &nodeLog{bootstrap: b, state: pb.State{Term: ss.Term, Commit: ss.Index}, hasState: true, maxIndex: ss.Index, hasMax: true}
+	if n := s.nodes[k]; n != nil {
+		for _, old := range n.snapshots {
+			if old.Index < ss.Index {
+				image.snapshots = append(image.snapshots, old)
+			}
+		}
+		image.first, image.locs = n.first, append([]loc(nil), n.locs...)
+		image.truncateAfter(ss.Index)
+	}
+	s.mu.RUnlock()
+	image.addSnapshot(ss)
+	rec := newRecord(kindNodeImage, 256)
+	rec = appendNodeImage(rec, k, image)
+	return s.appendRecord(seal(rec))
+}

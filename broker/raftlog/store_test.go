@@ -1,0 +1,407 @@
+package raftlog
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/lni/dragonboat/v3/raftio"
+	pb "github.com/lni/dragonboat/v3/raftpb"
+)
+
+func entry(index, term uint64, size int) pb.Entry {
+	cmd := make([]byte, size)
+	for i := range cmd {
+		cmd[i] = byte(index*31 + term*7 + uint64(i))
+	}
+	return pb.Entry{Index: index, Term: term, Cmd: cmd}
+}
+
+func entries(first, last, term uint64, size int) []pb.Entry {
+	var out []pb.Entry
+	for i := first; i <= last; i++ {
+		out = append(out, entry(i, term, size))
+	}
+	return out
+}
+
+func mustOpen(t *testing.T, dir string, fileBytes int64) *Store {
+	t.Helper()
+	s, err := Open(dir, fileBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func reopen(t *testing.T, s *Store) *Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return mustOpen(t, s.dir, s.fileBytes)
+}
+
+func save(t *testing.T, s *Store, uds ...pb.Update) {
+	t.Helper()
+	if err := s.SaveRaftState(uds, 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, s *Store, cluster, low, high uint64) []pb.Entry {
+	t.Helper()
+	ents, _, err := s.IterateEntries(nil, 0, cluster, 1, low, high, 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ents
+}
+
+func sameEntries(t *testing.T, what string, got, want []pb.Entry) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d entries, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Index != want[i].Index || got[i].Term != want[i].Term || !bytes.Equal(got[i].Cmd, want[i].Cmd) {
+			t.Fatalf("%s: entry %d is index %d term %d, want index %d term %d (or other bytes)", what, i, got[i].Index, got[i].Term, want[i].Index, want[i].Term)
+		}
+	}
+}
+
+func TestStateAndEntriesSurviveReopen(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), 0)
+	if err := s.SaveBootstrapInfo(7, 1, pb.Bootstrap{Addresses: map[uint64]string{1: "a:1"}, Type: pb.OnDiskStateMachine}); err != nil {
+		t.Fatal(err)
+	}
+	save(t, s, pb.Update{ClusterID: 7, NodeID: 1, State: pb.State{Term: 3, Vote: 1, Commit: 2}, EntriesToSave: entries(1, 5, 3, 100)})
+	for round := 0; round < 2; round++ {
+		sameEntries(t, "all", read(t, s, 7, 1, 6), entries(1, 5, 3, 100))
+		rs, err := s.ReadRaftState(7, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs.State.Term != 3 || rs.State.Commit != 2 || rs.FirstIndex != 1 || rs.EntryCount != 5 {
+			t.Fatalf("raft state %+v", rs)
+		}
+		bs, err := s.GetBootstrapInfo(7, 1)
+		if err != nil || bs.Addresses[1] != "a:1" || bs.Type != pb.OnDiskStateMachine {
+			t.Fatalf("bootstrap %+v %v", bs, err)
+		}
+		infos, _ := s.ListNodeInfo()
+		if len(infos) != 1 || infos[0].ClusterID != 7 {
+			t.Fatalf("node infos %+v", infos)
+		}
+		s = reopen(t, s)
+	}
+	if _, err := s.ReadRaftState(8, 1, 0); err != raftio.ErrNoSavedLog {
+		t.Fatalf("unknown node: %v", err)
+	}
+	if _, err := s.GetBootstrapInfo(8, 1); err != raftio.ErrNoBootstrapInfo {
+		t.Fatalf("unknown node: %v", err)
+	}
+}
+
+func TestLaterEntriesReplaceTheTail(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), 0)
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: entries(1, 10, 1, 10)})
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 2}, EntriesToSave: entries(5, 7, 2, 10)})
+	want := append(entries(1, 4, 1, 10), entries(5, 7, 2, 10)...)
+	for round := 0; round < 2; round++ {
+		sameEntries(t, "after the new leader's entries", read(t, s, 1, 1, 11), want)
+		s = reopen(t, s)
+	}
+}
+
+func TestSnapshotInAnUpdateEndsTheLog(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), 0)
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: entries(1, 10, 1, 10)})
+	ss := pb.Snapshot{Index: 6, Term: 1, Type: pb.OnDiskStateMachine}
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, Snapshot: ss})
+	for round := 0; round < 2; round++ {
+		rs, err := s.ReadRaftState(1, 1, 6)
+		if err != nil || rs.FirstIndex != 6 || rs.EntryCount != 0 {
+			t.Fatalf("raft state %+v %v", rs, err)
+		}
+		sameEntries(t, "up to the snapshot", read(t, s, 1, 1, 11), entries(1, 6, 1, 10))
+		list, _ := s.ListSnapshots(1, 1, 100)
+		if len(list) != 1 || list[0].Index != 6 {
+			t.Fatalf("snapshots %+v", list)
+		}
+		s = reopen(t, s)
+	}
+}
+
+func TestSnapshotRecords(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), 0)
+	var uds []pb.Update
+	for _, i := range []uint64{30, 10, 20} {
+		uds = append(uds, pb.Update{ClusterID: 1, NodeID: 1, Snapshot: pb.Snapshot{Index: i, Term: 1, Type: pb.OnDiskStateMachine}})
+	}
+	if err := s.SaveSnapshots(uds); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteSnapshot(1, 1, 20); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 2; round++ {
+		list, _ := s.ListSnapshots(1, 1, 25)
+		if len(list) != 1 || list[0].Index != 10 {
+			t.Fatalf("snapshots up to 25: %+v", list)
+		}
+		list, _ = s.ListSnapshots(1, 1, 100)
+		if len(list) != 2 || list[0].Index != 10 || list[1].Index != 30 {
+			t.Fatalf("all snapshots: %+v", list)
+		}
+		s = reopen(t, s)
+	}
+	if err := s.ImportSnapshot(pb.Snapshot{ClusterId: 1, Index: 25, Term: 4, Type: pb.OnDiskStateMachine}, 1); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 2; round++ {
+		list, _ := s.ListSnapshots(1, 1, 100)
+		if len(list) != 2 || list[0].Index != 10 || list[1].Index != 25 {
+			t.Fatalf("after import: %+v", list)
+		}
+		rs, err := s.ReadRaftState(1, 1, 25)
+		if err != nil || rs.State.Term != 4 || rs.State.Commit != 25 || rs.EntryCount != 0 {
+			t.Fatalf("after import: %+v %v", rs, err)
+		}
+		bs, err := s.GetBootstrapInfo(1, 1)
+		if err != nil || !bs.Join {
+			t.Fatalf("after import: %+v %v", bs, err)
+		}
+		s = reopen(t, s)
+	}
+	if err := s.RemoveNodeData(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, s)
+	if list, _ := s.ListSnapshots(1, 1, 100); len(list) != 0 {
+		t.Fatalf("after removal: %+v", list)
+	}
+	if infos, _ := s.ListNodeInfo(); len(infos) != 0 {
+		t.Fatalf("after removal: %+v", infos)
+	}
+}
+
+func walFiles(t *testing.T, dir string) []uint32 {
+	t.Helper()
+	nos, err := fileNumbers(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nos
+}
+
+// A busy group compacts its log while a quiet one keeps its only entries
+// in the first file: the files are still deleted, the quiet group's
+// entries copied forward.
+func TestFilesGoOnceTheirEntriesAreRemoved(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, 64<<10)
+	save(t, s, pb.Update{ClusterID: 2, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: entries(1, 3, 1, 50)})
+	var index uint64
+	for i := 0; i < 400; i++ {
+		index++
+		save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 1, Commit: index}, EntriesToSave: []pb.Entry{entry(index, 1, 4000)}})
+		if index > 20 {
+			if err := s.RemoveEntriesTo(1, 1, index-10); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if files := walFiles(t, dir); len(files) > 3 || files[0] == 1 {
+		t.Fatalf("files %v for 11 live entries of 4 KB and 3 small ones, which the first file held", files)
+	}
+	for round := 0; round < 2; round++ {
+		sameEntries(t, "quiet group", read(t, s, 2, 1, 4), entries(1, 3, 1, 50))
+		sameEntries(t, "busy group", read(t, s, 1, index-10, index+1), entries(index-10, index, 1, 4000))
+		s = reopen(t, s)
+	}
+}
+
+func TestTornTailIsDropped(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, 0)
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: entries(1, 5, 1, 100)})
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, EntriesToSave: entries(6, 8, 1, 100)})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := walFiles(t, dir)
+	last := filepath.Join(dir, fmt.Sprintf("%08d.wal", files[len(files)-1]))
+	st, _ := os.Stat(last)
+	// Cut the last record in half, as a crash in its write would.
+	if err := os.Truncate(last, st.Size()-150); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, dir, 0)
+	sameEntries(t, "after the torn write", read(t, s, 1, 1, 10), entries(1, 5, 1, 100))
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, EntriesToSave: entries(6, 6, 2, 100)})
+	s = reopen(t, s)
+	sameEntries(t, "written after", read(t, s, 1, 1, 10), append(entries(1, 5, 1, 100), entry(6, 2, 100)))
+}
+
+func TestNewFileWithoutCheckpointIsIgnored(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, 0)
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: entries(1, 5, 1, 100)})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := walFiles(t, dir)
+	torn := filepath.Join(dir, fmt.Sprintf("%08d.wal", files[len(files)-1]+1))
+	if err := os.WriteFile(torn, []byte{0, 0, 1, 0, 9, 9}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, dir, 0)
+	sameEntries(t, "after a torn roll", read(t, s, 1, 1, 10), entries(1, 5, 1, 100))
+}
+
+func TestIterateStopsPastMaxSize(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), 0)
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: entries(1, 10, 1, 1000)})
+	ents, size, err := s.IterateEntries(nil, 0, 1, 1, 1, 11, 2500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Dragonboat's rule: entries are taken until the size exceeds the
+	// limit, the one that exceeds it included.
+	if len(ents) != 3 || size <= 2500 {
+		t.Fatalf("%d entries, %d bytes", len(ents), size)
+	}
+	if err := s.RemoveEntriesTo(1, 1, 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, s, 1, 1, 11); len(got) != 0 {
+		t.Fatalf("read from a removed index: %d entries", len(got))
+	}
+	sameEntries(t, "from the first kept", read(t, s, 1, 4, 11), entries(4, 10, 1, 1000))
+}
+
+// model is what the store should hold for one node.
+type model struct {
+	ents     map[uint64]pb.Entry
+	maxIndex uint64
+	removed  uint64 // entries below are gone
+	state    pb.State
+}
+
+// TestStoreMatchesAModel runs random saves, snapshots, removals, rolls and
+// reopens against several nodes, and compares every node's entries and
+// state with a plain model after each step.
+func TestStoreMatchesAModel(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	dir := t.TempDir()
+	s := mustOpen(t, dir, 32<<10)
+	models := map[uint64]*model{}
+	for c := uint64(1); c <= 4; c++ {
+		models[c] = &model{ents: map[uint64]pb.Entry{}}
+	}
+	term := uint64(1)
+	for step := 0; step < 3000; step++ {
+		c := uint64(rng.Intn(4) + 1)
+		m := models[c]
+		switch op := rng.Intn(20); {
+		case op < 12: // append, sometimes over the tail
+			first := m.maxIndex + 1
+			if m.maxIndex > m.removed+1 && rng.Intn(4) == 0 {
+				first = m.removed + 1 + uint64(rng.Intn(int(m.maxIndex-m.removed)))
+				term++
+			}
+			if first <= m.removed {
+				first = m.removed + 1
+			}
+			ents := entries(first, first+uint64(rng.Intn(5)), term, rng.Intn(3000))
+			m.state = pb.State{Term: term, Commit: first}
+			save(t, s, pb.Update{ClusterID: c, NodeID: 1, State: m.state, EntriesToSave: ents})
+			for i := range m.ents {
+				if i >= first {
+					delete(m.ents, i)
+				}
+			}
+			for _, e := range ents {
+				m.ents[e.Index] = e
+			}
+			m.maxIndex = ents[len(ents)-1].Index
+		case op < 16: // compaction
+			if m.maxIndex > 0 {
+				to := m.removed + uint64(rng.Intn(int(m.maxIndex-m.removed)+1))
+				if err := s.RemoveEntriesTo(c, 1, to); err != nil {
+					t.Fatal(err)
+				}
+				if to > m.removed {
+					m.removed = to
+				}
+			}
+		case op < 18:
+			s = reopen(t, s)
+		default: // a parallel writer of another node, to mix records
+			save(t, s, pb.Update{ClusterID: 100, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: []pb.Entry{entry(uint64(step+1), 1, 10)}})
+		}
+		for c, m := range models {
+			if m.maxIndex == 0 {
+				continue
+			}
+			var want []pb.Entry
+			for i := max(m.removed, 1); i <= m.maxIndex; i++ {
+				if e, ok := m.ents[i]; ok {
+					want = append(want, e)
+				}
+			}
+			sameEntries(t, fmt.Sprintf("step %d, cluster %d", step, c), read(t, s, c, max(m.removed, 1), m.maxIndex+5), want)
+		}
+	}
+	if files := walFiles(t, dir); len(files) > 8 {
+		t.Fatalf("%d files left", len(files))
+	}
+}
+
+// TestConcurrentSavesAndReads is for the race detector: writers of
+// different nodes roll files while readers read.
+func TestConcurrentSavesAndReads(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), 16<<10)
+	var wg sync.WaitGroup
+	for c := uint64(1); c <= 4; c++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := uint64(1); i <= 200; i++ {
+				if err := s.SaveRaftState([]pb.Update{{ClusterID: c, NodeID: 1, State: pb.State{Term: 1, Commit: i}, EntriesToSave: []pb.Entry{entry(i, 1, 500)}}}, c); err != nil {
+					t.Error(err)
+					return
+				}
+				if i > 10 {
+					_ = s.RemoveEntriesTo(c, 1, i-5)
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				ents, _, err := s.IterateEntries(nil, 0, c, 1, 1, 1000, 1<<30)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for j := 1; j < len(ents); j++ {
+					if ents[j].Index != ents[j-1].Index+1 {
+						t.Errorf("gap in what was read")
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for c := uint64(1); c <= 4; c++ {
+		sameEntries(t, "end", read(t, s, c, 195, 201), entries(195, 200, 1, 500))
+	}
+}
