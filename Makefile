@@ -86,11 +86,12 @@ bench: build envtest ## benchmarks of the broker and the operator; writes docs/b
 	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./controllers/
 
 FUZZTIME ?= 60s
-fuzz: ## run each fuzz target for FUZZTIME (request decoding, partition state machine, snapshot catch-up, log compaction)
+fuzz: ## run each fuzz target for FUZZTIME (request decoding, partition state machine, snapshot catch-up, log compaction, Raft log replay)
 	cd broker/server && $(GO) test -run '^$$' -fuzz FuzzParseRequest -fuzztime $(FUZZTIME) .
 	cd broker/partition && $(GO) test -run '^$$' -fuzz FuzzUpdate -fuzztime $(FUZZTIME) .
 	cd broker/partition && $(GO) test -run '^$$' -fuzz FuzzSnapshotCatchUp -fuzztime $(FUZZTIME) .
 	cd broker/partition && $(GO) test -run '^$$' -fuzz FuzzCompactBatch -fuzztime $(FUZZTIME) .
+	cd broker/raftlog && $(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) .
 
 fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')

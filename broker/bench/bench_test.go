@@ -2,8 +2,11 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -199,6 +202,9 @@ func BenchmarkProduceConsume(b *testing.B) {
 		row(fmt.Sprintf("RSS broker %d after producing", i), mib(c.RSS(i)))
 	}
 	row("partition leader changes while producing", fmt.Sprint(leadershipsWon(c)-leadersBefore))
+	for i := range c.Brokers {
+		row(fmt.Sprintf("Raft log and snapshot records on disk, broker %d, after producing", i), mib(treeBytes(b, filepath.Join(c.Brokers[i].DataDir, "raft"))))
+	}
 	row("bytes written to storage by the 3 brokers per byte of record values produced", fmt.Sprintf("%.1f", float64(written)/float64(records*len(benchValue()))))
 
 	if os.Getenv("RAFTKA_BENCH_DEBUG") != "" {
@@ -352,6 +358,27 @@ func selfCPU() time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// treeBytes is the size of the files under dir.
+func treeBytes(b *testing.B, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) { // deleted by the running broker meanwhile
+				return nil
+			}
+			return err
+		}
+		if info, err := d.Info(); err == nil && d.Type().IsRegular() {
+			n += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		b.Error(err)
+	}
+	return n
+}
 
 func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 

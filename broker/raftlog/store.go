@@ -307,7 +307,10 @@ func (s *Store) rollLocked() error {
 }
 
 // relocate copies into w the live entries of files less than half live,
-// so that those files can go.
+// so that those files can go. The file just filled is left alone: the
+// entries of busy groups in it are about to be compacted away, and copying
+// them would write them twice; only what is still live a file later
+// belongs to quiet groups.
 func (s *Store) relocate(w *walFile) error {
 	live := map[uint32]int64{}
 	for _, n := range s.nodes {
@@ -317,7 +320,7 @@ func (s *Store) relocate(w *walFile) error {
 	}
 	sparse := func(no uint32) bool {
 		old := s.files[no]
-		return old != nil && old != w && live[no]*2 < old.size
+		return old != nil && no+1 < w.no && live[no]*2 < old.size
 	}
 	rec := newRecord(kindRelocated, 0)
 	var moved bool
