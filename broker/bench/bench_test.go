@@ -231,15 +231,29 @@ func BenchmarkProduceConsume(b *testing.B) {
 	row("consume from the start", fmt.Sprintf("%.0f records/s, %.1f MB/s", crate, crate*1024/1e6))
 	c.StopAll()
 
-	// The same load on brokers whose data is in memory (tmpfs): what is
-	// left when the disk is taken out of the measurement.
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		mem := brokertest.Start(b, brokertest.Options{Brokers: 3, ExtraFlags: benchFlags(), DataRoot: "/dev/shm"})
-		mem.CreateTopic("bench", 6, 3, nil)
-		memRate, _ := produceLoad(b, mem, records)
-		row("the same produce with the brokers' data on tmpfs (no disk)", fmt.Sprintf("%.0f records/s, %.2fx the rate on disk", memRate, memRate/rate))
-		mem.StopAll()
+	// The same load on 3 fresh brokers each: with their data in memory
+	// (tmpfs), which takes the disk out of the measurement, and on
+	// Dragonboat's own Raft log store, side by side with ours.
+	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
+		return
 	}
+	pebble := []string{"--raft-log-store", "pebble"}
+	memRate := produceOn(b, "/dev/shm", nil, records)
+	row("the same produce with the brokers' data on tmpfs (no disk)", fmt.Sprintf("%.0f records/s, %.2fx the rate on disk", memRate, memRate/rate))
+	pebbleRate := produceOn(b, "", pebble, records)
+	row("the same produce on Dragonboat's pebble Raft log store (--raft-log-store pebble)", fmt.Sprintf("%.0f records/s, %.2fx the rate on disk with ours", pebbleRate, pebbleRate/rate))
+	pebbleMemRate := produceOn(b, "/dev/shm", pebble, records)
+	row("the same produce on the pebble Raft log store, data on tmpfs", fmt.Sprintf("%.0f records/s, %.2fx the rate on tmpfs with ours", pebbleMemRate, pebbleMemRate/memRate))
+}
+
+// produceOn runs the produce load on 3 fresh brokers with extra flags,
+// their data under root ("" for the test's temporary directory).
+func produceOn(b *testing.B, root string, flags []string, records int) float64 {
+	c := brokertest.Start(b, brokertest.Options{Brokers: 3, ExtraFlags: append(benchFlags(), flags...), DataRoot: root})
+	defer c.StopAll()
+	c.CreateTopic("bench", benchPartitions(), 3, nil)
+	rate, _ := produceLoad(b, c, records)
+	return rate
 }
 
 func BenchmarkFailover(b *testing.B) {

@@ -310,7 +310,8 @@ func (s *Store) rollLocked() error {
 // so that those files can go. The file just filled is left alone: the
 // entries of busy groups in it are about to be compacted away, and copying
 // them would write them twice; only what is still live a file later
-// belongs to quiet groups.
+// belongs to quiet groups. The emptiest files go first, and one roll
+// copies at most half a file, which bounds the pause it makes.
 func (s *Store) relocate(w *walFile) error {
 	live := map[uint32]int64{}
 	for _, n := range s.nodes {
@@ -318,15 +319,30 @@ func (s *Store) relocate(w *walFile) error {
 			live[l.file] += int64(l.size)
 		}
 	}
-	sparse := func(no uint32) bool {
-		old := s.files[no]
-		return old != nil && no+1 < w.no && live[no]*2 < old.size
+	var candidates []uint32
+	for no, old := range s.files {
+		if no+1 < w.no && live[no]*2 < old.size {
+			candidates = append(candidates, no)
+		}
 	}
-	rec := newRecord(kindRelocated, 0)
+	sort.Slice(candidates, func(i, j int) bool { return live[candidates[i]] < live[candidates[j]] })
+	chosen := map[uint32]bool{}
+	var budget int64
+	for _, no := range candidates {
+		if budget+live[no] > s.fileBytes/2 && len(chosen) > 0 {
+			break
+		}
+		chosen[no] = true
+		budget += live[no]
+	}
+	if len(chosen) == 0 {
+		return nil
+	}
+	rec := newRecord(kindRelocated, int(budget))
 	var moved bool
 	for _, n := range s.nodes {
 		for i, l := range n.locs {
-			if !sparse(l.file) {
+			if !chosen[l.file] {
 				continue
 			}
 			at := len(rec)
