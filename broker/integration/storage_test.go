@@ -203,6 +203,14 @@ func TestHealthEndpoints(t *testing.T) {
 	if produces < 1 {
 		t.Fatal("no produce latency metric on any broker")
 	}
+	for i := range c.Brokers {
+		files, _ := c.Metric(i, "raftka_raft_log_files")
+		bytes, _ := c.Metric(i, "raftka_raft_log_bytes")
+		syncs, _ := c.Metric(i, "raftka_raft_log_syncs_total")
+		if files < 1 || bytes <= 0 || syncs < 1 {
+			t.Fatalf("broker %d Raft log: %v files, %v bytes, %v syncs", i, files, bytes, syncs)
+		}
+	}
 	c.Kill(2)
 	// Each broker notices the loss on its own; ask the one inspected.
 	waitFor(t, 10*time.Second, "broker 1 to notice broker 2 is gone", func() bool {

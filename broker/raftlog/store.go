@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	dbconfig "github.com/lni/dragonboat/v3/config"
 	"github.com/lni/dragonboat/v3/raftio"
@@ -36,6 +37,9 @@ type Factory struct {
 	// FileBytes is the size at which a new file is started; 0 is
 	// DefaultFileBytes.
 	FileBytes int64
+	// Opened, if set, is given the store once it is open: Dragonboat
+	// keeps it to itself otherwise, and the broker reports its Stats.
+	Opened func(*Store)
 }
 
 // Name implements config.LogDBFactory.
@@ -47,7 +51,11 @@ func (f Factory) Create(_ dbconfig.NodeHostConfig, _ dbconfig.LogDBCallback, dir
 	if len(dirs) == 0 {
 		return nil, errors.New("raftlog: no directory")
 	}
-	return Open(filepath.Join(dirs[0], "raftlog"), f.FileBytes)
+	s, err := Open(filepath.Join(dirs[0], "raftlog"), f.FileBytes)
+	if err == nil && f.Opened != nil {
+		f.Opened(s)
+	}
+	return s, err
 }
 
 // walFile is one file of the log. Readers hold a reference while they read
@@ -103,6 +111,31 @@ type Store struct {
 
 	syncMu sync.Mutex    // one fdatasync at a time; the others wait and share it
 	synced atomic.Uint64 // records known durable
+
+	syncs, syncNanos, relocated atomic.Uint64
+}
+
+// Stats is what the store reports for monitoring.
+type Stats struct {
+	Files          int
+	Bytes          int64 // in its files
+	Syncs          uint64
+	SyncSeconds    float64 // spent in fdatasync, summed
+	RelocatedBytes uint64  // entries copied forward out of mostly dead files
+}
+
+// Stats returns the store's current figures.
+func (s *Store) Stats() Stats {
+	s.mu.RLock()
+	st := Stats{Files: len(s.files)}
+	for _, w := range s.files {
+		st.Bytes += w.size
+	}
+	s.mu.RUnlock()
+	st.Syncs = s.syncs.Load()
+	st.SyncSeconds = time.Duration(s.syncNanos.Load()).Seconds()
+	st.RelocatedBytes = s.relocated.Load()
+	return st
 }
 
 var _ raftio.ILogDB = (*Store)(nil)
@@ -357,6 +390,7 @@ func (s *Store) relocate(w *walFile) error {
 	if !moved {
 		return nil
 	}
+	s.relocated.Add(uint64(len(rec) - recordHeader - 1))
 	return s.write(w, seal(rec))
 }
 
@@ -453,7 +487,10 @@ func (s *Store) syncThrough(seq uint64) error {
 	target, w := s.written, s.active
 	w.acquire()
 	s.mu.RUnlock()
+	began := time.Now()
 	err := fdatasync(w.f)
+	s.syncs.Add(1)
+	s.syncNanos.Add(uint64(time.Since(began)))
 	w.release()
 	if err != nil {
 		s.mu.Lock()

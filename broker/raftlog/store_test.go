@@ -220,6 +220,9 @@ func TestFilesGoOnceTheirEntriesAreRemoved(t *testing.T) {
 	if files := walFiles(t, dir); len(files) > 3 || files[0] == 1 {
 		t.Fatalf("files %v for 11 live entries of 4 KB and 3 small ones, which the first file held", files)
 	}
+	if st := s.Stats(); st.RelocatedBytes == 0 || st.Files != len(walFiles(t, dir)) || st.Syncs == 0 {
+		t.Fatalf("stats %+v", st)
+	}
 	for round := 0; round < 2; round++ {
 		sameEntries(t, "quiet group", read(t, s, 2, 1, 4), entries(1, 3, 1, 50))
 		sameEntries(t, "busy group", read(t, s, 1, index-10, index+1), entries(index-10, index, 1, 4000))

@@ -30,6 +30,8 @@ type Broker struct {
 	log  *slog.Logger
 	nh   *dragonboat.NodeHost
 	meta *meta.StateMachine
+	// raftLog is the Raft log store with --raft-log-store wal, for metrics.
+	raftLog *raftlog.Store
 
 	replicas *replicaSet
 	liveness *liveness
@@ -96,7 +98,7 @@ func Start(cfg Config) (*Broker, error) {
 	expert := dbconfig.GetDefaultExpertConfig()
 	expert.LogDB = logdb
 	if cfg.RaftLogStore == RaftLogWAL {
-		expert.LogDBFactory = raftlog.Factory{}
+		expert.LogDBFactory = raftlog.Factory{Opened: func(s *raftlog.Store) { b.raftLog = s }}
 	}
 	expert.Engine.ExecShards = 4
 	expert.Engine.CommitShards = 4

@@ -182,12 +182,19 @@ var (
 	descSnapshotBytes = prometheus.NewDesc("raftka_partition_snapshot_fetched_bytes_total", "Record bytes fetched from peers by replicas recovering from snapshots since the broker started: only what they lacked.", nil, nil)
 	descLeadersWon    = prometheus.NewDesc("raftka_partition_leaderships_won_total", "Partition leaderships this broker took since it started, by election or transfer.", nil, nil)
 	descReplicas      = prometheus.NewDesc("raftka_hosted_replicas", "Partition replicas this broker hosts.", nil, nil)
+
+	descRaftLogFiles     = prometheus.NewDesc("raftka_raft_log_files", "Files of the Raft log store (--raft-log-store wal).", nil, nil)
+	descRaftLogBytes     = prometheus.NewDesc("raftka_raft_log_bytes", "Bytes in the Raft log store's files.", nil, nil)
+	descRaftLogSyncs     = prometheus.NewDesc("raftka_raft_log_syncs_total", "fdatasync calls of the Raft log store; concurrent saves share one.", nil, nil)
+	descRaftLogSyncSecs  = prometheus.NewDesc("raftka_raft_log_sync_seconds_total", "Time the Raft log store spent in fdatasync.", nil, nil)
+	descRaftLogRelocated = prometheus.NewDesc("raftka_raft_log_relocated_bytes_total", "Live Raft entries the log store copied out of mostly dead files so the files could go.", nil, nil)
 )
 
 type partitionCollector struct{ b *Broker }
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas, descSnapshots, descSnapshotBytes, descLeadersWon} {
+	for _, d := range []*prometheus.Desc{descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas, descSnapshots, descSnapshotBytes, descLeadersWon,
+		descRaftLogFiles, descRaftLogBytes, descRaftLogSyncs, descRaftLogSyncSecs, descRaftLogRelocated} {
 		ch <- d
 	}
 }
@@ -219,4 +226,12 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSnapshots, prometheus.CounterValue, float64(partition.SnapshotsRecovered.Load()))
 	ch <- prometheus.MustNewConstMetric(descLeadersWon, prometheus.CounterValue, float64(b.leadershipsWon.Load()))
 	ch <- prometheus.MustNewConstMetric(descSnapshotBytes, prometheus.CounterValue, float64(partition.SnapshotBytesFetched.Load()))
+	if b.raftLog != nil {
+		st := b.raftLog.Stats()
+		ch <- prometheus.MustNewConstMetric(descRaftLogFiles, prometheus.GaugeValue, float64(st.Files))
+		ch <- prometheus.MustNewConstMetric(descRaftLogBytes, prometheus.GaugeValue, float64(st.Bytes))
+		ch <- prometheus.MustNewConstMetric(descRaftLogSyncs, prometheus.CounterValue, float64(st.Syncs))
+		ch <- prometheus.MustNewConstMetric(descRaftLogSyncSecs, prometheus.CounterValue, st.SyncSeconds)
+		ch <- prometheus.MustNewConstMetric(descRaftLogRelocated, prometheus.CounterValue, float64(st.RelocatedBytes))
+	}
 }
