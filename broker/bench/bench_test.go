@@ -57,8 +57,11 @@ const reportNotes = `### Reproduce
   MetadataMinAge is 100 ms: with franz-go's default of 5 s the client itself waits up to 5 s
   before it asks who leads now. Raft replaces a leader silent for 10 to 20 RTTs (0.5-1 s at
   --rtt 50ms); a split vote costs another such wait.
-- Disk removed: the same produce load on 3 fresh brokers whose data is on /dev/shm (a tmpfs),
-  side by side with the run on disk, as a ratio.
+- Disk removed, and the other Raft log store: the same produce load on 3 fresh brokers each
+  time, with their data on /dev/shm (a tmpfs), and with --raft-log-store pebble (Dragonboat's
+  own log store) on disk and on tmpfs; each as a ratio to the run it compares with. The Raft
+  data on disk is the size of each broker's NodeHost directory after producing: the log store's
+  files and Dragonboat's snapshot records.
 - Replica memory for a large log: one partition state machine (no broker) with 1,000,000
   batches of one 100-byte record, closed and reopened; the heap it holds after the open.
 - Idle partitions: 3 brokers, one topic of 1,000 partitions with replication factor 3, so every
@@ -69,30 +72,34 @@ const reportNotes = `### Reproduce
 
 ### Reading the numbers
 
-- Produce throughput is not bound by the disk alone: the row "on tmpfs" runs the same load on
-  brokers whose data is in memory, and it is within a few percent of the rate on disk (0.93x to
-  1.07x over this machine's runs). At 31,000-40,000 records/s the 2 cores are saturated: in one
-  sample the machine was 31% user, 36% system and 25% waiting for fsyncs, with no idle time;
-  the brokers take about 60% of both cores, the producer about 6%, and the kernel (copies,
-  loopback networking, writeback) most of the rest. A CPU profile of a broker on tmpfs puts
-  about 40% of its time in the Raft log store (pebble: copying each entry into its memtable,
-  then flushing and compacting it), 15% in writing segments and most of the rest in copying
-  bytes through the kernel. So the next step is the same for the CPU as for the disk: a Raft
-  log that is the partition's segment, so each replica copies and writes each byte once.
-  Bytes written per byte produced are also in the table: each replica writes every byte to the
-  Raft log's write-ahead log and to its segment file, each fsynced before the record is
-  acknowledged, which is 6 for 3 replicas; entries that reach the log store's tables before
-  compaction deletes them make up the rest. More partitions make it slower, not faster (18
-  partitions: 0.75x of 6 in one run; RAFTKA_BENCH_PARTITIONS sets the count): the cost is per
-  entry and per byte, not a per-partition pipeline.
+- The Raft log store decides the CPU cost: with Dragonboat's pebble store a broker spent about
+  40% of its CPU in it (each entry copied into a memtable, then flushed and compacted), and
+  the same load ran as fast on tmpfs as on disk: the 2 cores were the limit. Raftka's own
+  store (broker/raftlog) writes each entry once, into a write-ahead log shared by all of the
+  broker's Raft groups. Side by side on tmpfs, where the CPU is the limit, it ran 1.5x to 2.5x
+  pebble's rate over this machine's runs (two alternating rounds: 68,000 and 84,000 records/s
+  against 45,000 and 45,000; the single run in the table is noisier), with fewer bytes written
+  (6.3-6.4 per byte produced against 7.1-7.3) and a smaller RSS (no memtables).
+- On disk the limit is now the disk: 6.3 bytes are written per byte produced (each of the 3
+  replicas writes every byte to the Raft log and to its segment file, each fsynced before the
+  record is acknowledged), so 38,000 records/s of 1 KiB is about 250 MB/s of fsynced writes in
+  many files, where dd writes one file at 400-440 MB/s on this machine. Produce rates on disk
+  vary by a third between runs here (27,000-45,000 records/s, on both stores). Skipping the
+  segment fsync before an entry counts as applied made no measurable difference (two
+  alternating rounds), so it stays. The way past this is to write each byte once per replica:
+  a Raft log that is the partition's segment.
+- More partitions make it slower, not faster (18 partitions: 0.75x of 6 in one run with
+  pebble; RAFTKA_BENCH_PARTITIONS sets the count): the cost is per entry and per byte, not a
+  per-partition pipeline.
 - An idle broker's CPU goes to Dragonboat, which ticks every Raft group every RTT and sends
   heartbeats every 2: with 1,000 replicas per broker that is most of a core's half here
   (quiesce mode, experimental in Dragonboat v3, did not change it). ` + "`--rtt 100ms`" + ` brought it
   from about 60% to 35% in one run, at the cost of elections taking 1-2 s instead of 0.5-1 s.
 - Per-replica memory is dominated by Dragonboat's per-group queues; the broker shrinks them
-  (broker/server/dragonboat_tuning.go) from about 0.6 MB to about 0.45 MB per replica. The Raft
-  log store's memtable (--raft-log-write-buffer, 128 MiB) is only touched under writes, so RSS
-  after producing is higher than when idle.
+  (broker/server/dragonboat_tuning.go) from about 0.6 MB to about 0.45 MB per replica. Raftka's
+  Raft log store keeps only the location of each live entry in memory; pebble's memtables
+  (--raft-log-write-buffer, 128 MiB, with --raft-log-store pebble) made the RSS after producing
+  about 150 MiB higher.
 `
 
 // benchFlags are extra broker flags from RAFTKA_BENCH_FLAGS, to compare
