@@ -98,7 +98,7 @@ func Start(cfg Config) (*Broker, error) {
 	expert := dbconfig.GetDefaultExpertConfig()
 	expert.LogDB = logdb
 	if cfg.RaftLogStore == RaftLogWAL {
-		expert.LogDBFactory = raftlog.Factory{Opened: func(s *raftlog.Store) { b.raftLog = s }}
+		expert.LogDBFactory = raftlog.Factory{FileBytes: cfg.RaftLogFileBytes, Opened: func(s *raftlog.Store) { b.raftLog = s }}
 	}
 	expert.Engine.ExecShards = 4
 	expert.Engine.CommitShards = 4

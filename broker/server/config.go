@@ -44,6 +44,9 @@ type Config struct {
 	// RaftLogStore is the Raft log store: "wal" (package raftlog, one
 	// write-ahead log for all groups) or "pebble" (Dragonboat's default).
 	RaftLogStore string
+	// RaftLogFileBytes is the size at which the wal store starts a new
+	// file; files go once no live entry is in them.
+	RaftLogFileBytes int64
 	// RaftLogWriteBuffer is the memtable size of the pebble Raft log
 	// store. Small memtables flush entries to disk tables before their
 	// partitions applied them, which then costs compactions.

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/raftka/raftka/broker/raftlog"
 	"github.com/raftka/raftka/broker/server"
 )
 
@@ -50,6 +51,7 @@ func run(args []string) error {
 		snapEntries   = fs.Uint64("raft-snapshot-entries", 5000, "Raft entries a partition applies between snapshots; older entries are compacted, and a replica further behind catches up from a snapshot, fetching the records it lacks from its peers")
 		logRetain     = fs.Int64("raft-log-retain-bytes", 4<<20, "bytes of Raft entries a partition replica applies between snapshots; its Raft log keeps one to two such intervals for lagging followers, and entries deleted before the log store's memtable flushes are written once (0: only --raft-snapshot-entries)")
 		logStore      = fs.String("raft-log-store", "wal", "Raft log store: wal (one write-ahead log for all Raft groups; each entry written once) or pebble (Dragonboat's key-value store); a data directory keeps the store it was created with")
+		logFileBytes  = fs.Int64("raft-log-file-bytes", raftlog.DefaultFileBytes, "with --raft-log-store wal: the size at which the Raft log starts a new file; a file is deleted once none of its entries is live")
 		logBuffer     = fs.Int64("raft-log-write-buffer", 128<<20, "with --raft-log-store pebble: memtable bytes (up to 4 in memory while flushes lag); the larger, the more compacted entries die in it unwritten")
 		retentionTick = fs.Duration("retention-check-interval", 30*time.Second, "how often partition leaders apply retention.ms and retention.bytes")
 		lagMax        = fs.Duration("replica-lag-max", 10*time.Second, "how long a follower may go without reaching its leader's log end and still count as in sync for min.insync.replicas (Kafka's replica.lag.time.max.ms)")
@@ -99,7 +101,7 @@ func run(args []string) error {
 		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
-		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, Logger: logger,
+		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, Logger: logger,
 	})
 	if err != nil {
 		return err
