@@ -15,8 +15,10 @@ import (
 	"github.com/raftka/raftka/broker/brokertest"
 )
 
-// kafkajsRun is what testdata/kafkajs/client.js reports.
-type kafkajsRun struct {
+// clientRun is what the clients in testdata (KafkaJS, kafka-python) report:
+// records acknowledged, records consumed in order, the group's commits and
+// the end offsets.
+type clientRun struct {
 	Acked int
 	Seen  []struct {
 		Partition  int32
@@ -44,23 +46,40 @@ func TestKafkaJS(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs")); err != nil {
 		t.Fatalf("KafkaJS is not installed: npm ci --prefix %s (make test does)", dir)
 	}
+	runClient(t, "kafkajs", dir, "node", "client.js").check(t, clientRecords)
+}
+
+// clientRecords is how many records each client in testdata produces.
+const clientRecords = 300
+
+// runClient starts 3 brokers and runs a client program in dir, telling it
+// the brokers, a topic named after it and the record count, and returns
+// what it reports on stdout.
+func runClient(t *testing.T, topic, dir, name string, args ...string) clientRun {
+	t.Helper()
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
-	const count = 300
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "client.js")
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "BROKERS="+strings.Join(c.AllAddrs(), ","), "TOPIC=kafkajs", "COUNT="+strconv.Itoa(count))
+	cmd.Env = append(os.Environ(), "BROKERS="+strings.Join(c.AllAddrs(), ","), "TOPIC="+topic, "COUNT="+strconv.Itoa(clientRecords))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("kafkajs: %v\n%s", err, errb.String())
+		t.Fatalf("%s: %v\n%s", topic, err, errb.String())
 	}
-	var run kafkajsRun
+	var run clientRun
 	if err := json.Unmarshal(out.Bytes(), &run); err != nil {
-		t.Fatalf("kafkajs output: %v\n%s", err, out.String())
+		t.Fatalf("%s output: %v\n%s", topic, err, out.String())
 	}
+	return run
+}
 
+// check fails t unless every record was acknowledged and consumed once, in
+// dense offsets per partition and in order per key, and the group committed
+// every partition's end offset.
+func (run clientRun) check(t *testing.T, count int) {
+	t.Helper()
 	if run.Acked != count {
 		t.Fatalf("%d records acknowledged, want %d", run.Acked, count)
 	}

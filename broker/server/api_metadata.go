@@ -10,9 +10,11 @@ import (
 	"github.com/raftka/raftka/broker/meta"
 )
 
-// Metadata v1-v12: a null topic list means all topics; v9 flexible; v10+
-// carries topic ids.
-func init() { register(kmsg.Metadata, 1, 12, handleMetadata) }
+// Metadata v0-v12: a null topic list means all topics, and in v0, which has
+// no null, an empty one does; v9 flexible; v10+ carries topic ids. v0 is
+// what older clients (kafka-python 2.0) send right after ApiVersions to
+// learn whether the broker is still there.
+func init() { register(kmsg.Metadata, 0, 12, handleMetadata) }
 
 // ClusterID is reported in Metadata and DescribeCluster.
 const ClusterID = "raftka"
@@ -43,7 +45,7 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 			}
 			resp.Brokers = append(resp.Brokers, mb)
 		}
-		if req.Topics == nil {
+		if req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0) {
 			for _, name := range sortedTopicNames(s) {
 				resp.Topics = append(resp.Topics, b.metadataTopic(s.Topics[name]))
 			}
