@@ -290,6 +290,7 @@ func (l *Log) rewrite(c cleanable, keep func(int64, *kmsg.Record, int64) bool, d
 	}
 	l.retired = append(l.retired, retiredFile{c.seg.f, nowMs + retiredFileDelayMs})
 	c.seg.f, c.seg.size, c.seg.index = f, int64(out.Len()), index
+	writeSegmentIndex(c.seg) // the cleaned file was fsynced
 	return c.size - int64(out.Len()), removed, nil
 }
 

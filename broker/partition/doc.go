@@ -7,6 +7,11 @@
 // clock. Time-based retention is decided by the leader at the edge and
 // proposed as a DeleteRecords command.
 //
+// Opening a replica reads only its active segment: each closed segment has
+// an index file, and each segment a fold file with the producer table and
+// leader epochs of the batches before it (sidecar.go); both are caches,
+// checked and read around when missing or stale.
+//
 // A snapshot names offsets, not records: a replica recovering from one keeps
 // the committed prefix it has and fetches the rest through a Source (the
 // broker's follower fetch from the other replicas), so a replica that was

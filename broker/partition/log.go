@@ -92,7 +92,11 @@ func newSegment(base int64, path string, f *os.File) *segment {
 }
 
 // openLog opens the segments of dir as a checkpoint (durable) names them.
-func openLog(dir string, ck checkpoint) (*Log, error) {
+func openLog(dir string, ck checkpoint) (*Log, error) { return openLogWith(dir, ck, true) }
+
+// openLogWith is openLog; without sidecars it reads every batch header, the
+// reference the sidecars are tested against.
+func openLogWith(dir string, ck checkpoint, useSidecars bool) (*Log, error) {
 	l := &Log{dir: dir, producer: producers{}, changed: make(chan struct{}),
 		next: ck.NextOffset, start: ck.LogStartOffset}
 	if err := removeCleanerLeftovers(dir); err != nil {
@@ -103,7 +107,8 @@ func openLog(dir string, ck checkpoint) (*Log, error) {
 		return nil, err
 	}
 	sort.Strings(names)
-	end := int64(0)
+	var bases []int64
+	var paths []string
 	for _, name := range names {
 		base, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(name), ".log"), 10, 64)
 		if err != nil {
@@ -116,19 +121,57 @@ func openLog(dir string, ck checkpoint) (*Log, error) {
 			}
 			continue
 		}
-		f, err := os.OpenFile(name, os.O_RDWR, 0o644)
+		bases, paths = append(bases, base), append(paths, name)
+	}
+	if err := removeOrphanSidecars(dir, bases); err != nil {
+		return nil, err
+	}
+	// Batches before the newest fold need not be folded again, and closed
+	// segments with an index file need not be read at all.
+	foldFrom := int64(-1)
+	if useSidecars {
+		for i := len(bases) - 1; i >= 0; i-- {
+			if epochs, p, ok := loadFold(dir, bases[i]); ok {
+				foldFrom, l.epochs, l.producer = bases[i], epochs, p
+				break
+			}
+		}
+	}
+	end := int64(0)
+	firstBatch, haveBatches := int64(0), false
+	for i, base := range bases {
+		f, err := os.OpenFile(paths[i], os.O_RDWR, 0o644)
 		if err != nil {
+			l.Close()
 			return nil, err
 		}
-		seg := newSegment(base, name, f)
-		if err := l.scanSegment(seg, ck.NextOffset); err != nil {
-			f.Close()
-			return nil, err
-		}
+		seg := newSegment(base, paths[i], f)
 		l.segs = append(l.segs, seg)
+		closed, fold := i+1 < len(bases), base >= foldFrom
+		loaded := false
+		if useSidecars && closed && !fold {
+			if st, err := f.Stat(); err == nil {
+				loaded = loadSegmentIndex(seg, st, ck.NextOffset)
+			}
+		}
+		if !loaded {
+			if err := l.scanSegment(seg, ck.NextOffset, fold); err != nil {
+				l.Close()
+				return nil, err
+			}
+			if useSidecars && closed {
+				writeSegmentIndex(seg) // what a checkpoint names is durable
+			}
+		}
 		if seg.size > 0 {
 			end = seg.last + 1
+			if !haveBatches {
+				firstBatch, haveBatches = seg.base+int64(seg.index[0].relOffset), true
+			}
 		}
+	}
+	if foldFrom >= 0 {
+		l.epochs = canonicalEpochs(l.epochs, firstBatch, haveBatches)
 	}
 	if end < ck.NextOffset && ck.NextOffset > ck.LogStartOffset {
 		l.Close()
@@ -139,9 +182,14 @@ func openLog(dir string, ck checkpoint) (*Log, error) {
 	return l, nil
 }
 
-// scanSegment indexes a segment's batches, truncating anything at or beyond
-// limit and any torn write at the tail.
-func (l *Log) scanSegment(seg *segment, limit int64) error {
+// segmentScans counts segments whose headers an open read, for tests.
+var segmentScans atomic.Int64
+
+// scanSegment indexes a segment's batches, folding them into the log's
+// epochs and producer table if fold is set, and truncates anything at or
+// beyond limit and any torn write at the tail.
+func (l *Log) scanSegment(seg *segment, limit int64, fold bool) error {
+	segmentScans.Add(1)
 	st, err := seg.f.Stat()
 	if err != nil {
 		return err
@@ -152,7 +200,10 @@ func (l *Log) scanSegment(seg *segment, limit int64) error {
 			h.BaseOffset+int64(h.LastDelta)-seg.base > maxSegmentOffsets || at+int64(h.Length) > math.MaxUint32 {
 			return false
 		}
-		l.index(h, seg, at)
+		seg.indexBatch(h, at)
+		if fold {
+			l.fold(h)
+		}
 		pos = at + int64(h.Length)
 		return true
 	})
@@ -195,6 +246,12 @@ func scanHeaders(f *os.File, pos, end int64, fn func(h header, pos int64) bool) 
 
 // index adds a batch just written at pos of seg, the last in it.
 func (l *Log) index(h header, seg *segment, pos int64) {
+	seg.indexBatch(h, pos)
+	l.fold(h)
+}
+
+// indexBatch adds a batch at pos to the segment's own index and bounds.
+func (seg *segment) indexBatch(h header, pos int64) {
 	if pos == 0 {
 		seg.firstTimestamp = h.MaxTimestamp
 	}
@@ -206,6 +263,11 @@ func (l *Log) index(h header, seg *segment, pos int64) {
 	if h.MaxTimestamp > seg.maxTimestamp {
 		seg.maxTimestamp, seg.maxTimestampOffset = h.MaxTimestamp, seg.last
 	}
+}
+
+// fold adds a batch to what the log's batches leave behind: the leader
+// epochs and the idempotent-producer table.
+func (l *Log) fold(h header) {
 	if n := len(l.epochs); n == 0 || l.epochs[n-1].Epoch < h.LeaderEpoch {
 		l.epochs = append(l.epochs, epochStart{Epoch: h.LeaderEpoch, Start: h.BaseOffset})
 	}
@@ -269,7 +331,12 @@ func (l *Log) activeSegment(h header) (*segment, error) {
 		return nil, err
 	}
 	seg := newSegment(l.next, path, f)
+	// Only this goroutine changes the epochs and the producer table.
+	writeFold(l.dir, l.next, l.epochs, l.producer)
 	l.mu.Lock()
+	if n := len(l.segs); n > 0 && !l.segs[n-1].dirty {
+		writeSegmentIndex(l.segs[n-1]) // closed, and fsynced already; else sync writes it
+	}
 	l.segs = append(l.segs, seg)
 	l.mu.Unlock()
 	return seg, nil
@@ -290,6 +357,9 @@ func (l *Log) sync() error {
 		}
 		l.mu.Lock()
 		seg.dirty = false
+		if l.holds(seg) && seg != l.segs[len(l.segs)-1] {
+			writeSegmentIndex(seg) // closed and now durable: it no longer changes
+		}
 		l.mu.Unlock()
 	}
 	return nil
@@ -344,6 +414,7 @@ func (l *Log) removeDoomed() {
 		// A file left behind lies below the log start: the next open
 		// drops it again.
 		_ = os.Remove(s.path)
+		removeSidecars(l.dir, s.base)
 	}
 }
 

@@ -18,8 +18,9 @@ type producerState struct {
 }
 
 // producers is the idempotent-producer table of one partition. It is a
-// function of the batches in the log: rebuilt from their headers on open
-// (so it needs no file of its own) and trimmed with the log's start.
+// function of the batches in the log, trimmed with the log's start: an open
+// rebuilds it from the fold file of the newest segment and the headers
+// after it (see sidecar.go), or from every header.
 type producers map[int64]*producerState
 
 // verdict says what to do with a batch from an idempotent producer.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -31,7 +32,47 @@ func openSMWithSource(t *testing.T, dir string, segmentBytes int64, source Sourc
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() }) // a test that closed it already checked the error
+	requireOpenedAsAFullScan(t, s)
 	return s, applied
+}
+
+// logShape is what an open derives from a log's files.
+type logShape struct {
+	Next, Start int64
+	Segments    []segmentShape
+	Epochs      []epochStart
+	Producers   producers
+}
+
+type segmentShape struct {
+	Base, Size, Last, FirstTimestamp, MaxTimestamp, MaxTimestampOffset int64
+	Index                                                              []indexEntry
+}
+
+func shapeOf(l *Log) logShape {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	sh := logShape{Next: l.next, Start: l.start, Epochs: l.epochs, Producers: l.producer}
+	for _, s := range l.segs {
+		sh.Segments = append(sh.Segments, segmentShape{s.base, s.size, s.last, s.firstTimestamp, s.maxTimestamp, s.maxTimestampOffset, s.index})
+	}
+	return sh
+}
+
+// requireOpenedAsAFullScan opens the state machine's log again reading
+// every batch header, and fails t unless that gives what the open through
+// the sidecar files gave: every test that reopens a replica checks the
+// sidecars so.
+func requireOpenedAsAFullScan(t *testing.T, s *StateMachine) {
+	t.Helper()
+	full, err := openLogWith(s.dir, s.ck, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	if got, want := shapeOf(s.log), shapeOf(full); !reflect.DeepEqual(got, want) {
+		t.Fatalf("opened through sidecars:\n%+v\nby reading every header:\n%+v", got, want)
+	}
 }
 
 // closeSM closes a state machine as a clean shutdown does.
