@@ -82,3 +82,41 @@ func TestNotLeaderNamesTheLeader(t *testing.T) {
 		t.Fatalf("fetch of an unknown topic id: error %d, want UNKNOWN_TOPIC_ID", code)
 	}
 }
+
+// TestNewPartitionsStartOnTheirPreferredReplicas: as with Kafka's
+// controller, a partition is led by its preferred replica (the first one
+// listed) when CreateTopics or CreatePartitions answers, so leadership does
+// not move under a client that starts using the topic right away (KafkaJS,
+// for one, rejoins its group on every NOT_LEADER_OR_FOLLOWER from a fetch).
+func TestNewPartitionsStartOnTheirPreferredReplicas(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := c.Admin()
+	if _, err := adm.CreateTopic(ctx, 9, 3, nil, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	requirePreferredLeaders := func(when string, partitions int) {
+		t.Helper()
+		details, err := adm.ListTopics(ctx, "fresh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := details["fresh"].Partitions
+		if len(parts) != partitions {
+			t.Fatalf("%s: %d partitions, want %d", when, len(parts), partitions)
+		}
+		for _, p := range parts {
+			if len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+				t.Fatalf("%s: partition %d led by %d, replicas %v", when, p.Partition, p.Leader, p.Replicas)
+			}
+		}
+	}
+	requirePreferredLeaders("when CreateTopics answered", 9)
+	if _, err := adm.CreatePartitions(ctx, 3, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	requirePreferredLeaders("when CreatePartitions answered", 12)
+	time.Sleep(6 * time.Second) // a leader-balancing round: nothing moves
+	requirePreferredLeaders("6 s later", 12)
+}

@@ -96,23 +96,37 @@ func fillCreatedTopic(rt *kmsg.CreateTopicsResponseTopic, t *meta.Topic) {
 	}
 }
 
+// preferredLeaderWait bounds how long awaitLeaders waits, once every new
+// partition has a leader, for the live preferred replicas to lead.
+const preferredLeaderWait = 4 * time.Second
+
 // awaitLeaders waits, within ctx, until every partition of the topics has
 // a leader recorded, so a client that creates then produces does not start
-// with a round of LEADER_NOT_AVAILABLE.
+// with a round of LEADER_NOT_AVAILABLE; and, for a little longer, until
+// each is led by its preferred replica (the leader hands it over at once,
+// see handBackNewPartition), so leadership does not move under the client
+// right after it starts.
 func (b *Broker) awaitLeaders(ctx context.Context, topics []string) {
+	var allLedSince time.Time
 	for len(topics) > 0 {
 		changed := b.meta.Changed()
-		ready := true
+		led, preferred := true, true
 		b.meta.Read(func(s *meta.State) {
 			for _, name := range topics {
 				if t := s.Topics[name]; t != nil {
 					for _, p := range t.Partitions {
-						ready = ready && p.Leader >= 0
+						led = led && p.Leader >= 0
+						if len(p.Replicas) > 0 && p.Leader != p.Replicas[0] && b.liveness.isLive(p.Replicas[0]) {
+							preferred = false
+						}
 					}
 				}
 			}
 		})
-		if ready {
+		if led && allLedSince.IsZero() {
+			allLedSince = time.Now()
+		}
+		if led && (preferred || time.Since(allLedSince) > preferredLeaderWait) {
 			return
 		}
 		select {

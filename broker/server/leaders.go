@@ -20,6 +20,7 @@ func (b *Broker) reportLeaders(ctx context.Context) {
 			return
 		case info := <-b.leaderOut:
 			b.reportLeader(ctx, info.ClusterID, int32(info.Term))
+			b.handBackNewPartition(info.ClusterID)
 		case <-sweep.C:
 			for _, shard := range b.replicas.shards() {
 				if !b.isLeader(shard) {
@@ -73,21 +74,51 @@ func (b *Broker) isLeader(shard uint64) bool {
 func (b *Broker) balanceLeaders(ctx context.Context) {
 	for sleep(ctx, 5*time.Second) {
 		for _, shard := range b.replicas.shards() {
-			if !b.isLeader(shard) {
-				continue
-			}
-			var preferred int32 = -1
-			b.meta.Read(func(s *meta.State) {
-				if _, p := findShard(s, shard); p != nil && len(p.Replicas) > 0 {
-					preferred = p.Replicas[0]
-				}
-			})
-			if preferred >= 0 && preferred != b.cfg.ID && b.liveness.isLive(preferred) &&
-				b.progress.seenCaughtUp(time.Now(), shard, preferred, b.cfg.ReplicaLagMax) {
-				_ = b.nh.RequestLeaderTransfer(shard, nodeID(preferred))
-			}
+			b.handBack(shard)
 		}
 	}
+}
+
+// handBack asks, as leader, for leadership to go to the partition's
+// preferred replica if that is live and caught up.
+func (b *Broker) handBack(shard uint64) {
+	if !b.isLeader(shard) {
+		return
+	}
+	var preferred int32 = -1
+	b.meta.Read(func(s *meta.State) {
+		if _, p := findShard(s, shard); p != nil && len(p.Replicas) > 0 {
+			preferred = p.Replicas[0]
+		}
+	})
+	if preferred >= 0 && preferred != b.cfg.ID && b.liveness.isLive(preferred) &&
+		b.progress.seenCaughtUp(time.Now(), shard, preferred, b.cfg.ReplicaLagMax) {
+		_ = b.nh.RequestLeaderTransfer(shard, nodeID(preferred))
+	}
+}
+
+// handBackNewPartition hands a partition that has no records yet to its
+// preferred replica as soon as this broker's probes have seen that replica
+// (they run every followerProbeInterval), not at the next balancing round:
+// Kafka's controller makes the preferred replica the first leader, and
+// CreateTopics answers once it leads (awaitLeaders), so that clients do not
+// see leadership move just after they start using a topic.
+func (b *Broker) handBackNewPartition(shard uint64) {
+	rep := b.replicas.get(shard)
+	if rep == nil {
+		return
+	}
+	if _, end := rep.sm.Log().Offsets(); end > 0 {
+		return
+	}
+	b.goBackground(func(ctx context.Context) {
+		for _, wait := range []time.Duration{followerProbeInterval + 100*time.Millisecond, 2 * followerProbeInterval, 4 * followerProbeInterval} {
+			if !sleep(ctx, wait) {
+				return
+			}
+			b.handBack(shard)
+		}
+	})
 }
 
 // enforceRetention asks, as leader, for the segments that retention.ms or
