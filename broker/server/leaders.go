@@ -74,14 +74,15 @@ func (b *Broker) isLeader(shard uint64) bool {
 func (b *Broker) balanceLeaders(ctx context.Context) {
 	for sleep(ctx, 5*time.Second) {
 		for _, shard := range b.replicas.shards() {
-			b.handBack(shard)
+			b.handBack(shard, true)
 		}
 	}
 }
 
 // handBack asks, as leader, for leadership to go to the partition's
-// preferred replica if that is live and caught up.
-func (b *Broker) handBack(shard uint64) {
+// preferred replica if that is live and, when caughtUp is set, seen caught
+// up by this broker's probes.
+func (b *Broker) handBack(shard uint64, caughtUp bool) {
 	if !b.isLeader(shard) {
 		return
 	}
@@ -92,17 +93,20 @@ func (b *Broker) handBack(shard uint64) {
 		}
 	})
 	if preferred >= 0 && preferred != b.cfg.ID && b.liveness.isLive(preferred) &&
-		b.progress.seenCaughtUp(time.Now(), shard, preferred, b.cfg.ReplicaLagMax) {
+		(!caughtUp || b.progress.seenCaughtUp(time.Now(), shard, preferred, b.cfg.ReplicaLagMax)) {
 		_ = b.nh.RequestLeaderTransfer(shard, nodeID(preferred))
 	}
 }
 
 // handBackNewPartition hands a partition that has no records yet to its
-// preferred replica as soon as this broker's probes have seen that replica
-// (they run every followerProbeInterval), not at the next balancing round:
-// Kafka's controller makes the preferred replica the first leader, and
-// CreateTopics answers once it leads (awaitLeaders), so that clients do not
-// see leadership move just after they start using a topic.
+// preferred replica right away, not at the next balancing round: Kafka's
+// controller makes the preferred replica the first leader, and CreateTopics
+// answers once it leads (awaitLeaders), so that clients do not see
+// leadership move just after they start using a topic. The first try asks
+// only that the replica be live: with no records there is nothing to catch
+// up on but a few Raft entries, which a leader transfer brings over before
+// it hands off (or it gives up within an election timeout); later tries
+// wait for this broker's probes to have seen the replica.
 func (b *Broker) handBackNewPartition(shard uint64) {
 	rep := b.replicas.get(shard)
 	if rep == nil {
@@ -112,11 +116,11 @@ func (b *Broker) handBackNewPartition(shard uint64) {
 		return
 	}
 	b.goBackground(func(ctx context.Context) {
-		for _, wait := range []time.Duration{followerProbeInterval + 100*time.Millisecond, 2 * followerProbeInterval, 4 * followerProbeInterval} {
+		for i, wait := range []time.Duration{100 * time.Millisecond, followerProbeInterval + 100*time.Millisecond, 2 * followerProbeInterval, 4 * followerProbeInterval} {
 			if !sleep(ctx, wait) {
 				return
 			}
-			b.handBack(shard)
+			b.handBack(shard, i > 0)
 		}
 	})
 }
