@@ -18,37 +18,46 @@ func TestLeaderKillLosesNothingAcknowledged(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
 	min2 := "2"
 	c.CreateTopic("ledger", 3, 3, map[string]*string{"min.insync.replicas": &min2})
+	produceThroughKills(t, c, "ledger", func() {
+		for round, p := range []int32{0, 1} {
+			time.Sleep(2 * time.Second)
+			victim := c.LeaderOf("ledger", p)
+			t.Logf("round %d: SIGKILL broker %d, leader of partition %d", round, victim, p)
+			c.Kill(victim)
+			time.Sleep(3 * time.Second)
+			c.Restart(victim)
+			c.WaitReady(victim)
+		}
+	})
+}
+
+// produceThroughKills writes the 3 partitions of topic with an acks=all
+// producer with unlimited retries while kill runs, then requires every
+// record acknowledged and read back once, in order; then all brokers die at
+// once and come back, and the same records must be there.
+func produceThroughKills(t *testing.T, c *brokertest.Cluster, topic string, kill func()) *brokertest.Ledger {
+	t.Helper()
 	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProduceRequestTimeout(5*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
 	acks := brokertest.NewLedger()
 	stop := make(chan struct{})
 	done := make(chan int)
 	go func() {
-		sent, err := acks.ProduceUntil(producer, "ledger", 3, stop)
+		sent, err := acks.ProduceUntil(producer, topic, 3, stop)
 		if err != nil {
 			t.Errorf("flush: %v", err)
 		}
 		done <- sent
 	}()
-
-	for round, p := range []int32{0, 1} {
-		time.Sleep(2 * time.Second)
-		victim := c.LeaderOf("ledger", p)
-		t.Logf("round %d: SIGKILL broker %d, leader of partition %d", round, victim, p)
-		c.Kill(victim)
-		time.Sleep(3 * time.Second)
-		c.Restart(victim)
-		c.WaitReady(victim)
-	}
+	kill()
 	time.Sleep(time.Second)
 	close(stop)
 	sent := <-done
 	if acks.Acked() != sent {
 		t.Fatalf("%d of %d records acknowledged: with unlimited retries every one should be", acks.Acked(), sent)
 	}
-	acks.VerifyExactlyOnce(t, "ledger", c.Client)
+	acks.VerifyExactlyOnce(t, topic, c.Client)
 
-	// All brokers die at once and come back: the same records are there.
 	for i := range c.Brokers {
 		c.Kill(i)
 	}
@@ -58,7 +67,8 @@ func TestLeaderKillLosesNothingAcknowledged(t *testing.T) {
 	for i := range c.Brokers {
 		c.WaitReady(i)
 	}
-	acks.VerifyExactlyOnce(t, "ledger", c.Client)
+	acks.VerifyExactlyOnce(t, topic, c.Client)
+	return acks
 }
 
 func TestLostQuorumRefusesAcksAllThenRecovers(t *testing.T) {
@@ -198,44 +208,17 @@ func TestRaftLogSurvivesKillsDuringRolls(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--raft-log-file-bytes", "65536", "--raft-log-retain-bytes", "65536"}})
 	min2 := "2"
 	c.CreateTopic("rolls", 3, 3, map[string]*string{"min.insync.replicas": &min2})
-	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProduceRequestTimeout(5*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-	acks := brokertest.NewLedger()
-	stop := make(chan struct{})
-	done := make(chan int)
-	go func() {
-		sent, err := acks.ProduceUntil(producer, "rolls", 3, stop)
-		if err != nil {
-			t.Errorf("flush: %v", err)
+	acks := produceThroughKills(t, c, "rolls", func() {
+		for round := 0; round < 6; round++ {
+			time.Sleep(1500 * time.Millisecond)
+			victim := round % 3
+			t.Logf("round %d: SIGKILL broker %d", round, victim)
+			c.Kill(victim)
+			time.Sleep(time.Second)
+			c.Restart(victim)
+			c.WaitReady(victim)
 		}
-		done <- sent
-	}()
-	for round := 0; round < 6; round++ {
-		time.Sleep(1500 * time.Millisecond)
-		victim := round % 3
-		t.Logf("round %d: SIGKILL broker %d", round, victim)
-		c.Kill(victim)
-		time.Sleep(time.Second)
-		c.Restart(victim)
-		c.WaitReady(victim)
-	}
-	time.Sleep(time.Second)
-	close(stop)
-	sent := <-done
-	if acks.Acked() != sent {
-		t.Fatalf("%d of %d records acknowledged: with unlimited retries every one should be", acks.Acked(), sent)
-	}
-	acks.VerifyExactlyOnce(t, "rolls", c.Client)
-	for i := range c.Brokers {
-		c.Kill(i)
-	}
-	for i := range c.Brokers {
-		c.Restart(i)
-	}
-	for i := range c.Brokers {
-		c.WaitReady(i)
-	}
-	acks.VerifyExactlyOnce(t, "rolls", c.Client)
+	})
 	for i := range c.Brokers {
 		// 9 to 14 files in the runs so far; without deletion, one per 64 KiB
 		// written: about 50.

@@ -120,26 +120,25 @@ func (d *decoder) node() nodeKey {
 	return nodeKey{cluster: d.uvarint(), node: d.uvarint()}
 }
 
-func (d *decoder) state() (pb.State, bool) {
+// message reads the next length-prefixed protobuf into m; an empty field
+// means none (an empty state or snapshot is written as nothing).
+func (d *decoder) message(m interface{ Unmarshal([]byte) error }) bool {
 	b, _ := d.bytes()
 	if len(b) == 0 || d.err != nil {
-		return pb.State{}, false
+		return false
 	}
-	var st pb.State
-	if err := st.Unmarshal(b); err != nil {
+	if err := m.Unmarshal(b); err != nil {
 		d.err = errCorrupt
 	}
-	return st, d.err == nil
+	return d.err == nil
 }
 
-func (d *decoder) snapshot() (pb.Snapshot, bool) {
-	b, _ := d.bytes()
-	if len(b) == 0 || d.err != nil {
-		return pb.Snapshot{}, false
-	}
-	var ss pb.Snapshot
-	if err := ss.Unmarshal(b); err != nil {
-		d.err = errCorrupt
-	}
-	return ss, d.err == nil
+func (d *decoder) state() (st pb.State, ok bool) {
+	ok = d.message(&st)
+	return st, ok
+}
+
+func (d *decoder) snapshot() (ss pb.Snapshot, ok bool) {
+	ok = d.message(&ss)
+	return ss, ok
 }

@@ -321,7 +321,7 @@ func (s *Store) rollLocked() error {
 	for k, n := range s.nodes {
 		rec = appendNodeImage(rec, k, n)
 	}
-	if err := s.write(w, seal(rec)); err != nil {
+	if err := w.append(seal(rec)); err != nil {
 		_ = f.Close()
 		return s.failLocked(err)
 	}
@@ -391,7 +391,7 @@ func (s *Store) relocate(w *walFile) error {
 		return nil
 	}
 	s.relocated.Add(uint64(len(rec) - recordHeader - 1))
-	return s.write(w, seal(rec))
+	return w.append(seal(rec))
 }
 
 func (s *Store) deleteUnreferenced() {
@@ -413,7 +413,8 @@ func (s *Store) deleteUnreferenced() {
 	}
 }
 
-func (s *Store) write(w *walFile, rec []byte) error {
+// append writes rec at the end of the file.
+func (w *walFile) append(rec []byte) error {
 	if _, err := w.f.WriteAt(rec, w.size); err != nil {
 		return err
 	}
@@ -453,7 +454,7 @@ func (s *Store) appendRecord(rec []byte) error {
 	}
 	w := s.active
 	off := w.size
-	if err := s.write(w, rec); err != nil {
+	if err := w.append(rec); err != nil {
 		err = s.failLocked(err)
 		s.mu.Unlock()
 		return err
