@@ -68,6 +68,8 @@ const reportNotes = `### Reproduce
   read) and with them deleted (every header read), one after the other on the same files.
 - Idle partitions: 3 brokers, one topic of 1,000 partitions with replication factor 3, so every
   broker hosts 1,000 partition replicas (1,000 Raft groups); RSS after they all have leaders.
+- Binaries side by side: RAFTKA_BENCH_DISK_ONLY=1 runs only the produce and consume on disk
+  (no tmpfs and pebble runs), for quick alternating runs of two RAFTKA_BROKER_BIN builds.
 - Settings side by side: RAFTKA_BENCH_FLAGS adds broker flags, such as
   ` + "`RAFTKA_BENCH_FLAGS='--raft-log-retain-bytes 0 --raft-log-write-buffer 67108864'`" + `
   (the Raft log settings before they were bounded by bytes).
@@ -243,7 +245,7 @@ func BenchmarkProduceConsume(b *testing.B) {
 	// The same load on 3 fresh brokers each: with their data in memory
 	// (tmpfs), which takes the disk out of the measurement, and on
 	// Dragonboat's own Raft log store, side by side with ours.
-	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
+	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() || os.Getenv("RAFTKA_BENCH_DISK_ONLY") != "" {
 		return
 	}
 	pebble := []string{"--raft-log-store", "pebble"}

@@ -9,13 +9,18 @@
 // memtable and then into its tables, which cost a broker about a third of
 // its CPU while producing).
 //
-// Layout: numbered files, each starting with a checkpoint of the whole
-// index. Every SaveRaftState call is one CRC-checked record, made durable
-// with one fdatasync that concurrent callers share (group commit). When the
-// active file is full, a new one is started with a fresh checkpoint; files
-// no live entry points into are then deleted, and the few live entries
-// left in mostly dead files (those of quiet Raft groups) are copied forward
-// first, so a quiet group does not pin a file forever. Opening replays the
-// newest file's checkpoint and the records after it, up to the first torn
-// record.
+// Layout: numbered files, each starting with a header and a checkpoint of
+// the whole index. Every SaveRaftState call is one CRC-checked record, made
+// durable with one fdatasync that concurrent callers share (group commit).
+// When the active file is full, a new one is started with a fresh
+// checkpoint; files no live entry points into are then emptied, and the
+// few live entries left in mostly dead files (those of quiet Raft groups)
+// are copied forward first, so a quiet group does not pin a file forever.
+// Emptied files are kept as spares that later files write over: fdatasync
+// of a file that does not grow flushes its data alone, where a growing
+// file also commits the file system's journal. A record's CRC is masked
+// with its file's number, so the records a file held in its earlier life
+// are not valid in the next. Opening replays the newest file's checkpoint
+// and the records after it, up to the first record that is torn or not
+// the file's own.
 package raftlog

@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,6 +38,7 @@ func FuzzOpen(f *testing.F) {
 		if sealed && len(data) > 0 {
 			rec := append(make([]byte, recordHeader), data...)
 			data = seal(rec)
+			binary.BigEndian.PutUint32(data[4:8], binary.BigEndian.Uint32(data[4:8])^fileMask(1))
 		}
 		if int(at) < len(file) {
 			file = append(file[:at], data...)

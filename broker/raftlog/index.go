@@ -192,7 +192,7 @@ func (x index) apply(payload []byte, file uint32, payloadOff int64) error {
 				x[k] = n
 			}
 		}
-	case kindRelocated:
+	case kindRelocated, kindFileHeader:
 	default:
 		return fmt.Errorf("raftlog: unknown record kind %d", payload[0])
 	}

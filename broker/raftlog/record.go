@@ -8,9 +8,19 @@ import (
 	pb "github.com/lni/dragonboat/v3/raftpb"
 )
 
-// A record is a 4-byte payload length, a 4-byte CRC-32C of the payload and
-// the payload, whose first byte is its kind.
+// A record is a 4-byte payload length, a 4-byte CRC-32C of the payload
+// masked with its file's number (fileMask), and the payload, whose first
+// byte is its kind.
 const recordHeader = 8
+
+// fileMask is what a record's CRC is xored with in file no. Emptied files
+// are written over rather than deleted (see Store.spares), and a record
+// left from a file's earlier life fails its check in the next one: file
+// numbers never repeat and the multiplication by an odd constant is a
+// bijection, so two files never share a mask. File 0 does not exist, and
+// mask 0 is what files written before masks have (legacy files, read but
+// never written over).
+func fileMask(no uint32) uint32 { return no * 0x9E3779B1 }
 
 const (
 	kindUpdates        byte = 1 // SaveRaftState: states, snapshots, entries
@@ -21,7 +31,16 @@ const (
 	kindNodeImage      byte = 6 // ImportSnapshot: one node replaced whole
 	kindCheckpoint     byte = 7 // every node, at the start of a file
 	kindRelocated      byte = 8 // entries copied forward; the checkpoint after them points here
+	kindFileHeader     byte = 9 // first in a file with masked CRCs, so a peek tells it can be reused
 )
+
+// fileFormat is in every file header: 2 is masked CRCs (legacy files
+// have no header).
+const fileFormat = 2
+
+func fileHeaderRecord() []byte {
+	return seal(binary.AppendUvarint(newRecord(kindFileHeader, 1), fileFormat))
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -33,7 +52,8 @@ func newRecord(kind byte, sizeHint int) []byte {
 	return append(buf, kind)
 }
 
-// seal fills in the header once the payload is complete.
+// seal fills in the header once the payload is complete, with the CRC
+// unmasked: walFile.append masks it for the file it goes into.
 func seal(rec []byte) []byte {
 	payload := rec[recordHeader:]
 	binary.BigEndian.PutUint32(rec[0:4], uint32(len(payload)))

@@ -185,6 +185,8 @@ var (
 
 	descRaftLogFiles     = prometheus.NewDesc("raftka_raft_log_files", "Files of the Raft log store (--raft-log-store wal).", nil, nil)
 	descRaftLogBytes     = prometheus.NewDesc("raftka_raft_log_bytes", "Bytes in the Raft log store's files.", nil, nil)
+	descRaftLogSpares    = prometheus.NewDesc("raftka_raft_log_spare_files", "Emptied Raft log files kept to be written over (at most 2): writing in place spares fdatasync a journal commit.", nil, nil)
+	descRaftLogReused    = prometheus.NewDesc("raftka_raft_log_files_reused_total", "Raft log files started by writing over a spare.", nil, nil)
 	descRaftLogSyncs     = prometheus.NewDesc("raftka_raft_log_syncs_total", "fdatasync calls of the Raft log store; concurrent saves share one.", nil, nil)
 	descRaftLogSyncSecs  = prometheus.NewDesc("raftka_raft_log_sync_seconds_total", "Time the Raft log store spent in fdatasync.", nil, nil)
 	descRaftLogRelocated = prometheus.NewDesc("raftka_raft_log_relocated_bytes_total", "Live Raft entries the log store copied out of mostly dead files so the files could go.", nil, nil)
@@ -194,7 +196,7 @@ type partitionCollector struct{ b *Broker }
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas, descSnapshots, descSnapshotBytes, descLeadersWon,
-		descRaftLogFiles, descRaftLogBytes, descRaftLogSyncs, descRaftLogSyncSecs, descRaftLogRelocated} {
+		descRaftLogFiles, descRaftLogBytes, descRaftLogSpares, descRaftLogReused, descRaftLogSyncs, descRaftLogSyncSecs, descRaftLogRelocated} {
 		ch <- d
 	}
 }
@@ -230,6 +232,8 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		st := b.raftLog.Stats()
 		ch <- prometheus.MustNewConstMetric(descRaftLogFiles, prometheus.GaugeValue, float64(st.Files))
 		ch <- prometheus.MustNewConstMetric(descRaftLogBytes, prometheus.GaugeValue, float64(st.Bytes))
+		ch <- prometheus.MustNewConstMetric(descRaftLogSpares, prometheus.GaugeValue, float64(st.SpareFiles))
+		ch <- prometheus.MustNewConstMetric(descRaftLogReused, prometheus.CounterValue, float64(st.ReusedFiles))
 		ch <- prometheus.MustNewConstMetric(descRaftLogSyncs, prometheus.CounterValue, float64(st.Syncs))
 		ch <- prometheus.MustNewConstMetric(descRaftLogSyncSecs, prometheus.CounterValue, st.SyncSeconds)
 		ch <- prometheus.MustNewConstMetric(descRaftLogRelocated, prometheus.CounterValue, float64(st.RelocatedBytes))
