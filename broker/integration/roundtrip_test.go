@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/raftka/raftka/broker/brokertest"
@@ -115,4 +116,59 @@ func TestLogAppendTimeTopic(t *testing.T) {
 			t.Fatalf("kcat read timestamp %q, want the append time", line)
 		}
 	}
+}
+
+// A topic's compression.type other than "producer" has the leader compress
+// each batch again in the topic's codec, as Kafka's broker does: every
+// replica stores that codec (the leader is killed before the read), the
+// records are as produced for franz-go and kcat, and a change of the
+// setting applies to the batches produced after it.
+func TestTopicCompressionType(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	zstd, uncompressed := "zstd", "uncompressed"
+	c.CreateTopic("zstd-topic", 1, 3, map[string]*string{"compression.type": &zstd})
+	c.CreateTopic("plain-topic", 1, 3, map[string]*string{"compression.type": &uncompressed})
+	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.SnappyCompression()))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	produce := func(topic string, from, to int) {
+		t.Helper()
+		var batch []*kgo.Record
+		for i := from; i < to; i++ {
+			batch = append(batch, &kgo.Record{Topic: topic, Key: []byte(itoa(i)), Value: []byte(strings.Repeat("value-"+itoa(i), 20))})
+		}
+		if err := producer.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(records []*kgo.Record, from int, codec uint8) {
+		t.Helper()
+		for i, r := range records {
+			if want := strings.Repeat("value-"+itoa(from+i), 20); string(r.Value) != want || r.Attrs.CompressionType() != codec {
+				t.Fatalf("offset %d: codec %d, value %.20q..., want codec %d and %.20q...", r.Offset, r.Attrs.CompressionType(), r.Value, codec, want)
+			}
+		}
+	}
+	produce("zstd-topic", 0, 20)
+	produce("plain-topic", 0, 20)
+	c.Kill(c.LeaderOf("zstd-topic", 0))
+	check(consumeAll(t, c, "zstd-topic", 20), 0, 4)
+	check(consumeAll(t, c, "plain-topic", 20), 0, 0)
+	out := kcat(t, "", "-C", "-b", strings.Join(c.AllAddrs(), ","), "-t", "zstd-topic", "-o", "beginning", "-e", "-q", "-f", "%s\n")
+	if lines := strings.Fields(out); len(lines) != 20 || lines[19] != strings.Repeat("value-19", 20) {
+		t.Fatalf("kcat read %d records, the last %.30q...", len(lines), lines[len(lines)-1])
+	}
+
+	lz4 := "lz4"
+	resps, err := c.Admin().AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "compression.type", Value: &lz4}}, "plain-topic")
+	if err == nil {
+		err = resps[0].Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce("plain-topic", 20, 25)
+	all := consumeAll(t, c, "plain-topic", 25)
+	check(all[:20], 0, 0)
+	check(all[20:], 20, 3)
 }

@@ -80,7 +80,9 @@ func init() {
 		{ConfigMaxCompactionLagMs, "9223372036854775807", atLeast(1)},
 		{ConfigMinCleanableRatio, "0.5", ratio},
 		{ConfigTimestampType, TimestampCreateTime, oneOf(TimestampCreateTime, TimestampLogAppendTime)},
-		{ConfigCompressionType, "producer", oneOf("producer")},
+		// Kafka's names; a batch in another codec is compressed again by
+		// the leader (partition.Recompress).
+		{ConfigCompressionType, "producer", oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")},
 		// Raft never elects a stale leader: there is nothing to enable.
 		{ConfigUncleanLeaderElect, "false", oneOf("false")},
 	} {

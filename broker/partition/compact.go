@@ -450,17 +450,8 @@ func compactBatch(raw []byte, keep func(int64, *kmsg.Record, int64) bool, dec kg
 		// An empty batch is written uncompressed: there is nothing to
 		// decompress, and a codec's empty stream is not empty bytes.
 		b.Attributes &^= 0x07
-	} else if codec != kgo.CodecNone {
-		comp, err := kgo.DefaultCompressor(codecOf(codec))
-		if err != nil {
-			return nil, 0, err
-		}
-		var buf bytes.Buffer
-		compressed, used := comp.Compress(&buf, kept)
-		if used != codec {
-			return nil, 0, fmt.Errorf("partition: recompressing with %v gave %v", codec, used)
-		}
-		kept = append([]byte(nil), compressed...)
+	} else if kept, err = compressRecords(kept, codec); err != nil {
+		return nil, 0, err
 	}
 	b.NumRecords -= int32(removed)
 	b.Records = kept

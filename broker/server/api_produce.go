@@ -161,13 +161,21 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 			return nil, -1, kerr.InvalidRecord
 		}
 	}
+	records, err := partition.Recompress(p.Records, batches, info.codec, info.maxMessage)
+	if err != nil {
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			return nil, -1, ke
+		}
+		return nil, -1, kerr.UnknownServerError
+	}
 	var cmd []byte
 	appendTime := int64(-1)
 	if info.appendTime {
 		appendTime = time.Now().UnixMilli()
-		cmd = partition.ProduceAppendTimeCommand(b.term(info.shard), appendTime, p.Records)
+		cmd = partition.ProduceAppendTimeCommand(b.term(info.shard), appendTime, records)
 	} else {
-		cmd = partition.ProduceCommand(b.term(info.shard), p.Records)
+		cmd = partition.ProduceCommand(b.term(info.shard), records)
 	}
 	deadline := time.Now().Add(timeout)
 	for {

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/meta"
+	"github.com/raftka/raftka/broker/partition"
 )
 
 // partitionInfo is what a handler needs about one partition, copied out of
@@ -23,7 +25,8 @@ type partitionInfo struct {
 	minISR      int
 	maxMessage  int32
 	compacted   bool
-	appendTime  bool // message.timestamp.type=LogAppendTime
+	appendTime  bool                     // message.timestamp.type=LogAppendTime
+	codec       kgo.CompressionCodecType // compression.type; partition.CodecProducer keeps the producer's
 }
 
 // partitionFor looks a partition up in the metadata.
@@ -40,6 +43,7 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 		info = partitionInfo{shard: p.Shard, replicas: append([]int32(nil), p.Replicas...), leader: p.Leader, leaderEpoch: p.LeaderEpoch,
 			minISR: int(t.Int(meta.ConfigMinInsyncReplicas)), maxMessage: int32(t.Int(meta.ConfigMaxMessageBytes)),
 			compacted: t.HasCleanupPolicy(meta.CleanupCompact), appendTime: t.Value(meta.ConfigTimestampType) == meta.TimestampLogAppendTime}
+		info.codec, _ = partition.TopicCodec(t.Value(meta.ConfigCompressionType))
 	})
 	if err == nil {
 		info.leader, info.leaderEpoch = b.currentLeader(info)
