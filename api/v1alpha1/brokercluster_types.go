@@ -34,7 +34,8 @@ type BrokerClusterSpec struct {
 	// default-replication-factor, min-free-bytes, rtt, log-level,
 	// raft-snapshot-entries, raft-log-retain-bytes, raft-log-write-buffer,
 	// retention-check-interval, log-cleaner-interval, replica-lag-max,
-	// group-initial-rebalance-delay.
+	// group-initial-rebalance-delay, producer-id-expiration,
+	// producer-id-expiration-check-interval.
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
 

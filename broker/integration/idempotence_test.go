@@ -87,3 +87,88 @@ func TestIdempotentProducerSequences(t *testing.T) {
 		t.Fatalf("producer described as %+v, want id %d, epoch %d, last sequence 0", ap, id, epoch+1)
 	}
 }
+
+// TestIdleProducersAreForgotten runs brokers that forget a producer idle
+// for 2 s: the idle one leaves, not before, the partition's producer table (as
+// DescribeProducers shows it, also after every broker was killed and
+// rebuilt its table from disk) while a busy one stays, its retries still
+// deduplicated; the forgotten one may go on with its next sequence.
+func TestIdleProducersAreForgotten(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--producer-id-expiration", "2s", "--producer-id-expiration-check-interval", "250ms"}})
+	c.CreateTopic("idle", 1, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	newProducer := func() (int64, int16) {
+		t.Helper()
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.ProducerID, init.ProducerEpoch = -1, -1
+		pid, err := init.RequestWith(ctx, c.Client())
+		if err != nil || pid.ErrorCode != 0 {
+			t.Fatalf("InitProducerId: %v %v", err, pid)
+		}
+		return pid.ProducerID, pid.ProducerEpoch
+	}
+	produce := func(id int64, epoch int16, seq int32, value string) int64 {
+		t.Helper()
+		r := produceRaw(t, c.Client(), "idle", 0, -1, batch(id, epoch, seq, value))
+		if r.ErrorCode != 0 {
+			t.Fatalf("producer %d sequence %d: %v", id, seq, kerr.ErrorForCode(r.ErrorCode))
+		}
+		return r.BaseOffset
+	}
+	described := func() map[int64]kadm.DescribedProducer {
+		t.Helper()
+		d, err := kadm.NewClient(c.Client()).DescribeProducers(ctx, kadm.TopicsSet{"idle": {0: {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := d["idle"].Partitions[0]
+		if p.Err != nil {
+			t.Fatal(p.Err)
+		}
+		return p.ActiveProducers
+	}
+	idle, idleEpoch := newProducer()
+	busy, busyEpoch := newProducer()
+	produce(idle, idleEpoch, 0, "idle-0")
+	var seq int32
+	var lastOffset int64
+	// The busy producer writes every 100 ms until the idle one is gone.
+	for began := time.Now(); ; seq++ {
+		lastOffset = produce(busy, busyEpoch, seq, "busy")
+		if _, ok := described()[idle]; !ok {
+			if idleFor := time.Since(began); idleFor < 2*time.Second {
+				t.Fatalf("producer %d forgotten after %v idle, before the expiration", idle, idleFor)
+			}
+			break
+		}
+		if time.Since(began) > 15*time.Second {
+			t.Fatalf("producer %d, idle for 15 s, is still described", idle)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	seq++
+	for i := range c.Brokers {
+		c.Kill(i)
+	}
+	for i := range c.Brokers {
+		c.Restart(i)
+	}
+	for i := range c.Brokers {
+		c.WaitReady(i)
+	}
+	after := described()
+	if _, ok := after[idle]; ok {
+		t.Fatalf("producer %d is described again after the restart", idle)
+	}
+	if p, ok := after[busy]; !ok || p.LastSequence != seq-1 {
+		t.Fatalf("busy producer described as %+v (%v), want last sequence %d", p, ok, seq-1)
+	}
+	if retried := produce(busy, busyEpoch, seq-1, "busy"); retried != lastOffset {
+		t.Fatalf("retry of the busy producer's last batch got offset %d, want its original %d", retried, lastOffset)
+	}
+	produce(idle, idleEpoch, 1, "idle-1")
+	if p, ok := described()[idle]; !ok || p.LastSequence != 1 {
+		t.Fatalf("producer %d after writing again: %+v (%v)", idle, p, ok)
+	}
+}

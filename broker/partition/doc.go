@@ -5,7 +5,9 @@
 // Everything in Update is deterministic: offsets, leader epochs and producer
 // decisions depend only on the entries and the state on disk, never on the
 // clock. Time-based retention is decided by the leader at the edge and
-// proposed as a DeleteRecords command.
+// proposed as a DeleteRecords command; so is producer expiration, as an
+// offset horizon below which producers are forgotten (the table stays what
+// a rebuild from the batches above the horizon gives).
 //
 // Opening a replica reads only its active segment: each closed segment has
 // an index file, and each segment a fold file with the producer table and

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/crc32"
+	"reflect"
 	"testing"
 
 	sm "github.com/lni/dragonboat/v3/statemachine"
@@ -24,12 +25,15 @@ func FuzzUpdate(f *testing.F) {
 	f.Add([]byte{cmdProduce, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 200})
 	f.Add(lengthPrefixed(ProduceAppendTimeCommand(1, 5000, brokertest.RecordBatch(9, 0, 0, "a")),
 		produce(1, 9, 0, 1, "b"), DeleteRecordsCommand(1)))
+	f.Add(lengthPrefixed(produce(1, 9, 0, 0, "a"), produce(1, 8, 0, 0, "b"), ExpireProducersCommand(1),
+		produce(1, 9, 0, 1, "c"), produce(1, 8, 0, 1, "d")))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := NewStateMachine(t.TempDir(), 4096, nil, nil)
+		dir := t.TempDir()
+		s := NewStateMachine(dir, 4096, nil, nil)
 		if _, err := s.Open(nil); err != nil {
 			t.Fatal(err)
 		}
-		defer closeSM(t, s)
+		defer func() { closeSM(t, s) }() // s is reopened below
 		// The input is one or more commands, each prefixed by a 2-byte length.
 		var entries []sm.Entry
 		for len(data) >= 2 && len(entries) < 16 {
@@ -55,6 +59,18 @@ func FuzzUpdate(f *testing.F) {
 				t.Fatalf("offsets went from end %d to [%d, %d)", lastEnd, start, end)
 			}
 			lastEnd = end
+		}
+		// A replica that reopens holds what the running one does.
+		running := shapeOf(s.Log())
+		horizon := s.Log().ProducerHorizon()
+		closeSM(t, s)
+		s = NewStateMachine(dir, 4096, nil, nil)
+		if _, err := s.Open(nil); err != nil {
+			t.Fatal(err)
+		}
+		requireOpenedAsAFullScan(t, s)
+		if reopened := shapeOf(s.Log()); !reflect.DeepEqual(reopened.Producers, running.Producers) || s.Log().ProducerHorizon() != horizon {
+			t.Fatalf("running: horizon %d, producers %+v\nreopened: horizon %d, producers %+v", horizon, running.Producers, s.Log().ProducerHorizon(), reopened.Producers)
 		}
 	})
 }

@@ -72,6 +72,7 @@ type Log struct {
 	segs     []*segment
 	next     int64 // log end offset: one past the last applied record
 	start    int64 // log start offset
+	horizon  int64 // producers whose batches all end below it are forgotten
 	epochs   []epochStart
 	producer producers
 	changed  chan struct{} // closed and replaced whenever next moves
@@ -98,7 +99,7 @@ func openLog(dir string, ck checkpoint) (*Log, error) { return openLogWith(dir, 
 // reference the sidecars are tested against.
 func openLogWith(dir string, ck checkpoint, useSidecars bool) (*Log, error) {
 	l := &Log{dir: dir, producer: producers{}, changed: make(chan struct{}),
-		next: ck.NextOffset, start: ck.LogStartOffset}
+		next: ck.NextOffset, start: ck.LogStartOffset, horizon: ck.ProducerHorizon}
 	if err := removeCleanerLeftovers(dir); err != nil {
 		return nil, err
 	}
@@ -391,7 +392,34 @@ func (l *Log) dropBefore(offset int64) {
 	// running or reopened since: otherwise a replica that restarted after
 	// records were deleted could judge a producer's next batch differently
 	// from one that did not.
-	l.producer.dropBefore(l.start)
+	l.producer.dropBefore(l.producerStart())
+}
+
+// producerStart is where the batches the producer table remembers begin:
+// the log start, or the producer horizon past it.
+func (l *Log) producerStart() int64 { return max(l.start, l.horizon) }
+
+// expireProducers forgets the idempotent producers whose batches all end
+// below offset (at most the log end), as Kafka's producer.id.expiration.ms
+// does for producers idle that long: the leader picks the offset from the
+// clock (see the broker), the state machine applies it. A horizon by offset
+// keeps the table what a rebuild from the batches gives (dropBefore at the
+// horizon), and every batch appended later is above it, so a producer
+// that writes again is remembered again.
+func (l *Log) expireProducers(offset int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if offset = min(offset, l.next); offset > l.horizon {
+		l.horizon = offset
+		l.producer.dropBefore(l.producerStart())
+	}
+}
+
+// ProducerHorizon is the offset below which producers are forgotten.
+func (l *Log) ProducerHorizon() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.horizon
 }
 
 // hasDoomed reports whether segments wait for removeDoomed.
@@ -715,9 +743,20 @@ type checkpoint struct {
 	AppliedIndex   uint64
 	NextOffset     int64
 	LogStartOffset int64
+	// ProducerHorizon is the offset below which idempotent producers are
+	// forgotten (producer.id.expiration.ms; see Log.expireProducers).
+	ProducerHorizon int64
 }
 
-const checkpointSlot = 40
+// The file holds two legacy slots (40 bytes, no horizon), read only when
+// it has no current slot, then the two current slots. Keeping the legacy
+// slots where they are makes the upgrade safe: the first current slot
+// written never tears the legacy ones.
+const (
+	legacyCheckpointSlot = 40
+	checkpointSlot       = 48
+	checkpointSlotsAt    = 2 * legacyCheckpointSlot
+)
 
 func (c checkpoint) encode() []byte {
 	b := make([]byte, checkpointSlot)
@@ -726,13 +765,23 @@ func (c checkpoint) encode() []byte {
 	be.PutUint64(b[8:], c.AppliedIndex)
 	be.PutUint64(b[16:], uint64(c.NextOffset))
 	be.PutUint64(b[24:], uint64(c.LogStartOffset))
-	be.PutUint32(b[32:], crc32.Checksum(b[:32], crc32c))
+	be.PutUint64(b[32:], uint64(c.ProducerHorizon))
+	be.PutUint32(b[40:], crc32.Checksum(b[:40], crc32c))
 	return b
 }
 
 func decodeCheckpoint(b []byte) (checkpoint, bool) {
 	be := binary.BigEndian
-	if len(b) < checkpointSlot || crc32.Checksum(b[:32], crc32c) != be.Uint32(b[32:]) {
+	if len(b) < checkpointSlot || crc32.Checksum(b[:40], crc32c) != be.Uint32(b[40:]) {
+		return checkpoint{}, false
+	}
+	return checkpoint{Seq: be.Uint64(b[0:]), AppliedIndex: be.Uint64(b[8:]), NextOffset: int64(be.Uint64(b[16:])),
+		LogStartOffset: int64(be.Uint64(b[24:])), ProducerHorizon: int64(be.Uint64(b[32:]))}, true
+}
+
+func decodeLegacyCheckpoint(b []byte) (checkpoint, bool) {
+	be := binary.BigEndian
+	if len(b) < legacyCheckpointSlot || crc32.Checksum(b[:32], crc32c) != be.Uint32(b[32:]) {
 		return checkpoint{}, false
 	}
 	return checkpoint{Seq: be.Uint64(b[0:]), AppliedIndex: be.Uint64(b[8:]),
@@ -740,22 +789,29 @@ func decodeCheckpoint(b []byte) (checkpoint, bool) {
 }
 
 func readCheckpoint(f *os.File) (checkpoint, error) {
-	buf := make([]byte, 2*checkpointSlot)
+	buf := make([]byte, checkpointSlotsAt+2*checkpointSlot)
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return checkpoint{}, err
 	}
 	buf = buf[:n]
-	var best checkpoint
-	for slot := 0; (slot+1)*checkpointSlot <= len(buf); slot++ {
-		if c, ok := decodeCheckpoint(buf[slot*checkpointSlot:]); ok && c.Seq >= best.Seq {
-			best = c
-		}
+	best, found := newestSlot(buf[min(n, checkpointSlotsAt):], checkpointSlot, decodeCheckpoint)
+	if !found {
+		best, _ = newestSlot(buf[:min(n, checkpointSlotsAt)], legacyCheckpointSlot, decodeLegacyCheckpoint)
 	}
 	return best, nil
 }
 
+func newestSlot(buf []byte, size int, decode func([]byte) (checkpoint, bool)) (best checkpoint, found bool) {
+	for slot := 0; (slot+1)*size <= len(buf); slot++ {
+		if c, ok := decode(buf[slot*size:]); ok && (!found || c.Seq >= best.Seq) {
+			best, found = c, true
+		}
+	}
+	return best, found
+}
+
 func writeCheckpoint(f *os.File, c checkpoint) error {
-	_, err := f.WriteAt(c.encode(), int64(c.Seq%2)*checkpointSlot)
+	_, err := f.WriteAt(c.encode(), checkpointSlotsAt+int64(c.Seq%2)*checkpointSlot)
 	return err
 }

@@ -24,6 +24,8 @@ const (
 	// cmdProduceAppendTime is cmdProduce for a topic whose timestamps are
 	// the log append time: the leader's clock, read when it proposed.
 	cmdProduceAppendTime byte = 3
+	// cmdExpireProducers moves the producer horizon (Log.expireProducers).
+	cmdExpireProducers byte = 4
 )
 
 // ProduceCommand encodes the Raft entry for appending batches that
@@ -53,6 +55,15 @@ func DeleteRecordsCommand(before int64) []byte {
 	cmd := make([]byte, 9)
 	cmd[0] = cmdDeleteRecords
 	binary.BigEndian.PutUint64(cmd[1:], uint64(before))
+	return cmd
+}
+
+// ExpireProducersCommand encodes the Raft entry that forgets the producers
+// whose batches all end below offset.
+func ExpireProducersCommand(offset int64) []byte {
+	cmd := make([]byte, 9)
+	cmd[0] = cmdExpireProducers
+	binary.BigEndian.PutUint64(cmd[1:], uint64(offset))
 	return cmd
 }
 
@@ -193,7 +204,7 @@ func (s *StateMachine) load(ck checkpoint) error {
 	l.mu.Lock()
 	old := append(l.segs, l.doomed...)
 	l.dir = fresh.dir
-	l.segs, l.next, l.start, l.epochs, l.producer = fresh.segs, fresh.next, fresh.start, fresh.epochs, fresh.producer
+	l.segs, l.next, l.start, l.horizon, l.epochs, l.producer = fresh.segs, fresh.next, fresh.start, fresh.horizon, fresh.epochs, fresh.producer
 	l.doomed, l.cleanPoint = nil, 0 // openLog removed the doomed files
 	close(l.changed)
 	l.changed = make(chan struct{})
@@ -220,6 +231,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	}
 	start, next := s.log.Offsets()
 	s.ck.AppliedIndex, s.ck.NextOffset, s.ck.LogStartOffset = entries[len(entries)-1].Index, next, start
+	s.ck.ProducerHorizon = s.log.ProducerHorizon()
 	if err := s.persist(); err != nil {
 		return nil, err
 	}
@@ -272,7 +284,7 @@ func (s *StateMachine) apply(cmd []byte) (sm.Result, bool, error) {
 		var dupOffset int64 = -1
 		for i, b := range batches {
 			h, _ := readHeader(b)
-			v := l.producer.check(h, l.start)
+			v := l.producer.check(h, l.producerStart())
 			if v.err != nil {
 				return encodeResult(v.err, -1, l.start), false, nil
 			}
@@ -308,6 +320,12 @@ func (s *StateMachine) apply(cmd []byte) (sm.Result, bool, error) {
 		}
 		l.dropBefore(before)
 		return encodeResult(nil, before, l.start), false, nil
+	case cmdExpireProducers:
+		if len(cmd) < 9 {
+			return encodeResult(kerr.InvalidRequest, -1, l.start), false, nil
+		}
+		l.expireProducers(int64(binary.BigEndian.Uint64(cmd[1:])))
+		return encodeResult(nil, l.ProducerHorizon(), l.start), false, nil
 	}
 	return encodeResult(kerr.InvalidRequest, -1, l.start), false, nil
 }
@@ -351,14 +369,28 @@ func (s *StateMachine) PrepareSnapshot() (interface{}, error) {
 	return s.ck, nil
 }
 
-const snapshotMagic = "RAFTKA-PARTITION-2"
+// Snapshot headers: the magic, then the applied index, log end and log
+// start, and in the second form the producer horizon too. A snapshot with
+// no horizon is written in the first form, which brokers without horizons
+// read, so a rolling upgrade does not need the new form early.
+const (
+	snapshotMagic        = "RAFTKA-PARTITION-2"
+	snapshotMagicHorizon = "RAFTKA-PARTITION-3"
+)
 
 // SaveSnapshot implements sm.IOnDiskStateMachine.
 func (s *StateMachine) SaveSnapshot(state interface{}, w io.Writer, done <-chan struct{}) error {
 	ck := state.(checkpoint)
-	hdr := binary.BigEndian.AppendUint64([]byte(snapshotMagic), ck.AppliedIndex)
+	magic := snapshotMagic
+	if ck.ProducerHorizon > 0 {
+		magic = snapshotMagicHorizon
+	}
+	hdr := binary.BigEndian.AppendUint64([]byte(magic), ck.AppliedIndex)
 	hdr = binary.BigEndian.AppendUint64(hdr, uint64(ck.NextOffset))
 	hdr = binary.BigEndian.AppendUint64(hdr, uint64(ck.LogStartOffset))
+	if ck.ProducerHorizon > 0 {
+		hdr = binary.BigEndian.AppendUint64(hdr, uint64(ck.ProducerHorizon))
+	}
 	_, err := w.Write(hdr)
 	return err
 }
@@ -373,16 +405,27 @@ func (s *StateMachine) SaveSnapshot(state interface{}, w io.Writer, done <-chan 
 func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) error {
 	s.cleaning.Lock()
 	defer s.cleaning.Unlock()
-	hdr := make([]byte, len(snapshotMagic)+24)
-	if _, err := io.ReadFull(r, hdr); err != nil {
+	magic := make([]byte, len(snapshotMagic))
+	if _, err := io.ReadFull(r, magic); err != nil {
 		return err
 	}
-	if string(hdr[:len(snapshotMagic)]) != snapshotMagic {
+	fields := 3
+	switch string(magic) {
+	case snapshotMagic:
+	case snapshotMagicHorizon:
+		fields = 4
+	default:
 		return errors.New("partition: not a partition snapshot")
 	}
-	p := hdr[len(snapshotMagic):]
+	p := make([]byte, 8*fields)
+	if _, err := io.ReadFull(r, p); err != nil {
+		return err
+	}
 	target := checkpoint{AppliedIndex: binary.BigEndian.Uint64(p),
 		NextOffset: int64(binary.BigEndian.Uint64(p[8:])), LogStartOffset: int64(binary.BigEndian.Uint64(p[16:]))}
+	if fields == 4 {
+		target.ProducerHorizon = int64(binary.BigEndian.Uint64(p[24:]))
+	}
 	if target.LogStartOffset > target.NextOffset {
 		return fmt.Errorf("partition: snapshot with log start %d beyond its end %d", target.LogStartOffset, target.NextOffset)
 	}
@@ -411,7 +454,8 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 	start, _ := s.log.Offsets()
 	s.log.dropBefore(max(start, target.LogStartOffset))
 	start, next := s.log.Offsets()
-	if err := s.commitCheckpoint(checkpoint{AppliedIndex: target.AppliedIndex, NextOffset: next, LogStartOffset: start}); err != nil {
+	if err := s.commitCheckpoint(checkpoint{AppliedIndex: target.AppliedIndex, NextOffset: next, LogStartOffset: start,
+		ProducerHorizon: min(target.ProducerHorizon, next)}); err != nil {
 		return err
 	}
 	if err := s.load(s.ck); err != nil {

@@ -3,8 +3,10 @@ package partition
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -631,4 +633,113 @@ func TestLogAppendTimeStampsBatches(t *testing.T) {
 	if off, ts, err := s.Log().OffsetForTimestamp(4000); err != nil || off != 0 || ts != 5000 {
 		t.Fatalf("offset for time 4000: %d at %d (%v)", off, ts, err)
 	}
+}
+
+// Producers idle past the horizon are forgotten, the same way by a replica
+// that keeps running, one that reopens (through its sidecars and by every
+// header) and one that recovers from a snapshot: each decides the next
+// batches alike. A forgotten producer may go on with its next sequence, as
+// Kafka lets a producer whose state expired; one still remembered keeps
+// its retries deduplicated.
+func TestExpiredProducersAreForgottenAlikeEverywhere(t *testing.T) {
+	history := [][]byte{
+		produce(1, 7, 0, 0, "a"), produce(1, 7, 0, 1, "b"), // offsets 0, 1
+		produce(1, 8, 0, 0, "c"), produce(1, 8, 0, 1, "d"), // 2, 3
+		ExpireProducersCommand(2), // producer 7's batches all end below 2
+		produce(1, 8, 0, 2, "e"),  // 4
+	}
+	running, _ := openSM(t, t.TempDir(), 100)
+	results := apply(t, running, 1, history...)
+	if r := results[4]; r.Err != nil || r.BaseOffset != 2 {
+		t.Fatalf("expire: %+v, want the horizon 2", r)
+	}
+	if got := running.Log().ProducerHorizon(); got != 2 {
+		t.Fatalf("horizon %d, want 2", got)
+	}
+	dir := t.TempDir()
+	first, _ := openSM(t, dir, 100)
+	apply(t, first, 1, history...)
+	closeSM(t, first)
+	reopened, _ := openSM(t, dir, 100) // requires the sidecars to agree with every header
+	recovered, _ := openSMWithSource(t, t.TempDir(), 100, &peerLog{log: running.Log()})
+	if err := recovered.RecoverFromSnapshot(snapshotOf(t, running), nil); err != nil {
+		t.Fatal(err)
+	}
+	next := [][]byte{
+		produce(1, 7, 0, 2, "f"), // forgotten, goes on: accepted at 5
+		produce(1, 8, 0, 2, "e"), // remembered: a duplicate of offset 4
+		produce(1, 8, 0, 9, "g"), // remembered: a gap
+	}
+	want := apply(t, running, uint64(len(history)+1), next...)
+	if want[0].Err != nil || want[0].BaseOffset != 5 || want[1].Err != nil || want[1].BaseOffset != 4 || want[2].Err == nil {
+		t.Fatalf("running replica decided %+v", want)
+	}
+	for name, s := range map[string]*StateMachine{"reopened": reopened, "recovered": recovered} {
+		if got := apply(t, s, uint64(len(history)+1), next...); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("the %s replica decided %v, the running one %v", name, got, want)
+		}
+		if got := s.Log().ProducerHorizon(); got != 2 {
+			t.Fatalf("%s: horizon %d, want 2", name, got)
+		}
+	}
+	// The horizon never passes the log end nor moves back.
+	apply(t, running, uint64(len(history)+len(next)+1), ExpireProducersCommand(1000), ExpireProducersCommand(3))
+	if _, end := running.Log().Offsets(); running.Log().ProducerHorizon() != end {
+		t.Fatalf("horizon %d, want the log end %d", running.Log().ProducerHorizon(), end)
+	}
+}
+
+// A checkpoint file written before producer horizons (two 40-byte slots)
+// is read, and the first checkpoint written after it leaves it intact.
+func TestLegacyCheckpointIsRead(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openSM(t, dir, 0)
+	apply(t, s, 1, produce(1, -1, 0, 0, "a", "b"))
+	closeSM(t, s)
+	path := filepath.Join(dir, "checkpoint")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, _ := readCheckpoint(mustOpenFile(t, path))
+	legacy := make([]byte, 2*legacyCheckpointSlot)
+	for slot, seq := range []uint64{ck.Seq - 1, ck.Seq} {
+		at := int(seq%2) * legacyCheckpointSlot
+		binary.BigEndian.PutUint64(legacy[at:], seq)
+		binary.BigEndian.PutUint64(legacy[at+8:], ck.AppliedIndex-uint64(1-slot))
+		binary.BigEndian.PutUint64(legacy[at+16:], uint64(ck.NextOffset))
+		binary.BigEndian.PutUint64(legacy[at+24:], uint64(ck.LogStartOffset))
+		binary.BigEndian.PutUint32(legacy[at+32:], crc32.Checksum(legacy[at:at+32], crc32c))
+	}
+	if len(b) < checkpointSlotsAt {
+		t.Fatalf("checkpoint file of %d bytes", len(b))
+	}
+	if err := os.WriteFile(path, legacy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, applied := openSM(t, dir, 0)
+	if applied != ck.AppliedIndex {
+		t.Fatalf("opened at %d from the legacy checkpoint, want %d", applied, ck.AppliedIndex)
+	}
+	apply(t, s, applied+1, produce(1, -1, 0, 0, "c"))
+	closeSM(t, s)
+	after, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(after[:len(legacy)], legacy) {
+		t.Fatalf("legacy slots changed (%v)", err)
+	}
+	if s, applied := openSM(t, dir, 0); applied != ck.AppliedIndex+1 {
+		t.Fatalf("reopened at %d, want %d", applied, ck.AppliedIndex+1)
+	} else if got, _ := readValues(t, s.Log(), 0); !equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("records %v", got)
+	}
+}
+
+func mustOpenFile(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

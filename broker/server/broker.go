@@ -138,6 +138,9 @@ func Start(cfg Config) (*Broker, error) {
 	b.goBackground(b.reportLeaders)
 	b.goBackground(b.liveness.run(b))
 	b.goBackground(b.enforceRetention)
+	if b.cfg.ProducerIDExpiration > 0 {
+		b.goBackground(b.expireProducers)
+	}
 	b.goBackground(b.cleanLogs)
 	b.goBackground(b.trackFollowers)
 	b.goBackground(b.compactRaftLogs)

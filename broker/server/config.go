@@ -62,6 +62,13 @@ type Config struct {
 	// RetentionCheckInterval is how often leaders apply retention.ms and
 	// retention.bytes.
 	RetentionCheckInterval time.Duration
+	// ProducerIDExpiration is how long an idempotent producer may be idle
+	// before its partitions forget it (Kafka's producer.id.expiration.ms);
+	// negative never forgets one.
+	ProducerIDExpiration time.Duration
+	// ProducerIDExpirationCheckInterval is how often leaders look for such
+	// producers (Kafka's producer.id.expiration.check.interval.ms).
+	ProducerIDExpirationCheckInterval time.Duration
 	// ReplicaLagMax is how long a follower may go without reaching its
 	// leader's log end and still count as in sync (Kafka's
 	// replica.lag.time.max.ms).
@@ -150,6 +157,12 @@ func (c *Config) validate() error {
 	}
 	if c.RetentionCheckInterval <= 0 {
 		c.RetentionCheckInterval = 30 * time.Second
+	}
+	if c.ProducerIDExpiration == 0 {
+		c.ProducerIDExpiration = 24 * time.Hour
+	}
+	if c.ProducerIDExpirationCheckInterval <= 0 {
+		c.ProducerIDExpirationCheckInterval = 10 * time.Minute
 	}
 	if c.MaxRequestBytes <= 0 {
 		c.MaxRequestBytes = 100 << 20

@@ -125,6 +125,51 @@ func (b *Broker) handBackNewPartition(shard uint64) {
 	})
 }
 
+// expireProducers asks, as leader, for the idempotent producers idle for
+// longer than --producer-id-expiration to be forgotten, as Kafka's
+// producer.id.expiration.ms does, so that a partition's producer table
+// does not grow with every producer that ever wrote to it while its
+// records are retained. The clock is read here: the horizon is the first
+// offset whose batch is younger than the expiration by its timestamp (the
+// time index ListOffsets uses), but never past the log end this broker saw
+// one check earlier, so that batches from the last interval are kept
+// whatever timestamps their clients gave them. The state machine forgets
+// the producers whose batches all end below the horizon.
+func (b *Broker) expireProducers(ctx context.Context) {
+	seenEnd := map[uint64]int64{}
+	for sleep(ctx, b.cfg.ProducerIDExpirationCheckInterval) {
+		ends := map[uint64]int64{}
+		for _, shard := range b.replicas.shards() {
+			rep := b.replicas.get(shard)
+			if rep == nil {
+				continue
+			}
+			l := rep.sm.Log()
+			_, end := l.Offsets()
+			ends[shard] = end
+			prev, seen := seenEnd[shard]
+			if !seen || !b.isLeader(shard) {
+				continue
+			}
+			point, _, err := l.OffsetForTimestamp(time.Now().Add(-b.cfg.ProducerIDExpiration).UnixMilli())
+			if err != nil {
+				b.log.Warn("producer expiration failed", "shard", shard, "error", err)
+				continue
+			}
+			if point = min(point, prev); point <= l.ProducerHorizon() {
+				continue
+			}
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err = b.nh.SyncPropose(pctx, b.nh.GetNoOPSession(shard), partition.ExpireProducersCommand(point))
+			cancel()
+			if err != nil {
+				b.log.Warn("producer expiration failed", "shard", shard, "error", err)
+			}
+		}
+		seenEnd = ends
+	}
+}
+
 // enforceRetention asks, as leader, for the segments that retention.ms or
 // retention.bytes have expired to be dropped. The clock is read here, and
 // the state machine only applies the resulting offset.

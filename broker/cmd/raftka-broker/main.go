@@ -54,6 +54,8 @@ func run(args []string) error {
 		logFileBytes  = fs.Int64("raft-log-file-bytes", raftlog.DefaultFileBytes, "with --raft-log-store wal: the size at which the Raft log starts a new file; a file is deleted once none of its entries is live")
 		logBuffer     = fs.Int64("raft-log-write-buffer", 128<<20, "with --raft-log-store pebble: memtable bytes (up to 4 in memory while flushes lag); the larger, the more compacted entries die in it unwritten")
 		retentionTick = fs.Duration("retention-check-interval", 30*time.Second, "how often partition leaders apply retention.ms and retention.bytes")
+		pidExpiry     = fs.Duration("producer-id-expiration", 24*time.Hour, "how long an idempotent producer may be idle before its partitions forget it, which bounds their producer tables (Kafka's producer.id.expiration.ms; negative: never)")
+		pidCheck      = fs.Duration("producer-id-expiration-check-interval", 10*time.Minute, "how often partition leaders look for idle producers to forget (Kafka's producer.id.expiration.check.interval.ms)")
 		lagMax        = fs.Duration("replica-lag-max", 10*time.Second, "how long a follower may go without reaching its leader's log end and still count as in sync for min.insync.replicas (Kafka's replica.lag.time.max.ms)")
 		cleanerTick   = fs.Duration("log-cleaner-interval", 15*time.Second, "how often each replica of a compacted topic (cleanup.policy=compact) checks whether its log needs a compaction pass")
 		pprofOn       = fs.Bool("enable-pprof", false, "serve Go's /debug/pprof on the HTTP listener")
@@ -101,7 +103,7 @@ func run(args []string) error {
 		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
-		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, Logger: logger,
+		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, Logger: logger,
 	})
 	if err != nil {
 		return err
