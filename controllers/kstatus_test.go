@@ -20,7 +20,7 @@ func TestTopicHealthAsGitOpsToolsSeeIt(t *testing.T) {
 	mustCreate(t, brokerCluster(ns))
 	mustCreate(t, topicObject(ns, "healthy", 1))
 	bad := topicObject(ns, "refused", 1)
-	bad.Spec.Config = map[string]string{"compression.type": "gzip"}
+	bad.Spec.Config = map[string]string{"unclean.leader.election.enable": "true"}
 	mustCreate(t, bad)
 	waiting := topicObject(ns, "waiting", 1)
 	waiting.Spec.ClusterRef.Name = "not-yet"

@@ -201,10 +201,14 @@ func TestTopicWithoutClusterIsNotReady(t *testing.T) {
 func TestUnsupportedTopicConfigIsReported(t *testing.T) {
 	ns := newNamespace(t)
 	mustCreate(t, brokerCluster(ns))
+	unclean := topicObject(ns, "unclean", 1)
+	unclean.Spec.Config = map[string]string{"unclean.leader.election.enable": "true"}
+	mustCreate(t, unclean)
+	readyIs(t, ns, "unclean", metav1.ConditionFalse, raftkav1.ReasonNotSupported)
 	recompressed := topicObject(ns, "recompressed", 1)
-	recompressed.Spec.Config = map[string]string{"compression.type": "gzip"}
+	recompressed.Spec.Config = map[string]string{"compression.type": "zstd"}
 	mustCreate(t, recompressed)
-	readyIs(t, ns, "recompressed", metav1.ConditionFalse, raftkav1.ReasonNotSupported)
+	readyIs(t, ns, "recompressed", metav1.ConditionTrue, raftkav1.ReasonCreated)
 	compacted := topicObject(ns, "compacted", 1)
 	compacted.Spec.Config = map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "3600000"}
 	mustCreate(t, compacted)

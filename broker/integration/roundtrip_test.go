@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
 )
@@ -167,6 +168,18 @@ func TestTopicCompressionType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The leader applies the change once its copy of the metadata has it,
+	// as a Kafka broker does once the change reaches it.
+	leader, cl := c.LeaderOf("plain-topic", 0), c.Client()
+	waitFor(t, 10*time.Second, "the leader to see compression.type=lz4", func() bool {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeTopic, "plain-topic", []string{"compression.type"}
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(ctx, cl.Broker(leader))
+		return err == nil && len(resp.Resources) == 1 && len(resp.Resources[0].Configs) == 1 &&
+			resp.Resources[0].Configs[0].Value != nil && *resp.Resources[0].Configs[0].Value == lz4
+	})
 	produce("plain-topic", 20, 25)
 	all := consumeAll(t, c, "plain-topic", 25)
 	check(all[:20], 0, 0)
