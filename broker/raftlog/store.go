@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -443,20 +444,24 @@ func (s *Store) rollLocked() error {
 	return nil
 }
 
-// relocate copies into w the live entries of quiet Raft groups out of
-// files less than half live, so that those files can go. A group with an
-// entry in the file just filled is busy: its older entries are about to be
-// compacted away, and copying them would write them twice (with many busy
-// groups each keeping megabytes of log, that was 8% of all the store
-// wrote). The file just filled is left alone for the same reason. The
-// emptiest files go first, and one roll copies at most half a file, which
-// bounds the pause it makes.
-func (s *Store) relocate(w *walFile) error {
+// quietGroups tells the groups with no entry in the active file (the one
+// just filled, when a roll is under way) and some live entry.
+func (s *Store) quietGroups() func(*nodeLog) bool {
 	var justFilled uint32
 	if s.active != nil {
 		justFilled = s.active.no
 	}
-	quiet := func(n *nodeLog) bool { return len(n.locs) > 0 && n.locs[len(n.locs)-1].file != justFilled }
+	return func(n *nodeLog) bool { return len(n.locs) > 0 && n.locs[len(n.locs)-1].file != justFilled }
+}
+
+// relocationPlan chooses the files whose quiet entries a roll copies
+// forward (see relocate), and the bytes it copies.
+func (s *Store) relocationPlan() (map[uint32]bool, int64) {
+	var justFilled uint32
+	if s.active != nil {
+		justFilled = s.active.no
+	}
+	quiet := s.quietGroups()
 	live, movable := map[uint32]int64{}, map[uint32]int64{}
 	for _, n := range s.nodes {
 		q := quiet(n)
@@ -483,9 +488,23 @@ func (s *Store) relocate(w *walFile) error {
 		chosen[no] = true
 		budget += movable[no]
 	}
+	return chosen, budget
+}
+
+// relocate copies into w the live entries of quiet Raft groups out of
+// files less than half live, so that those files can go. A group with an
+// entry in the file just filled is busy: its older entries are about to be
+// compacted away, and copying them would write them twice (with many busy
+// groups each keeping megabytes of log, that was 8% of all the store
+// wrote). The file just filled is left alone for the same reason. The
+// emptiest files go first, and one roll copies at most half a file, which
+// bounds the pause it makes.
+func (s *Store) relocate(w *walFile) error {
+	chosen, budget := s.relocationPlan()
 	if len(chosen) == 0 {
 		return nil
 	}
+	quiet := s.quietGroups()
 	rec := newRecord(kindRelocated, int(budget))
 	for _, n := range s.nodes {
 		if !quiet(n) {
@@ -505,6 +524,70 @@ func (s *Store) relocate(w *walFile) error {
 	}
 	s.relocated.Add(uint64(len(rec) - recordHeader - 1))
 	return w.append(seal(rec))
+}
+
+// GroupsPinningOldest returns, for a store held to budget bytes, the Raft
+// groups (cluster IDs) with live entries in its oldest files, those that
+// must go for the rest to fit; none when the files fit. Once those groups
+// have compacted their logs past them, Reclaim deletes the files.
+func (s *Store) GroupsPinningOldest(budget int64) []uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var total int64
+	var nos []uint32
+	for no, w := range s.files {
+		total += w.size
+		if no != s.active.no {
+			nos = append(nos, no)
+		}
+	}
+	sort.Slice(nos, func(i, j int) bool { return nos[i] < nos[j] })
+	doomed := map[uint32]bool{}
+	for _, no := range nos {
+		if total <= budget {
+			break
+		}
+		doomed[no] = true
+		total -= s.files[no].size
+	}
+	var groups []uint64
+	for k, n := range s.nodes {
+		for _, l := range n.locs {
+			if doomed[l.file] {
+				groups = append(groups, k.cluster)
+				break
+			}
+		}
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i] < groups[j] })
+	return slices.Compact(groups)
+}
+
+// Reclaim starts a new file now, rather than when the active one is full,
+// if that lets a file go: one that no live entry points into any more, or
+// whose few live entries a roll copies forward. Files go only at a roll,
+// once a checkpoint that no longer points into them is durable; a store
+// held to a budget (the broker's --raft-log-max-bytes) reclaims so after
+// its groups compacted, also when little is being written.
+func (s *Store) Reclaim() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed != nil {
+		return false, s.failed
+	}
+	chosen, _ := s.relocationPlan()
+	used := map[uint32]bool{}
+	for _, n := range s.nodes {
+		for _, l := range n.locs {
+			used[l.file] = true
+		}
+	}
+	for no := range s.files {
+		if no != s.active.no && (!used[no] || chosen[no]) {
+			return true, s.rollLocked()
+		}
+	}
+	return false, nil
 }
 
 func (s *Store) deleteUnreferenced() {

@@ -550,3 +550,45 @@ func TestConcurrentSavesAndReads(t *testing.T) {
 		sameEntries(t, "end", read(t, s, c, 195, 201), entries(195, 200, 1, 500))
 	}
 }
+
+// A store over a budget names the groups whose entries are in the files
+// that must go for the rest to fit; once those groups compacted, Reclaim
+// deletes the files without waiting for the active one to fill, and a
+// quiet group's last entries are copied forward rather than kept pinning.
+func TestReclaimAfterTheGroupsPinningOldFilesCompacted(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, 64<<10)
+	save(t, s, pb.Update{ClusterID: 3, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: entries(1, 2, 1, 100)})
+	for i := uint64(1); i <= 60; i++ {
+		save(t, s, pb.Update{ClusterID: 1 + i%2, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: []pb.Entry{entry((i+1)/2, 1, 4000)}})
+	}
+	if got := s.GroupsPinningOldest(1 << 30); len(got) != 0 {
+		t.Fatalf("within the budget: groups %v", got)
+	}
+	if got := s.GroupsPinningOldest(64 << 10); fmt.Sprint(got) != "[1 2 3]" {
+		t.Fatalf("over the budget: groups %v, want [1 2 3]", got)
+	}
+	if rolled, err := s.Reclaim(); err != nil || rolled {
+		t.Fatalf("reclaim with every file live: rolled %v, %v", rolled, err)
+	}
+	before := len(walFiles(t, dir))
+	for _, c := range []uint64{1, 2} {
+		if err := s.RemoveEntriesTo(c, 1, 30); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rolled, err := s.Reclaim(); err != nil || !rolled {
+		t.Fatalf("reclaim after compaction: rolled %v, %v", rolled, err)
+	}
+	if after := len(walFiles(t, dir)); after >= before {
+		t.Fatalf("%d files after reclaiming, %d before", after, before)
+	}
+	if got := s.GroupsPinningOldest(64 << 10); len(got) != 0 {
+		t.Fatalf("after reclaiming: groups %v", got)
+	}
+	for round := 0; round < 2; round++ {
+		sameEntries(t, "quiet group", read(t, s, 3, 1, 3), entries(1, 2, 1, 100))
+		sameEntries(t, "compacted group", read(t, s, 1, 30, 31), []pb.Entry{entry(30, 1, 4000)})
+		s = reopen(t, s)
+	}
+}

@@ -47,6 +47,11 @@ type Config struct {
 	// RaftLogFileBytes is the size at which the wal store starts a new
 	// file; files go once no live entry is in them.
 	RaftLogFileBytes int64
+	// RaftLogMaxBytes bounds the wal store's files: above it, every
+	// partition replica that applied entries since its last snapshot takes
+	// one and compacts its whole Raft log (see compactRaftLogs). 0 is no
+	// bound.
+	RaftLogMaxBytes int64
 	// RaftLogWriteBuffer is the memtable size of the pebble Raft log
 	// store. Small memtables flush entries to disk tables before their
 	// partitions applied them, which then costs compactions.

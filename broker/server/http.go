@@ -147,6 +147,9 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	produced prometheus.Counter
 	busy     prometheus.Counter
+	// budgetSnapshots counts snapshots taken because the Raft log store
+	// was over --raft-log-max-bytes.
+	budgetSnapshots prometheus.Counter
 
 	cleanedBytes, cleanedRecords prometheus.Counter
 }
@@ -159,12 +162,14 @@ func newMetrics(b *Broker) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"api"}),
 		busy:     prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_raft_busy_total", Help: "Proposals a partition's Raft group pushed back (system busy) and that were retried."}),
 		produced: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_produce_requests_total", Help: "Produce requests answered by this broker as leader."}),
+		budgetSnapshots: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_raft_log_budget_snapshots_total",
+			Help: "Partition snapshots taken early, compacting a replica's whole Raft log, because the Raft log store held more than --raft-log-max-bytes."}),
 		cleanedBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_log_cleaner_bytes_removed_total",
 			Help: "Segment bytes that log compaction (cleanup.policy=compact) removed from this broker's replicas."}),
 		cleanedRecords: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_log_cleaner_records_removed_total",
 			Help: "Records that log compaction removed from this broker's replicas: older values of a key and expired tombstones."}),
 	}
-	m.registry.MustRegister(m.latency, m.produced, m.busy, m.cleanedBytes, m.cleanedRecords, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), partitionCollector{b})
+	m.registry.MustRegister(m.latency, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), partitionCollector{b})
 	return m
 }
 

@@ -27,10 +27,26 @@ import (
 // little. A follower further behind catches up from a snapshot, which
 // brings it only the records it lacks (partition.StateMachine's
 // RecoverFromSnapshot).
+//
+// The intervals are per replica, so a broker's Raft log holds one to two
+// of them for every busy partition: with many, gigabytes, in files that
+// each hold entries of all of them and go only once the last of them has
+// compacted past them. --raft-log-max-bytes bounds the whole: while the
+// store's files hold more, the replicas with live entries in the oldest
+// files, those that must go for the rest to fit, take a snapshot now and
+// compact their whole log, and the store starts a new file as soon as
+// that empties old ones, which it then deletes (a snapshot keeps the entry
+// at its index: the roll copies such last entries of quiet groups
+// forward). A follower that lags catches up from a snapshot sooner then,
+// and while over the bound the store copies forward more, as its rolls
+// come sooner: the bound is for many busy partitions, not for the few
+// that a default broker's gigabyte holds.
 
 const (
 	raftLogCompactionTick = 100 * time.Millisecond
 	snapshotTimeout       = 10 * time.Second
+	budgetCheckInterval   = 250 * time.Millisecond
+	otherSnapshotInterval = 5 * time.Second
 )
 
 // logCompaction is the snapshot bookkeeping of one replica, owned by the
@@ -46,18 +62,50 @@ func (b *Broker) compactRaftLogs(ctx context.Context) {
 	if b.cfg.RaftLogRetainBytes <= 0 {
 		return
 	}
+	var lastBudgetCheck time.Time
+	otherSnapshots := map[uint64]time.Time{} // groups that are not partitions: the metadata group
 	for sleep(ctx, raftLogCompactionTick) {
+		var pinning map[uint64]bool
+		if b.raftLog != nil && b.cfg.RaftLogMaxBytes > 0 && time.Since(lastBudgetCheck) >= budgetCheckInterval &&
+			b.raftLog.Stats().Bytes > b.cfg.RaftLogMaxBytes {
+			lastBudgetCheck = time.Now()
+			// What the groups compacted since the last check goes now, not
+			// when the active file fills.
+			if _, err := b.raftLog.Reclaim(); err != nil {
+				b.log.Warn("raft log reclaim failed", "error", err)
+			}
+			pinning = map[uint64]bool{}
+			for _, g := range b.raftLog.GroupsPinningOldest(b.cfg.RaftLogMaxBytes) {
+				pinning[g] = true
+				if b.replicas.get(g) == nil && time.Since(otherSnapshots[g]) >= otherSnapshotInterval {
+					otherSnapshots[g] = time.Now()
+					b.requestFullCompaction(g)
+				}
+			}
+		}
 		for _, shard := range b.replicas.shards() {
 			if rep := b.replicas.get(shard); rep != nil {
-				b.compactRaftLog(rep)
+				b.compactRaftLog(rep, pinning[shard])
 			}
 		}
 	}
 }
 
+// requestFullCompaction asks a group that is not a partition (the
+// metadata group, whose snapshots copy its whole state, so at most every
+// otherSnapshotInterval) for a snapshot that compacts its whole Raft log,
+// without waiting for it.
+func (b *Broker) requestFullCompaction(shard uint64) {
+	if _, err := b.nh.RequestSnapshot(shard, dragonboat.SnapshotOption{OverrideCompactionOverhead: true}, snapshotTimeout); err != nil {
+		b.log.Debug("snapshot not requested", "shard", shard, "error", err)
+		return
+	}
+	b.metrics.budgetSnapshots.Inc()
+}
+
 // compactRaftLog advances one replica's snapshot bookkeeping without
 // waiting: a snapshot request is checked on later ticks.
-func (b *Broker) compactRaftLog(rep *replica) {
+func (b *Broker) compactRaftLog(rep *replica, pinsOldFiles bool) {
 	c := &rep.compaction
 	if c.pending != nil {
 		select {
@@ -72,13 +120,20 @@ func (b *Broker) compactRaftLog(rep *replica) {
 		}
 	}
 	index, bytes := rep.sm.AppliedProgress()
-	if bytes-c.bytes < uint64(b.cfg.RaftLogRetainBytes) || index <= c.index {
+	due, overhead := bytes-c.bytes >= uint64(b.cfg.RaftLogRetainBytes), index-c.index
+	if pinsOldFiles {
+		due, overhead = true, 0
+	}
+	if !due || index <= c.index {
 		return
 	}
-	rs, err := b.nh.RequestSnapshot(rep.shard, dragonboat.SnapshotOption{OverrideCompactionOverhead: true, CompactionOverhead: index - c.index}, snapshotTimeout)
+	rs, err := b.nh.RequestSnapshot(rep.shard, dragonboat.SnapshotOption{OverrideCompactionOverhead: true, CompactionOverhead: overhead}, snapshotTimeout)
 	if err != nil {
 		b.log.Debug("partition snapshot not requested", "shard", rep.shard, "error", err)
 		return
+	}
+	if pinsOldFiles {
+		b.metrics.budgetSnapshots.Inc()
 	}
 	c.pending, c.pendingIndex, c.pendingBytes = rs, index, bytes
 }

@@ -87,7 +87,7 @@ var brokerFlags = map[string]bool{
 	"min-free-bytes": true, "rtt": true, "log-level": true, "raft-snapshot-entries": true,
 	"retention-check-interval": true, "group-initial-rebalance-delay": true, "raft-log-write-buffer": true,
 	"raft-log-retain-bytes": true, "log-cleaner-interval": true, "replica-lag-max": true,
-	"producer-id-expiration": true, "producer-id-expiration-check-interval": true,
+	"producer-id-expiration": true, "producer-id-expiration-check-interval": true, "raft-log-max-bytes": true,
 }
 
 // ValidateConfig rejects spec.config keys the broker does not know.

@@ -52,6 +52,7 @@ func run(args []string) error {
 		logRetain     = fs.Int64("raft-log-retain-bytes", 4<<20, "bytes of Raft entries a partition replica applies between snapshots; its Raft log keeps one to two such intervals for lagging followers, and entries deleted before the log store's memtable flushes are written once (0: only --raft-snapshot-entries)")
 		logStore      = fs.String("raft-log-store", "wal", "Raft log store: wal (one write-ahead log for all Raft groups; each entry written once) or pebble (Dragonboat's key-value store); a data directory keeps the store it was created with")
 		logFileBytes  = fs.Int64("raft-log-file-bytes", raftlog.DefaultFileBytes, "with --raft-log-store wal: the size at which the Raft log starts a new file; a file is deleted once none of its entries is live")
+		logMaxBytes   = fs.Int64("raft-log-max-bytes", 1<<30, "with --raft-log-store wal: above this many bytes in its files, every partition replica that applied entries since its last snapshot takes one and compacts its whole Raft log, which bounds the store with many busy partitions (0: no bound)")
 		logBuffer     = fs.Int64("raft-log-write-buffer", 128<<20, "with --raft-log-store pebble: memtable bytes (up to 4 in memory while flushes lag); the larger, the more compacted entries die in it unwritten")
 		retentionTick = fs.Duration("retention-check-interval", 30*time.Second, "how often partition leaders apply retention.ms and retention.bytes")
 		pidExpiry     = fs.Duration("producer-id-expiration", 24*time.Hour, "how long an idempotent producer may be idle before its partitions forget it, which bounds their producer tables (Kafka's producer.id.expiration.ms; negative: never)")
@@ -103,7 +104,7 @@ func run(args []string) error {
 		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
-		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, Logger: logger,
+		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
 	})
 	if err != nil {
 		return err
