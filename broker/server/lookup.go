@@ -43,7 +43,11 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 		info = partitionInfo{shard: p.Shard, replicas: append([]int32(nil), p.Replicas...), leader: p.Leader, leaderEpoch: p.LeaderEpoch,
 			minISR: int(t.Int(meta.ConfigMinInsyncReplicas)), maxMessage: int32(t.Int(meta.ConfigMaxMessageBytes)),
 			compacted: t.HasCleanupPolicy(meta.CleanupCompact), appendTime: t.Value(meta.ConfigTimestampType) == meta.TimestampLogAppendTime}
-		info.codec, _ = partition.TopicCodec(t.Value(meta.ConfigCompressionType))
+		if codec, ok := partition.TopicCodec(t.Value(meta.ConfigCompressionType)); ok {
+			info.codec = codec
+		} else {
+			info.codec = partition.CodecProducer // validated on the way in; never guess a codec
+		}
 	})
 	if err == nil {
 		info.leader, info.leaderEpoch = b.currentLeader(info)
