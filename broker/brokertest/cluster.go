@@ -236,6 +236,21 @@ func (c *Cluster) signal(i int, sig syscall.Signal) {
 	b.cmd = nil
 }
 
+// CrashAll SIGKILLs every broker at once, as a power loss would, then
+// starts them all again and waits until each is ready: they rebuild from
+// what they had made durable.
+func (c *Cluster) CrashAll() {
+	for i := range c.Brokers {
+		c.Kill(i)
+	}
+	for i := range c.Brokers {
+		c.Restart(i)
+	}
+	for i := range c.Brokers {
+		c.WaitReady(i)
+	}
+}
+
 // StopAll stops every broker.
 func (c *Cluster) StopAll() {
 	for i := range c.Brokers {

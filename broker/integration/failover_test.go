@@ -60,15 +60,7 @@ func produceThroughKills(t *testing.T, c *brokertest.Cluster, topic string, kill
 	}
 	acks.VerifyExactlyOnce(t, topic, c.Client)
 
-	for i := range c.Brokers {
-		c.Kill(i)
-	}
-	for i := range c.Brokers {
-		c.Restart(i)
-	}
-	for i := range c.Brokers {
-		c.WaitReady(i)
-	}
+	c.CrashAll()
 	acks.VerifyExactlyOnce(t, topic, c.Client)
 	return acks
 }

@@ -148,15 +148,7 @@ func TestIdleProducersAreForgotten(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	seq++
-	for i := range c.Brokers {
-		c.Kill(i)
-	}
-	for i := range c.Brokers {
-		c.Restart(i)
-	}
-	for i := range c.Brokers {
-		c.WaitReady(i)
-	}
+	c.CrashAll()
 	after := described()
 	if _, ok := after[idle]; ok {
 		t.Fatalf("producer %d is described again after the restart", idle)

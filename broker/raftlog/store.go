@@ -447,22 +447,26 @@ func (s *Store) rollLocked() error {
 // quietGroups tells the groups with no entry in the active file (the one
 // just filled, when a roll is under way) and some live entry.
 func (s *Store) quietGroups() func(*nodeLog) bool {
-	var justFilled uint32
-	if s.active != nil {
-		justFilled = s.active.no
-	}
+	justFilled := s.activeNo()
 	return func(n *nodeLog) bool { return len(n.locs) > 0 && n.locs[len(n.locs)-1].file != justFilled }
 }
 
-// relocationPlan chooses the files whose quiet entries a roll copies
-// forward (see relocate), and the bytes it copies.
-func (s *Store) relocationPlan() (map[uint32]bool, int64) {
-	var justFilled uint32
-	if s.active != nil {
-		justFilled = s.active.no
+// activeNo is the active file's number, 0 before the first file.
+func (s *Store) activeNo() uint32 {
+	if s.active == nil {
+		return 0
 	}
+	return s.active.no
+}
+
+// relocationPlan chooses the files whose quiet entries a roll copies
+// forward (see relocate) and the bytes it copies; live is every file's
+// live bytes.
+func (s *Store) relocationPlan() (chosen map[uint32]bool, budget int64, live map[uint32]int64) {
+	justFilled := s.activeNo()
 	quiet := s.quietGroups()
-	live, movable := map[uint32]int64{}, map[uint32]int64{}
+	live = map[uint32]int64{}
+	movable := map[uint32]int64{}
 	for _, n := range s.nodes {
 		q := quiet(n)
 		for _, l := range n.locs {
@@ -479,8 +483,7 @@ func (s *Store) relocationPlan() (map[uint32]bool, int64) {
 		}
 	}
 	sort.Slice(candidates, func(i, j int) bool { return movable[candidates[i]] < movable[candidates[j]] })
-	chosen := map[uint32]bool{}
-	var budget int64
+	chosen = map[uint32]bool{}
 	for _, no := range candidates {
 		if budget+movable[no] > s.fileBytes/2 && len(chosen) > 0 {
 			break
@@ -488,7 +491,7 @@ func (s *Store) relocationPlan() (map[uint32]bool, int64) {
 		chosen[no] = true
 		budget += movable[no]
 	}
-	return chosen, budget
+	return chosen, budget, live
 }
 
 // relocate copies into w the live entries of quiet Raft groups out of
@@ -500,7 +503,7 @@ func (s *Store) relocationPlan() (map[uint32]bool, int64) {
 // emptiest files go first, and one roll copies at most half a file, which
 // bounds the pause it makes.
 func (s *Store) relocate(w *walFile) error {
-	chosen, budget := s.relocationPlan()
+	chosen, budget, _ := s.relocationPlan()
 	if len(chosen) == 0 {
 		return nil
 	}
@@ -575,15 +578,9 @@ func (s *Store) Reclaim() (bool, error) {
 	if s.failed != nil {
 		return false, s.failed
 	}
-	chosen, _ := s.relocationPlan()
-	used := map[uint32]bool{}
-	for _, n := range s.nodes {
-		for _, l := range n.locs {
-			used[l.file] = true
-		}
-	}
+	chosen, _, live := s.relocationPlan()
 	for no := range s.files {
-		if no != s.active.no && (!used[no] || chosen[no]) {
+		if no != s.active.no && (live[no] == 0 || chosen[no]) {
 			return true, s.rollLocked()
 		}
 	}

@@ -246,8 +246,7 @@ func TestTornTailIsDropped(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	files := walFiles(t, dir)
-	last := filepath.Join(dir, fmt.Sprintf("%08d.wal", files[len(files)-1]))
+	last, _ := newestFile(t, dir)
 	st, _ := os.Stat(last)
 	// Cut the last record in half, as a crash in its write would.
 	if err := os.Truncate(last, st.Size()-150); err != nil {
@@ -260,19 +259,27 @@ func TestTornTailIsDropped(t *testing.T) {
 	sameEntries(t, "written after", read(t, s, 1, 1, 10), append(entries(1, 5, 1, 100), entry(6, 2, 100)))
 }
 
-func TestNewFileWithoutCheckpointIsIgnored(t *testing.T) {
+// closedStore is the directory of a closed store holding entries 1 to 5
+// of cluster 1.
+func closedStore(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	s := mustOpen(t, dir, 0)
 	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: entries(1, 5, 1, 100)})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	files := walFiles(t, dir)
-	torn := filepath.Join(dir, fmt.Sprintf("%08d.wal", files[len(files)-1]+1))
+	return dir
+}
+
+func TestNewFileWithoutCheckpointIsIgnored(t *testing.T) {
+	dir := closedStore(t)
+	_, no := newestFile(t, dir)
+	torn := filepath.Join(dir, fmt.Sprintf("%08d.wal", no+1))
 	if err := os.WriteFile(torn, []byte{0, 0, 1, 0, 9, 9}, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s = mustOpen(t, dir, 0)
+	s := mustOpen(t, dir, 0)
 	sameEntries(t, "after a torn roll", read(t, s, 1, 1, 10), entries(1, 5, 1, 100))
 }
 
@@ -352,15 +359,10 @@ func TestRecordsOfAnotherFileAreNotReplayed(t *testing.T) {
 
 // Files written before CRCs were masked are read as they are.
 func TestLegacyFilesAreReplayed(t *testing.T) {
-	dir := t.TempDir()
-	s := mustOpen(t, dir, 0)
-	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: entries(1, 5, 1, 100)})
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := closedStore(t)
 	path, no := newestFile(t, dir)
 	remask(t, path, fileMask(no), 0)
-	s = mustOpen(t, dir, 0)
+	s := mustOpen(t, dir, 0)
 	sameEntries(t, "from a legacy file", read(t, s, 1, 1, 10), entries(1, 5, 1, 100))
 	s = reopen(t, s)
 	sameEntries(t, "reopened", read(t, s, 1, 1, 10), entries(1, 5, 1, 100))

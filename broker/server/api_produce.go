@@ -113,12 +113,15 @@ func (b *Broker) addProduceLeaderHints(resp *kmsg.ProduceResponse, names []strin
 	}
 }
 
-func errCode(err error) int16 {
+func errCode(err error) int16 { return kafkaError(err, kerr.UnknownServerError).Code }
+
+// kafkaError is the Kafka error that err is or wraps, else otherwise.
+func kafkaError(err error, otherwise *kerr.Error) *kerr.Error {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
-		return ke.Code
+		return ke
 	}
-	return kerr.UnknownServerError.Code
+	return otherwise
 }
 
 // proposeProduce validates one partition's records and proposes them; it
@@ -144,11 +147,7 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	}
 	batches, err := partition.SplitBatches(p.Records, info.maxMessage)
 	if err != nil {
-		var ke *kerr.Error
-		if errors.As(err, &ke) {
-			return nil, -1, ke
-		}
-		return nil, -1, kerr.CorruptMessage
+		return nil, -1, kafkaError(err, kerr.CorruptMessage)
 	}
 	if info.compacted {
 		// Compaction keeps the newest record of each key; one without a
@@ -163,11 +162,7 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	}
 	records, err := partition.Recompress(p.Records, batches, info.codec, info.maxMessage)
 	if err != nil {
-		var ke *kerr.Error
-		if errors.As(err, &ke) {
-			return nil, -1, ke
-		}
-		return nil, -1, kerr.UnknownServerError
+		return nil, -1, kafkaError(err, kerr.UnknownServerError)
 	}
 	var cmd []byte
 	appendTime := int64(-1)
