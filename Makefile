@@ -67,10 +67,10 @@ envtest: ## build kube-apiserver, etcd and kubectl for envtest into bin/k8s
 
 KAFKAJS := broker/integration/testdata/kafkajs
 
-test: build manifests vet lint envtest $(HELM) $(KAFKAJS)/node_modules/.package-lock.json ## vet, golangci-lint, then unit, envtest and integration tests (real API server, real brokers on 127.0.0.1, franz-go, sarama, kcat and KafkaJS)
+test: build manifests vet lint envtest $(HELM) $(KAFKAJS)/node_modules/.package-lock.json ## vet, golangci-lint, then unit, envtest and integration tests (real API server, real brokers on 127.0.0.1, franz-go, sarama, kafka-go, kcat, KafkaJS, kafka-python and the Java client)
 	@git diff --exit-code --stat -- config/ api/ charts/ || (echo "generated files are out of date: commit 'make generate manifests'"; exit 1)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "run 'make fmt'"; exit 1)
-	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker $(GO) test -count=1 -p 1 -timeout 25m ./...
+	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_JAVA_CLASSPATH=$$(hack/java-kafka-client.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker $(GO) test -count=1 -p 1 -timeout 25m ./...
 
 test-unit: ## tests that start no broker process
 	$(GO) test -count=1 -short ./...

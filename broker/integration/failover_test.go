@@ -20,37 +20,59 @@ func TestLeaderKillLosesNothingAcknowledged(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
 	min2 := "2"
 	c.CreateTopic("ledger", 3, 3, map[string]*string{"min.insync.replicas": &min2})
-	produceThroughKills(t, c, "ledger", func() {
-		for round, p := range []int32{0, 1} {
-			time.Sleep(2 * time.Second)
-			victim := c.LeaderOf("ledger", p)
-			t.Logf("round %d: SIGKILL broker %d, leader of partition %d", round, victim, p)
-			c.Kill(victim)
-			time.Sleep(3 * time.Second)
-			c.Restart(victim)
-			c.WaitReady(victim)
-		}
+	produceThroughKills(t, c, "ledger", franzGoProducer(c), func() {
+		time.Sleep(2 * time.Second)
+		killPartitionLeaders(t, c, "ledger")
 	})
 }
 
-// produceThroughKills writes the 3 partitions of topic with an acks=all
-// producer with unlimited retries while kill runs, then requires every
-// record acknowledged and read back once, in order; then all brokers die at
-// once and come back, and the same records must be there.
-func produceThroughKills(t *testing.T, c *brokertest.Cluster, topic string, kill func()) *brokertest.Ledger {
-	t.Helper()
+// killPartitionLeaders SIGKILLs the leader of partition 0 of topic, restarts
+// it 3 s later, then does the same to the leader of partition 1.
+func killPartitionLeaders(t *testing.T, c *brokertest.Cluster, topic string) {
+	for round, p := range []int32{0, 1} {
+		if round > 0 {
+			time.Sleep(2 * time.Second)
+		}
+		victim := c.LeaderOf(topic, p)
+		t.Logf("round %d: SIGKILL broker %d, leader of partition %d", round, victim, p)
+		c.Kill(victim)
+		time.Sleep(3 * time.Second)
+		c.Restart(victim)
+		c.WaitReady(victim)
+	}
+}
+
+// produceFunc writes sequence-numbered records to the partitions of topic
+// in turn until stop closes, records each outcome in acks, and returns how
+// many records it sent.
+type produceFunc func(acks *brokertest.Ledger, topic string, partitions int32, stop <-chan struct{}) (int, error)
+
+// franzGoProducer is an acks=all franz-go producer with unlimited retries.
+func franzGoProducer(c *brokertest.Cluster) produceFunc {
 	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProduceRequestTimeout(5*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	return func(acks *brokertest.Ledger, topic string, partitions int32, stop <-chan struct{}) (int, error) {
+		return acks.ProduceUntil(producer, topic, partitions, stop)
+	}
+}
+
+// produceThroughKills writes the 3 partitions of topic with produce, runs
+// kill once the first record is acknowledged, then requires every record acknowledged and read back once, in
+// order; then all brokers die at once and come back, and the same records
+// must be there.
+func produceThroughKills(t *testing.T, c *brokertest.Cluster, topic string, produce produceFunc, kill func()) *brokertest.Ledger {
+	t.Helper()
 	acks := brokertest.NewLedger()
 	stop := make(chan struct{})
 	done := make(chan int)
 	go func() {
-		sent, err := acks.ProduceUntil(producer, topic, 3, stop)
+		sent, err := produce(acks, topic, 3, stop)
 		if err != nil {
-			t.Errorf("flush: %v", err)
+			t.Errorf("produce: %v", err)
 		}
 		done <- sent
 	}()
+	waitFor(t, time.Minute, "the producer's first acknowledgement", func() bool { return acks.Acked() > 0 })
 	kill()
 	time.Sleep(time.Second)
 	close(stop)
@@ -204,7 +226,7 @@ func TestRaftLogSurvivesKillsDuringRolls(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--raft-log-file-bytes", "65536", "--raft-log-retain-bytes", "65536"}})
 	min2 := "2"
 	c.CreateTopic("rolls", 3, 3, map[string]*string{"min.insync.replicas": &min2})
-	acks := produceThroughKills(t, c, "rolls", func() {
+	acks := produceThroughKills(t, c, "rolls", franzGoProducer(c), func() {
 		for round := 0; round < 6; round++ {
 			time.Sleep(1500 * time.Millisecond)
 			victim := round % 3

@@ -46,18 +46,17 @@ func TestKafkaJS(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs")); err != nil {
 		t.Fatalf("KafkaJS is not installed: npm ci --prefix %s (make test does)", dir)
 	}
-	runClient(t, "kafkajs", dir, "node", "client.js").check(t, clientRecords)
+	runClient(t, brokertest.Start(t, brokertest.Options{Brokers: 3}), "kafkajs", dir, "node", "client.js").check(t, clientRecords)
 }
 
 // clientRecords is how many records each client in testdata produces.
 const clientRecords = 300
 
-// runClient starts 3 brokers and runs a client program in dir, telling it
-// the brokers, a topic named after it and the record count, and returns
-// what it reports on stdout.
-func runClient(t *testing.T, topic, dir, name string, args ...string) clientRun {
+// runClient runs a client program in dir against the brokers of c, telling
+// it their addresses, a topic named after it and the record count, and
+// returns what it reports on stdout.
+func runClient(t *testing.T, c *brokertest.Cluster, topic, dir, name string, args ...string) clientRun {
 	t.Helper()
-	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)

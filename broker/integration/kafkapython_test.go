@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/raftka/raftka/broker/brokertest"
 )
 
 // debianPython is Debian's interpreter, which python3-kafka installs into
@@ -19,5 +21,6 @@ func TestKafkaPython(t *testing.T) {
 	if err := exec.Command(debianPython, "-c", "import kafka").Run(); err != nil {
 		t.Fatal("kafka-python is not installed: apt-get install python3-kafka (.ci/run does)")
 	}
-	runClient(t, "kafka-python", filepath.Join("testdata", "kafka-python"), debianPython, "client.py").check(t, clientRecords)
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	runClient(t, c, "kafka-python", filepath.Join("testdata", "kafka-python"), debianPython, "client.py").check(t, clientRecords)
 }
