@@ -30,6 +30,10 @@ type Options struct {
 	// such as /dev/shm takes the disk out of a measurement. A test
 	// temporary directory by default.
 	DataRoot string
+	// Namespaces runs each broker in a network namespace of its own on a
+	// bridge the test creates, so that Isolate can cut it off from the
+	// other brokers. Needs root.
+	Namespaces bool
 }
 
 // Broker is one broker process of a test cluster.
@@ -52,6 +56,7 @@ type Cluster struct {
 	join    string
 	flags   []string
 	admin   *kadm.Client
+	net     *network // nil unless Options.Namespaces
 	Brokers []*Broker
 }
 
@@ -109,15 +114,26 @@ func Start(t testing.TB, opts Options) *Cluster {
 		t.Cleanup(func() { _ = os.RemoveAll(dir) })
 		root = dir
 	}
-	ports := freePorts(t, 3*opts.Brokers)
+	var ports []int
+	if opts.Namespaces {
+		c.net = newNetwork(t, opts.Brokers)
+	} else {
+		ports = freePorts(t, 3*opts.Brokers)
+	}
 	var voters, join []string
 	for i := 0; i < opts.Brokers; i++ {
 		b := &Broker{ID: i,
-			KafkaAddr: "127.0.0.1:" + strconv.Itoa(ports[3*i]),
-			RaftAddr:  "127.0.0.1:" + strconv.Itoa(ports[3*i+1]),
-			HTTPAddr:  "127.0.0.1:" + strconv.Itoa(ports[3*i+2]),
-			DataDir:   filepath.Join(root, fmt.Sprintf("broker-%d", i), "data"),
-			LogPath:   filepath.Join(root, fmt.Sprintf("broker-%d", i), "log"),
+			DataDir: filepath.Join(root, fmt.Sprintf("broker-%d", i), "data"),
+			LogPath: filepath.Join(root, fmt.Sprintf("broker-%d", i), "log"),
+		}
+		if c.net != nil {
+			// Each broker has the ports of its namespace to itself.
+			host := c.net.addr(i)
+			b.KafkaAddr, b.RaftAddr, b.HTTPAddr = host+":9092", host+":7100", host+":8080"
+		} else {
+			b.KafkaAddr = "127.0.0.1:" + strconv.Itoa(ports[3*i])
+			b.RaftAddr = "127.0.0.1:" + strconv.Itoa(ports[3*i+1])
+			b.HTTPAddr = "127.0.0.1:" + strconv.Itoa(ports[3*i+2])
 		}
 		c.Brokers = append(c.Brokers, b)
 		if i < 3 {
@@ -186,6 +202,9 @@ func (c *Cluster) Restart(i int) {
 	}
 	args = append(args, b.Flags...)
 	cmd := exec.Command(c.bin, args...)
+	if c.net != nil {
+		cmd = c.net.command(i, c.bin, args...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -262,6 +281,26 @@ func (c *Cluster) StopAll() {
 				lines := strings.Split(strings.TrimSpace(string(log)), "\n")
 				c.t.Logf("broker %d log (last lines):\n%s", b.ID, strings.Join(lines[max(0, len(lines)-30):], "\n"))
 			}
+		}
+	}
+}
+
+// Isolate cuts broker i off from every other broker (it still reaches the
+// test process, and its clients it): packets between them are lost, as in
+// a network partition. It needs Options.Namespaces.
+func (c *Cluster) Isolate(i int) {
+	for j := range c.Brokers {
+		if j != i {
+			c.net.setCut(i, j, true)
+		}
+	}
+}
+
+// Heal mends every cut Isolate made.
+func (c *Cluster) Heal() {
+	for i := range c.Brokers {
+		for j := i + 1; j < len(c.Brokers); j++ {
+			c.net.setCut(i, j, false)
 		}
 	}
 }

@@ -20,7 +20,7 @@ func TestLeaderKillLosesNothingAcknowledged(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
 	min2 := "2"
 	c.CreateTopic("ledger", 3, 3, map[string]*string{"min.insync.replicas": &min2})
-	produceThroughKills(t, c, "ledger", franzGoProducer(c), func() {
+	produceThroughKills(t, c, "ledger", franzGoProducer(c), func(*brokertest.Ledger) {
 		time.Sleep(2 * time.Second)
 		killPartitionLeaders(t, c, "ledger")
 	})
@@ -48,19 +48,19 @@ func killPartitionLeaders(t *testing.T, c *brokertest.Cluster, topic string) {
 type produceFunc func(acks *brokertest.Ledger, topic string, partitions int32, stop <-chan struct{}) (int, error)
 
 // franzGoProducer is an acks=all franz-go producer with unlimited retries.
-func franzGoProducer(c *brokertest.Cluster) produceFunc {
-	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProduceRequestTimeout(5*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+func franzGoProducer(c *brokertest.Cluster, opts ...kgo.Opt) produceFunc {
+	producer := c.Client(append([]kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProduceRequestTimeout(5 * time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond })}, opts...)...)
 	return func(acks *brokertest.Ledger, topic string, partitions int32, stop <-chan struct{}) (int, error) {
 		return acks.ProduceUntil(producer, topic, partitions, stop)
 	}
 }
 
 // produceThroughKills writes the 3 partitions of topic with produce, runs
-// kill once the first record is acknowledged, then requires every record acknowledged and read back once, in
-// order; then all brokers die at once and come back, and the same records
-// must be there.
-func produceThroughKills(t *testing.T, c *brokertest.Cluster, topic string, produce produceFunc, kill func()) *brokertest.Ledger {
+// kill once the first record is acknowledged, then requires every record
+// acknowledged and read back once, in order; then all brokers die at once
+// and come back, and the same records must be there.
+func produceThroughKills(t *testing.T, c *brokertest.Cluster, topic string, produce produceFunc, kill func(acks *brokertest.Ledger)) *brokertest.Ledger {
 	t.Helper()
 	acks := brokertest.NewLedger()
 	stop := make(chan struct{})
@@ -73,7 +73,7 @@ func produceThroughKills(t *testing.T, c *brokertest.Cluster, topic string, prod
 		done <- sent
 	}()
 	waitFor(t, time.Minute, "the producer's first acknowledgement", func() bool { return acks.Acked() > 0 })
-	kill()
+	kill(acks)
 	time.Sleep(time.Second)
 	close(stop)
 	sent := <-done
@@ -113,6 +113,10 @@ func TestLostQuorumRefusesAcksAllThenRecovers(t *testing.T) {
 	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(5*time.Second))
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "guarded", Value: []byte("refused")}).FirstErr(); err == nil {
 		t.Fatal("a record was acknowledged with 1 of 3 replicas")
+	}
+	// The last leader stands in for reads of what was committed.
+	if got := consumeAll(t, c, "guarded", 1); string(got[0].Value) != "before" {
+		t.Fatalf("read %q from the partition without a quorum, want before", got[0].Value)
 	}
 	for i := range c.Brokers {
 		c.Restart(i)
@@ -226,7 +230,7 @@ func TestRaftLogSurvivesKillsDuringRolls(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--raft-log-file-bytes", "65536", "--raft-log-retain-bytes", "65536"}})
 	min2 := "2"
 	c.CreateTopic("rolls", 3, 3, map[string]*string{"min.insync.replicas": &min2})
-	acks := produceThroughKills(t, c, "rolls", franzGoProducer(c), func() {
+	acks := produceThroughKills(t, c, "rolls", franzGoProducer(c), func(*brokertest.Ledger) {
 		for round := 0; round < 6; round++ {
 			time.Sleep(1500 * time.Millisecond)
 			victim := round % 3

@@ -2,10 +2,12 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -58,4 +60,52 @@ func kgoAdmin(t *testing.T, c *brokertest.Cluster, addr string) *kadm.Client {
 	}
 	t.Cleanup(cl.Close)
 	return kadm.NewClient(cl)
+}
+
+// fetchBatches fetches partition 0 of a topic from broker id, from offset
+// from up to its high watermark, and returns each batch's CRC by base
+// offset and the offset after the last batch. As a consumer it reads from
+// the leader (or a stand-in); with asReplica, from any replica's own log,
+// as a follower catching up does.
+func fetchBatches(ctx context.Context, cl *kgo.Client, id int32, topic string, topicID [16]byte, from int64, asReplica bool) (map[int64]int32, int64, error) {
+	out := map[int64]int32{}
+	for {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 100, 1, 1<<20
+		if asReplica {
+			req.ReplicaID, req.ReplicaState.ID = id, id // only the id is checked
+		}
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, topicID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 0, from, 1<<20, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		reqCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		resp, err := cl.Broker(int(id)).Request(reqCtx, req)
+		cancel()
+		if err != nil {
+			return out, from, err
+		}
+		fr := resp.(*kmsg.FetchResponse)
+		if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+			return out, from, errors.New("fetch answered another partition")
+		}
+		p := fr.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+			return out, from, err
+		}
+		for raw := p.RecordBatches; len(raw) > 0; {
+			var b kmsg.RecordBatch
+			if err := b.ReadFrom(raw); err != nil {
+				break // a partial batch at the end of the response
+			}
+			out[b.FirstOffset] = b.CRC
+			from = b.FirstOffset + int64(b.LastOffsetDelta) + 1
+			raw = raw[12+int(b.Length):]
+		}
+		if from >= p.HighWatermark {
+			return out, from, nil
+		}
+	}
 }

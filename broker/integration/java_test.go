@@ -36,6 +36,12 @@ func javaClassPath(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
+// javaArgs are the java command's arguments to run testdata/java/Client.java
+// with args, logging the client's warnings and errors to stderr.
+func javaArgs(cp string, args ...string) []string {
+	return append([]string{"-cp", cp, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "Client.java"}, args...)
+}
+
 // TestJavaProducerThroughLeaderKills runs the Java producer with its
 // defaults (idempotent, acks=all, five batches in flight, retries until its
 // delivery timeout) while partition leaders are SIGKILLed: its handling of
@@ -47,7 +53,7 @@ func TestJavaProducerThroughLeaderKills(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
 	min2 := "2"
 	c.CreateTopic("java-ledger", 3, 3, map[string]*string{"min.insync.replicas": &min2})
-	produceThroughKills(t, c, "java-ledger", javaProducer(c, cp), func() {
+	produceThroughKills(t, c, "java-ledger", javaProducer(c, cp), func(*brokertest.Ledger) {
 		time.Sleep(2 * time.Second)
 		killPartitionLeaders(t, c, "java-ledger")
 	})
@@ -59,7 +65,7 @@ func javaProducer(c *brokertest.Cluster, cp string) produceFunc {
 	return func(acks *brokertest.Ledger, topic string, partitions int32, stop <-chan struct{}) (int, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "java", "-cp", cp, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "Client.java", "produce-until-eof")
+		cmd := exec.CommandContext(ctx, "java", javaArgs(cp, "produce-until-eof")...)
 		cmd.Dir = filepath.Join("testdata", "java")
 		cmd.Env = append(os.Environ(), "BROKERS="+strings.Join(c.AllAddrs(), ","), "TOPIC="+topic, "PARTITIONS="+strconv.Itoa(int(partitions)))
 		var stderr bytes.Buffer
@@ -111,8 +117,7 @@ func javaProducer(c *brokertest.Cluster, cp string) produceFunc {
 func TestJavaClient(t *testing.T) {
 	cp := javaClassPath(t)
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
-	run := runClient(t, c, "java", filepath.Join("testdata", "java"),
-		"java", "-cp", cp, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "Client.java")
+	run := runClient(t, c, "java", filepath.Join("testdata", "java"), "java", javaArgs(cp)...)
 	run.check(t, clientRecords)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

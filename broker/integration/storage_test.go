@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
 )
@@ -68,16 +69,27 @@ func TestLaggingReplicaCatchesUpFromSnapshot(t *testing.T) {
 	if fetched, _ := c.Metric(lagging, "raftka_partition_snapshot_fetched_bytes_total"); fetched != total-had {
 		t.Fatalf("the replica fetched %v bytes from its peers; it lacked %v of %v", fetched, total-had, total)
 	}
-	// Only the caught-up replica is left: it serves every record.
-	for i := range c.Brokers {
-		if i != lagging {
-			c.Kill(i)
-		}
+	// The caught-up replica holds every batch the leader serves, byte for
+	// byte: its own log, read as a follower catching up reads it.
+	topics, err := c.Admin().ListTopics(ctx, "history")
+	if err != nil {
+		t.Fatal(err)
 	}
-	got := consumeAll(t, c, "history", 800)
-	for i, r := range got {
-		if string(r.Value) != itoa(i) || r.Offset != int64(i) {
-			t.Fatalf("record %d: %q at %d", i, r.Value, r.Offset)
+	direct := c.Client()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, direct); err != nil {
+		t.Fatal(err)
+	}
+	served, end, err := fetchBatches(ctx, direct, int32(leader), "history", topics["history"].ID, 0, false)
+	if err != nil || end != 800 {
+		t.Fatalf("the leader served up to offset %d: %v", end, err)
+	}
+	held, end, err := fetchBatches(ctx, direct, int32(lagging), "history", topics["history"].ID, 0, true)
+	if err != nil || end != 800 {
+		t.Fatalf("the caught-up replica holds up to offset %d: %v", end, err)
+	}
+	for offset, crc := range served {
+		if held[offset] != crc {
+			t.Fatalf("batch at offset %d: crc %08x on the leader, %08x on the caught-up replica", offset, crc, held[offset])
 		}
 	}
 }

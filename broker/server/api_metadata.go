@@ -29,22 +29,7 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 	}
 	var missing []string
 	b.meta.Read(func(s *meta.State) {
-		for _, id := range s.BrokerIDs() {
-			br := s.Brokers[id]
-			// The controller leads the metadata group, which is evidence
-			// enough that it is live, and clients (sarama's admin) look it
-			// up among the brokers listed here, also in the moment after a
-			// start before this broker's liveness probes have seen it.
-			if !b.liveness.isLive(id) && id != resp.ControllerID {
-				continue
-			}
-			mb := kmsg.NewMetadataResponseBroker()
-			mb.NodeID, mb.Host, mb.Port = br.ID, br.Host, br.Port
-			if br.Rack != "" {
-				mb.Rack = kmsg.StringPtr(br.Rack)
-			}
-			resp.Brokers = append(resp.Brokers, mb)
-		}
+		defer func() { resp.Brokers = b.metadataBrokers(s, resp) }()
 		if req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0) {
 			for _, name := range sortedTopicNames(s) {
 				resp.Topics = append(resp.Topics, b.metadataTopic(s.Topics[name]))
@@ -76,6 +61,38 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 		b.autoCreate(missing, resp)
 	}
 	return resp, nil
+}
+
+// metadataBrokers lists the brokers this broker sees live, and with them
+// the controller and every broker that resp names as a partition leader:
+// the controller leads the metadata group, which is evidence enough that it
+// is live, and clients (sarama's admin) look it up among the brokers listed
+// here, also in the moment after a start before the liveness probes have
+// seen it. A broker cut off from the others sees none of them live, yet
+// names their partitions by the leaders last recorded; a client drops a
+// broker missing from a Metadata answer (franz-go does), so leaving them
+// out would leave it only the cut-off broker to ask.
+func (b *Broker) metadataBrokers(s *meta.State, resp *kmsg.MetadataResponse) []kmsg.MetadataResponseBroker {
+	named := map[int32]bool{resp.ControllerID: true}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			named[p.Leader] = true
+		}
+	}
+	var out []kmsg.MetadataResponseBroker
+	for _, id := range s.BrokerIDs() {
+		if !named[id] && !b.liveness.isLive(id) {
+			continue
+		}
+		br := s.Brokers[id]
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = br.ID, br.Host, br.Port
+		if br.Rack != "" {
+			mb.Rack = kmsg.StringPtr(br.Rack)
+		}
+		out = append(out, mb)
+	}
+	return out
 }
 
 // autoCreate creates unknown topics with the broker defaults and answers

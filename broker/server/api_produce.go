@@ -22,7 +22,8 @@ const maxProduceTimeout = 30 * time.Second
 type pendingProduce struct {
 	rp         *kmsg.ProduceResponseTopicPartition
 	rs         *dragonboat.RequestState
-	appendTime int64 // the log append time it was stamped with, or -1
+	appendTime int64           // the log append time it was stamped with, or -1
+	deposed    <-chan struct{} // closes when this broker stops leading the partition
 }
 
 // handleProduce proposes every partition's batches at once, in request
@@ -50,12 +51,13 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 				rp.ErrorCode = kerr.UnknownTopicID.Code
 				continue
 			}
-			rs, appendTime, err := b.proposeProduce(req, name, p, timeout)
+			pp, err := b.proposeProduce(req, name, p, timeout)
 			if err != nil {
 				rp.ErrorCode = err.Code
 				continue
 			}
-			pending = append(pending, pendingProduce{rp: rp, rs: rs, appendTime: appendTime})
+			pp.rp = rp
+			pending = append(pending, pp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 		names = append(names, name)
@@ -66,8 +68,10 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 	}
 	r.deferred = func() kmsg.Response {
 		for _, p := range pending {
-			res := <-p.rs.ResultC()
+			res, ok := b.awaitProposal(p)
 			switch {
+			case !ok:
+				p.rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case res.Completed():
 				out := partition.DecodeResult(res.GetResult())
 				if out.Err != nil {
@@ -87,6 +91,34 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 		return resp
 	}
 	return nil, nil
+}
+
+// awaitProposal waits for a proposed batch's outcome. If this broker stops
+// leading the partition meanwhile, it waits a grace of an election timeout
+// more and then gives up (false): the batch then commits only if
+// the new leader got it, and the client retries there, where an idempotent
+// producer's retry is recognised. Without it, a leader cut off from its
+// followers would hold its producers until their request timeout (Java's
+// is 30 s), as Kafka answers NOT_LEADER_OR_FOLLOWER to the writes a leader
+// has pending when it becomes a follower. The grace lets a deposed leader
+// still acknowledge what the new leader commits, as after a leadership
+// transfer, where a producer that is not idempotent would otherwise write
+// its retry twice.
+func (b *Broker) awaitProposal(p pendingProduce) (dragonboat.RequestResult, bool) {
+	select {
+	case res := <-p.rs.ResultC():
+		return res, true
+	case <-p.deposed:
+	}
+	grace := time.NewTimer(electionRTT * b.cfg.RTT)
+	defer grace.Stop()
+	select {
+	case res := <-p.rs.ResultC():
+		return res, true
+	case <-grace.C:
+		// Not released: Dragonboat may still complete it.
+		return dragonboat.RequestResult{}, false
+	}
 }
 
 // addProduceLeaderHints names the current leader of every partition answered
@@ -124,45 +156,48 @@ func kafkaError(err error, otherwise *kerr.Error) *kerr.Error {
 	return otherwise
 }
 
-// proposeProduce validates one partition's records and proposes them; it
-// returns the log append time they will carry, or -1 for CreateTime.
-func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.ProduceRequestTopicPartition, timeout time.Duration) (*dragonboat.RequestState, int64, *kerr.Error) {
+// proposeProduce validates one partition's records and proposes them; the
+// pending proposal has the log append time they will carry, or -1 for
+// CreateTime.
+func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.ProduceRequestTopicPartition, timeout time.Duration) (pendingProduce, *kerr.Error) {
 	if req.TransactionID != nil {
-		return nil, -1, kerr.TransactionalIDAuthorizationFailed
+		return pendingProduce{}, kerr.TransactionalIDAuthorizationFailed
 	}
 	rep, info, notLeader := b.leaderReplica(topic, p.Partition)
 	if rep == nil && notLeader != nil {
-		return nil, -1, notLeader
+		return pendingProduce{}, notLeader
 	}
 	// Checked before leadership: a replica that lost its quorum has no
-	// leader, and the precise answer is that replicas are missing.
-	if req.Acks == -1 && len(b.inSyncReplicas(info.shard, info.replicas)) < info.minISR {
-		return nil, -1, kerr.NotEnoughReplicas
+	// leader, and where this broker stands in (currentLeader) the precise
+	// answer is that replicas are missing. Elsewhere clients are to look
+	// for the leader.
+	if req.Acks == -1 && info.leader == b.cfg.ID && len(b.inSyncReplicas(info.shard, info.replicas)) < info.minISR {
+		return pendingProduce{}, kerr.NotEnoughReplicas
 	}
 	if notLeader != nil {
-		return nil, -1, notLeader
+		return pendingProduce{}, notLeader
 	}
 	if b.diskFull() {
-		return nil, -1, kerr.KafkaStorageError
+		return pendingProduce{}, kerr.KafkaStorageError
 	}
 	batches, err := partition.SplitBatches(p.Records, info.maxMessage)
 	if err != nil {
-		return nil, -1, kafkaError(err, kerr.CorruptMessage)
+		return pendingProduce{}, kafkaError(err, kerr.CorruptMessage)
 	}
 	if info.compacted {
 		// Compaction keeps the newest record of each key; one without a
 		// key could never be compacted away, so Kafka refuses it.
 		if keyless, err := partition.KeylessRecord(batches); errors.Is(err, kgo.ErrMaxDecompress) {
-			return nil, -1, kerr.MessageTooLarge
+			return pendingProduce{}, kerr.MessageTooLarge
 		} else if err != nil {
-			return nil, -1, kerr.CorruptMessage
+			return pendingProduce{}, kerr.CorruptMessage
 		} else if keyless {
-			return nil, -1, kerr.InvalidRecord
+			return pendingProduce{}, kerr.InvalidRecord
 		}
 	}
 	records, err := partition.Recompress(p.Records, batches, info.codec, info.maxMessage)
 	if err != nil {
-		return nil, -1, kafkaError(err, kerr.UnknownServerError)
+		return pendingProduce{}, kafkaError(err, kerr.UnknownServerError)
 	}
 	var cmd []byte
 	appendTime := int64(-1)
@@ -172,19 +207,20 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	} else {
 		cmd = partition.ProduceCommand(b.term(info.shard), records)
 	}
+	deposed := b.deposed(info.shard) // before proposing, to see a step-down that follows
 	deadline := time.Now().Add(timeout)
 	for {
 		rs, err := b.nh.Propose(b.nh.GetNoOPSession(info.shard), cmd, time.Until(deadline))
 		if err == nil {
-			return rs, appendTime, nil
+			return pendingProduce{rs: rs, appendTime: appendTime, deposed: deposed}, nil
 		}
 		// A busy shard pushes back; waiting here keeps later requests on
 		// this connection behind this one, which keeps their order.
 		if !errors.Is(err, dragonboat.ErrSystemBusy) || time.Now().After(deadline) {
 			if errors.Is(err, dragonboat.ErrSystemBusy) || errors.Is(err, dragonboat.ErrTimeoutTooSmall) {
-				return nil, -1, kerr.RequestTimedOut
+				return pendingProduce{}, kerr.RequestTimedOut
 			}
-			return nil, -1, kerr.NotLeaderForPartition
+			return pendingProduce{}, kerr.NotLeaderForPartition
 		}
 		b.metrics.busy.Inc()
 		time.Sleep(2 * time.Millisecond)

@@ -40,6 +40,9 @@ type Broker struct {
 	metrics  *metrics
 	leaderMu sync.Mutex
 	terms    map[uint64]uint64 // shard -> latest term seen in a leader event
+	// leading has a channel per partition shard this broker leads, closed
+	// when it stops leading it (see deposed).
+	leading map[uint64]chan struct{}
 	// leadershipsWon counts partition leaderships this broker took, by
 	// election or transfer.
 	leadershipsWon atomic.Int64
@@ -84,7 +87,7 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", cfg.ID), meta: meta.NewStateMachine(),
-		terms: map[uint64]uint64{}, leaderOut: make(chan raftio.LeaderInfo, 4096), ctx: ctx, cancel: cancel, started: time.Now()}
+		terms: map[uint64]uint64{}, leading: map[uint64]chan struct{}{}, leaderOut: make(chan raftio.LeaderInfo, 4096), ctx: ctx, cancel: cancel, started: time.Now()}
 	b.replicas = newReplicaSet(b)
 	b.peers.b = b
 	b.liveness = newLiveness(cfg.ID)
@@ -299,6 +302,14 @@ func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
 			b.leadershipsWon.Add(1)
 		}
 	}
+	if ch, leading := b.leading[info.ClusterID]; info.LeaderID == info.NodeID && info.LeaderID != 0 {
+		if !leading && info.ClusterID != meta.MetadataShard {
+			b.leading[info.ClusterID] = make(chan struct{})
+		}
+	} else if leading {
+		close(ch)
+		delete(b.leading, info.ClusterID)
+	}
 	b.leaderMu.Unlock()
 	if info.ClusterID == meta.MetadataShard && info.LeaderID != info.NodeID {
 		// Group membership lives on the metadata leader only; a broker
@@ -311,6 +322,17 @@ func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
 		default: // the periodic sweep in reportLeaders catches up
 		}
 	}
+}
+
+// deposed returns a channel that closes once this broker stops leading a
+// partition shard: a leader cut off from its followers steps down when it
+// misses a quorum for an election timeout, and the writes it has pending
+// can then commit only if a new leader got them. Nil if it does not lead
+// the shard, as far as leader events have told.
+func (b *Broker) deposed(shard uint64) <-chan struct{} {
+	b.leaderMu.Lock()
+	defer b.leaderMu.Unlock()
+	return b.leading[shard]
 }
 
 // term is the latest Raft term this broker saw for a shard: the Kafka

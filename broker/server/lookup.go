@@ -56,16 +56,23 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 }
 
 // currentLeader prefers this broker's own view of a shard it hosts, which is
-// fresher than the metadata's record. A partition whose Raft group has no
-// leader (it lost its quorum) names its first live replica instead: that
-// replica serves the committed records and answers produce with
-// NOT_ENOUGH_REPLICAS, which tells a client more than LEADER_NOT_AVAILABLE.
+// fresher than the metadata's record. When its replica knows no leader, the
+// group lost its quorum, or this broker is cut off from the replicas that
+// still have one; it cannot tell which, so it names the leader last
+// recorded. If that is this broker, it stands in at that epoch: it serves
+// the committed records and answers produce with NOT_ENOUGH_REPLICAS, which
+// tells a client more than LEADER_NOT_AVAILABLE, and a client that learned
+// a new leader's later epoch elsewhere keeps that leader. It never stands in
+// for a partition another broker led: cut off from the others, it would
+// draw clients away from leaders that still work (the network partition
+// test saw every partition move to the cut-off broker), and its stale reads
+// would give them no error to make them look again.
 func (b *Broker) currentLeader(info partitionInfo) (int32, int32) {
 	if b.replicas.get(info.shard) != nil {
 		if id, ok, err := b.nh.GetLeaderID(info.shard); err == nil && ok && id != 0 {
 			return brokerOf(id), max(b.term(info.shard), info.leaderEpoch)
 		}
-		return b.standIn(info), info.leaderEpoch
+		return info.leader, info.leaderEpoch
 	}
 	if b.liveness.isLive(info.leader) {
 		return info.leader, info.leaderEpoch
@@ -73,6 +80,9 @@ func (b *Broker) currentLeader(info partitionInfo) (int32, int32) {
 	return b.standIn(info), info.leaderEpoch
 }
 
+// standIn names, for a partition this broker does not host whose leader it
+// does not see live, a replica it does see live, or -1; that replica
+// answers for itself.
 func (b *Broker) standIn(info partitionInfo) int32 {
 	for _, id := range info.replicas {
 		if b.liveness.isLive(id) {

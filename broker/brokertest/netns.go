@@ -1,0 +1,87 @@
+package brokertest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// network puts each broker of a cluster in a network namespace of its own,
+// attached to a bridge that the test creates, so that a test can cut
+// brokers apart (Partition) while the test process, on the bridge's side,
+// still reaches every one of them. The subnet is 10.213.N.0/24 and nothing
+// is routed off the machine: the namespaces have no default route and the
+// bridge forwards only between its own ports. It needs root and iproute2.
+type network struct {
+	t      testing.TB
+	prefix string // of every interface and namespace name: at most 15 bytes in all
+	subnet string // "10.213.N."
+	// cut holds the broker pairs that cannot reach each other.
+	cut map[[2]int]bool
+}
+
+func newNetwork(t testing.TB, brokers int) *network {
+	tag := rand.IntN(1 << 16)
+	n := &network{t: t, prefix: fmt.Sprintf("rk%04x", tag), subnet: fmt.Sprintf("10.213.%d.", 1+tag%250), cut: map[[2]int]bool{}}
+	t.Cleanup(n.remove)
+	n.ip("link", "add", n.bridge(), "type", "bridge")
+	n.ip("addr", "add", n.subnet+"1/24", "dev", n.bridge())
+	n.ip("link", "set", n.bridge(), "up")
+	for i := 0; i < brokers; i++ {
+		ns, host, inside := n.namespace(i), n.prefix+"h"+fmt.Sprint(i), n.prefix+"n"+fmt.Sprint(i)
+		n.ip("netns", "add", ns)
+		n.ip("link", "add", host, "type", "veth", "peer", "name", inside, "netns", ns)
+		n.ip("link", "set", host, "master", n.bridge(), "up")
+		n.ip("-n", ns, "addr", "add", n.addr(i)+"/24", "dev", inside)
+		n.ip("-n", ns, "link", "set", inside, "up")
+		n.ip("-n", ns, "link", "set", "lo", "up")
+	}
+	return n
+}
+
+func (n *network) bridge() string         { return n.prefix + "br" }
+func (n *network) namespace(i int) string { return fmt.Sprintf("%s-%d", n.prefix, i) }
+func (n *network) addr(i int) string      { return fmt.Sprintf("%s%d", n.subnet, 10+i) }
+
+// command runs name with args inside broker i's namespace.
+func (n *network) command(i int, name string, args ...string) *exec.Cmd {
+	return exec.Command("ip", append([]string{"netns", "exec", n.namespace(i), name}, args...)...)
+}
+
+// setCut cuts or mends the link between brokers i and j, both ways: each
+// drops what it would send to the other (a blackhole route), so packets
+// are lost as on a broken network, not refused.
+func (n *network) setCut(i, j int, cut bool) {
+	key := [2]int{min(i, j), max(i, j)}
+	if n.cut[key] == cut {
+		return
+	}
+	verb := "add"
+	if !cut {
+		verb = "del"
+	}
+	n.ip("-n", n.namespace(i), "route", verb, "blackhole", n.addr(j)+"/32")
+	n.ip("-n", n.namespace(j), "route", verb, "blackhole", n.addr(i)+"/32")
+	n.cut[key] = cut
+}
+
+func (n *network) ip(args ...string) {
+	n.t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		n.t.Fatalf("ip %s: %v: %s (network namespaces need root and iproute2)", strings.Join(args, " "), err, out)
+	}
+}
+
+// remove deletes the namespaces (and with them the veth pairs) and the
+// bridge; it runs after the brokers have stopped.
+func (n *network) remove() {
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, _, _ := strings.Cut(line, " "); strings.HasPrefix(name, n.prefix+"-") {
+			_ = exec.Command("ip", "netns", "del", name).Run()
+		}
+	}
+	_ = exec.Command("ip", "link", "del", n.bridge()).Run()
+}
