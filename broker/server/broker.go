@@ -335,6 +335,16 @@ func (b *Broker) deposed(shard uint64) <-chan struct{} {
 	return b.leading[shard]
 }
 
+// leftShard forgets a partition shard this broker no longer hosts.
+func (b *Broker) leftShard(shard uint64) {
+	b.leaderMu.Lock()
+	defer b.leaderMu.Unlock()
+	if ch, ok := b.leading[shard]; ok {
+		close(ch)
+		delete(b.leading, shard)
+	}
+}
+
 // term is the latest Raft term this broker saw for a shard: the Kafka
 // leader epoch of a partition.
 func (b *Broker) term(shard uint64) int32 {

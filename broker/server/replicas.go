@@ -143,6 +143,7 @@ func (r *replicaSet) remove(shard uint64) {
 	if err := r.b.nh.StopCluster(shard); err != nil && !errors.Is(err, dragonboat.ErrClusterNotFound) {
 		r.b.log.Error("stop partition replica failed", "shard", shard, "error", err)
 	}
+	r.b.leftShard(shard)
 	if err := r.b.nh.RemoveData(shard, nodeID(r.b.cfg.ID)); err != nil {
 		r.b.log.Warn("remove raft data failed", "shard", shard, "error", err)
 	}
