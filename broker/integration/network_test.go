@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -172,6 +173,88 @@ func TestJavaProducerThroughANetworkPartition(t *testing.T) {
 	})
 	if resumedAfter == 0 {
 		t.Error("the Java producer had nothing acknowledged on partition 0 while its old leader was cut off")
+	}
+}
+
+// TestCutOffCoordinatorHandsTheGroupOver cuts the group coordinator (the
+// metadata group's leader) off from the other brokers while a consumer
+// group reads and commits by hand: the group goes on with the coordinator
+// the others elect while the cut lasts, every record is read, and no
+// acknowledged commit is lost once the cut mends.
+func TestCutOffCoordinatorHandsTheGroupOver(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the network partition test needs root for network namespaces (CI runs as root)")
+	}
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3, Namespaces: true})
+	c.CreateTopic("ledgered", 3, 3, nil)
+	const records = 3000
+	produceN(t, c, "ledgered", records)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	consumer := c.Client(kgo.ConsumerGroup("cut-group"), kgo.ConsumeTopics("ledgered"), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(250*time.Millisecond))
+
+	seen := map[string]bool{}
+	committed := map[int32]int64{} // the highest commit the coordinator acknowledged
+	var cutAt, mendedAt time.Time
+	victim := -1
+	commitsDuringCut := 0
+	for len(seen) < records && ctx.Err() == nil {
+		fetches := consumer.PollRecords(ctx, 20)
+		recs := fetches.Records()
+		for _, r := range recs {
+			seen[string(r.Value)] = true
+		}
+		if len(recs) > 0 {
+			if err := consumer.CommitRecords(ctx, recs...); err == nil {
+				for _, r := range recs {
+					committed[r.Partition] = max(committed[r.Partition], r.Offset+1)
+				}
+				if !cutAt.IsZero() && mendedAt.IsZero() {
+					commitsDuringCut++
+					if commitsDuringCut == 1 {
+						t.Logf("the first commit after the cut was acknowledged %v after it", time.Since(cutAt).Round(time.Millisecond))
+					}
+				}
+			}
+		}
+		switch {
+		case victim < 0 && len(committed) > 0:
+			coord := c.Admin().FindGroupCoordinators(ctx, "cut-group")["cut-group"]
+			if coord.Err != nil {
+				t.Fatal(coord.Err)
+			}
+			victim, cutAt = int(coord.NodeID), time.Now()
+			t.Logf("cutting the coordinator, broker %d, off from the other brokers after %d records", victim, len(seen))
+			c.Isolate(victim)
+		case mendedAt.IsZero() && victim >= 0 && time.Since(cutAt) > 8*time.Second:
+			c.Heal()
+			mendedAt = time.Now()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if mendedAt.IsZero() {
+		c.Heal()
+	}
+	if len(seen) != records {
+		t.Fatalf("the group read %d of %d records", len(seen), records)
+	}
+	t.Logf("%d commits acknowledged while the coordinator was cut off", commitsDuringCut)
+	if commitsDuringCut == 0 {
+		t.Error("the group committed nothing while its coordinator was cut off")
+	}
+	consumer.Close()
+
+	var stored kadm.OffsetResponses
+	waitFor(t, 30*time.Second, "the group's committed offsets", func() bool {
+		var err error
+		stored, err = kadm.NewClient(c.Client()).FetchOffsets(ctx, "cut-group")
+		return err == nil
+	})
+	for p, at := range committed {
+		if o, _ := stored.Lookup("ledgered", p); o.At < at {
+			t.Errorf("partition %d: commit of %d acknowledged, %d stored", p, at, o.At)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,7 +65,12 @@ func handleOffsetCommit(b *Broker, r *request) (kmsg.Response, error) {
 			return resp
 		}
 		failed := kerr.RequestTimedOut.Code
-		if err == nil {
+		switch {
+		case errors.Is(err, errDeposed):
+			// The group moves with the metadata group's leadership;
+			// clients look up the new coordinator.
+			failed = kerr.NotCoordinator.Code
+		case err == nil:
 			failed = errCode(out.Err)
 		}
 		for i := range resp.Topics {

@@ -40,8 +40,8 @@ type Broker struct {
 	metrics  *metrics
 	leaderMu sync.Mutex
 	terms    map[uint64]uint64 // shard -> latest term seen in a leader event
-	// leading has a channel per partition shard this broker leads, closed
-	// when it stops leading it (see deposed).
+	// leading has a channel per shard this broker leads, closed when it
+	// stops leading it (see deposed).
 	leading map[uint64]chan struct{}
 	// leadershipsWon counts partition leaderships this broker took, by
 	// election or transfer.
@@ -259,11 +259,16 @@ func (b *Broker) register(ctx context.Context) {
 // proposeMeta proposes a metadata command and waits for its outcome,
 // retrying while the group is busy or electing a leader.
 func (b *Broker) proposeMeta(ctx context.Context, cmd *meta.Command) (meta.Outcome, error) {
+	ctx, stop := b.untilDeposed(ctx, meta.MetadataShard)
+	defer stop()
 	data := cmd.Encode()
 	for {
 		res, err := b.nh.SyncPropose(ctx, b.nh.GetNoOPSession(meta.MetadataShard), data)
 		if err == nil {
 			return meta.DecodeOutcome(res.Data)
+		}
+		if errors.Is(context.Cause(ctx), errDeposed) {
+			return meta.Outcome{}, errDeposed
 		}
 		if !retriable(err) || ctx.Err() != nil {
 			return meta.Outcome{}, err
@@ -272,6 +277,40 @@ func (b *Broker) proposeMeta(ctx context.Context, cmd *meta.Command) (meta.Outco
 			return meta.Outcome{}, ctx.Err()
 		}
 	}
+}
+
+// errDeposed is why a proposal made as a group's leader was given up: this
+// broker stopped leading the group, and what it had pending commits only if
+// the new leader got it.
+var errDeposed = errors.New("this broker stopped leading the Raft group")
+
+// untilDeposed returns ctx, ended with errDeposed an election timeout after
+// this broker stops leading shard, if it leads it now (see deposed): a
+// leader cut off from its followers would otherwise hold its callers until
+// their timeout. The grace lets the new leader commit what it got, as
+// after a leadership transfer.
+func (b *Broker) untilDeposed(ctx context.Context, shard uint64) (context.Context, func()) {
+	lost := b.deposed(shard)
+	ctx, cancel := context.WithCancelCause(ctx)
+	if lost == nil {
+		return ctx, func() { cancel(nil) }
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-lost:
+		case <-done:
+			return
+		}
+		grace := time.NewTimer(electionRTT * b.cfg.RTT)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
+			cancel(errDeposed)
+		case <-done:
+		}
+	}()
+	return ctx, func() { close(done); cancel(nil) }
 }
 
 func retriable(err error) bool {
@@ -303,7 +342,7 @@ func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
 		}
 	}
 	if ch, leading := b.leading[info.ClusterID]; info.LeaderID == info.NodeID && info.LeaderID != 0 {
-		if !leading && info.ClusterID != meta.MetadataShard {
+		if !leading {
 			b.leading[info.ClusterID] = make(chan struct{})
 		}
 	} else if leading {
@@ -325,10 +364,10 @@ func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
 }
 
 // deposed returns a channel that closes once this broker stops leading a
-// partition shard: a leader cut off from its followers steps down when it
-// misses a quorum for an election timeout, and the writes it has pending
-// can then commit only if a new leader got them. Nil if it does not lead
-// the shard, as far as leader events have told.
+// shard: a leader cut off from its followers steps down when it misses a
+// quorum for an election timeout, and the writes it has pending can then
+// commit only if a new leader got them. Nil if it does not lead the shard,
+// as far as leader events have told.
 func (b *Broker) deposed(shard uint64) <-chan struct{} {
 	b.leaderMu.Lock()
 	defer b.leaderMu.Unlock()
