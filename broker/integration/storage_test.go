@@ -79,10 +79,13 @@ func TestLaggingReplicaCatchesUpFromSnapshot(t *testing.T) {
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, direct); err != nil {
 		t.Fatal(err)
 	}
-	served, end, err := fetchBatches(ctx, direct, int32(leader), "history", topics["history"].ID, 0, false)
-	if err != nil || end != 800 {
-		t.Fatalf("the leader served up to offset %d: %v", end, err)
-	}
+	// From whichever broker leads now: leadership may have moved meanwhile.
+	var served map[int64]int32
+	var end int64
+	waitFor(t, 30*time.Second, "the leader to serve every record", func() bool {
+		served, end, err = fetchBatches(ctx, direct, int32(c.LeaderOf("history", 0)), "history", topics["history"].ID, 0, false)
+		return err == nil && end == 800
+	})
 	held, end, err := fetchBatches(ctx, direct, int32(lagging), "history", topics["history"].ID, 0, true)
 	if err != nil || end != 800 {
 		t.Fatalf("the caught-up replica holds up to offset %d: %v", end, err)

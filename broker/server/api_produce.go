@@ -95,15 +95,15 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 
 // awaitProposal waits for a proposed batch's outcome. If this broker stops
 // leading the partition meanwhile, it waits a grace of an election timeout
-// more and then gives up (false): the batch then commits only if
-// the new leader got it, and the client retries there, where an idempotent
-// producer's retry is recognised. Without it, a leader cut off from its
-// followers would hold its producers until their request timeout (Java's
-// is 30 s), as Kafka answers NOT_LEADER_OR_FOLLOWER to the writes a leader
-// has pending when it becomes a follower. The grace lets a deposed leader
-// still acknowledge what the new leader commits, as after a leadership
-// transfer, where a producer that is not idempotent would otherwise write
-// its retry twice.
+// more and then gives up (false): the batch then commits only if the new
+// leader got it, and the client retries there, where an idempotent
+// producer's retry is recognised. Kafka likewise answers
+// NOT_LEADER_OR_FOLLOWER to the writes a leader has pending when it becomes
+// a follower. Without it, a leader cut off from its followers would hold
+// its producers until their request timeout (Java's is 30 s). The grace
+// lets a deposed leader still acknowledge what the new leader commits, as
+// after a leadership transfer, where a producer that is not idempotent
+// would otherwise write its retry twice.
 func (b *Broker) awaitProposal(p pendingProduce) (dragonboat.RequestResult, bool) {
 	select {
 	case res := <-p.rs.ResultC():
