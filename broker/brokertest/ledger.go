@@ -20,13 +20,16 @@ type Ledger struct {
 	mu          sync.Mutex
 	acked       map[string]int64 // value -> offset
 	part        map[string]int32
+	perPart     map[int32]int // acknowledged records per partition
 	fails       int
 	lastAck     time.Time
 	longestWait time.Duration
 }
 
 // NewLedger returns an empty ledger.
-func NewLedger() *Ledger { return &Ledger{acked: map[string]int64{}, part: map[string]int32{}} }
+func NewLedger() *Ledger {
+	return &Ledger{acked: map[string]int64{}, part: map[string]int32{}, perPart: map[int32]int{}}
+}
 
 // Record is a franz-go produce promise.
 func (l *Ledger) Record(r *kgo.Record, err error) {
@@ -41,6 +44,9 @@ func (l *Ledger) Record(r *kgo.Record, err error) {
 		l.longestWait = now.Sub(l.lastAck)
 	}
 	l.lastAck = now
+	if _, again := l.acked[string(r.Value)]; !again {
+		l.perPart[r.Partition]++
+	}
 	l.acked[string(r.Value)] = r.Offset
 	l.part[string(r.Value)] = r.Partition
 }
@@ -56,13 +62,7 @@ func (l *Ledger) Acked() int {
 func (l *Ledger) AckedOn(partition int32) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
-	for _, p := range l.part {
-		if p == partition {
-			n++
-		}
-	}
-	return n
+	return l.perPart[partition]
 }
 
 // Fails is how many produce promises returned an error.

@@ -3,6 +3,7 @@ package brokertest
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -23,6 +24,9 @@ type network struct {
 }
 
 func newNetwork(t testing.TB, brokers int) *network {
+	if os.Geteuid() != 0 {
+		t.Fatal("brokers in network namespaces need root (CI runs as root)")
+	}
 	tag := rand.IntN(1 << 16)
 	n := &network{t: t, prefix: fmt.Sprintf("rk%04x", tag), subnet: fmt.Sprintf("10.213.%d.", 1+tag%250), cut: map[[2]int]bool{}}
 	t.Cleanup(n.remove)

@@ -52,6 +52,16 @@ func produceRaw(t *testing.T, cl *kgo.Client, topic string, partition int32, ack
 	}
 }
 
+// brokerClient returns a client that knows every broker of c, so that
+// requests can go to one of them (cl.Broker(id)).
+func brokerClient(ctx context.Context, t *testing.T, c *brokertest.Cluster) *kgo.Client {
+	cl := c.Client()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
 // kgoAdmin returns an admin client that talks to one broker only.
 func kgoAdmin(t *testing.T, c *brokertest.Cluster, addr string) *kadm.Client {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))

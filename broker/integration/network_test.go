@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -31,9 +30,6 @@ import (
 //   - After the cut mends, every acknowledged record is stored once, in
 //     order, also after all brokers die at once and come back.
 func TestIsolatedLeaderLosesNothingAcknowledged(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the network partition test needs root for network namespaces (CI runs as root)")
-	}
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, Namespaces: true})
 	min2 := "2"
 	c.CreateTopic("cut", 3, 3, map[string]*string{"min.insync.replicas": &min2})
@@ -45,10 +41,7 @@ func TestIsolatedLeaderLosesNothingAcknowledged(t *testing.T) {
 	}
 	topicID := topics["cut"].ID
 	// A client that knows every broker, to send requests to one of them.
-	direct := c.Client()
-	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, direct); err != nil {
-		t.Fatal(err)
-	}
+	direct := brokerClient(ctx, t, c)
 
 	var victim int
 	var acksByVictim []acked // to writes sent straight to it during the cut
@@ -153,9 +146,6 @@ type acked struct {
 // is stored once, in order.
 func TestJavaProducerThroughANetworkPartition(t *testing.T) {
 	cp := javaClassPath(t)
-	if os.Geteuid() != 0 {
-		t.Fatal("the network partition test needs root for network namespaces (CI runs as root)")
-	}
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, Namespaces: true})
 	min2 := "2"
 	c.CreateTopic("java-cut", 3, 3, map[string]*string{"min.insync.replicas": &min2})
@@ -182,9 +172,6 @@ func TestJavaProducerThroughANetworkPartition(t *testing.T) {
 // the others elect while the cut lasts, every record is read, and no
 // acknowledged commit is lost once the cut mends.
 func TestCutOffCoordinatorHandsTheGroupOver(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the network partition test needs root for network namespaces (CI runs as root)")
-	}
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, Namespaces: true})
 	c.CreateTopic("ledgered", 3, 3, nil)
 	const records = 3000

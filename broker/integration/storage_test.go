@@ -10,7 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
 )
@@ -75,10 +74,7 @@ func TestLaggingReplicaCatchesUpFromSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct := c.Client()
-	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, direct); err != nil {
-		t.Fatal(err)
-	}
+	direct := brokerClient(ctx, t, c)
 	// From whichever broker leads now: leadership may have moved meanwhile.
 	var served map[int64]int32
 	var end int64

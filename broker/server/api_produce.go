@@ -94,8 +94,8 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 }
 
 // awaitProposal waits for a proposed batch's outcome. If this broker stops
-// leading the partition meanwhile, it waits a grace of an election timeout
-// more and then gives up (false): the batch then commits only if the new
+// leading the partition meanwhile, it waits stepDownGrace more and then
+// gives up (false): the batch then commits only if the new
 // leader got it, and the client retries there, where an idempotent
 // producer's retry is recognised. Kafka likewise answers
 // NOT_LEADER_OR_FOLLOWER to the writes a leader has pending when it becomes
@@ -110,7 +110,7 @@ func (b *Broker) awaitProposal(p pendingProduce) (dragonboat.RequestResult, bool
 		return res, true
 	case <-p.deposed:
 	}
-	grace := time.NewTimer(electionRTT * b.cfg.RTT)
+	grace := time.NewTimer(b.stepDownGrace())
 	defer grace.Stop()
 	select {
 	case res := <-p.rs.ResultC():

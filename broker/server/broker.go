@@ -284,11 +284,10 @@ func (b *Broker) proposeMeta(ctx context.Context, cmd *meta.Command) (meta.Outco
 // the new leader got it.
 var errDeposed = errors.New("this broker stopped leading the Raft group")
 
-// untilDeposed returns ctx, ended with errDeposed an election timeout after
-// this broker stops leading shard, if it leads it now (see deposed): a
-// leader cut off from its followers would otherwise hold its callers until
-// their timeout. The grace lets the new leader commit what it got, as
-// after a leadership transfer.
+// untilDeposed returns ctx, ended with errDeposed stepDownGrace after this
+// broker stops leading shard, if it leads it now (see deposed): a leader
+// cut off from its followers would otherwise hold its callers until their
+// timeout.
 func (b *Broker) untilDeposed(ctx context.Context, shard uint64) (context.Context, func()) {
 	lost := b.deposed(shard)
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -302,7 +301,7 @@ func (b *Broker) untilDeposed(ctx context.Context, shard uint64) (context.Contex
 		case <-done:
 			return
 		}
-		grace := time.NewTimer(electionRTT * b.cfg.RTT)
+		grace := time.NewTimer(b.stepDownGrace())
 		defer grace.Stop()
 		select {
 		case <-grace.C:
@@ -346,8 +345,7 @@ func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
 			b.leading[info.ClusterID] = make(chan struct{})
 		}
 	} else if leading {
-		close(ch)
-		delete(b.leading, info.ClusterID)
+		b.stopLeadingLocked(info.ClusterID, ch)
 	}
 	b.leaderMu.Unlock()
 	if info.ClusterID == meta.MetadataShard && info.LeaderID != info.NodeID {
@@ -379,10 +377,21 @@ func (b *Broker) leftShard(shard uint64) {
 	b.leaderMu.Lock()
 	defer b.leaderMu.Unlock()
 	if ch, ok := b.leading[shard]; ok {
-		close(ch)
-		delete(b.leading, shard)
+		b.stopLeadingLocked(shard, ch)
 	}
 }
+
+// stopLeadingLocked tells the waiters on deposed(shard) that this broker no
+// longer leads it; leaderMu is held.
+func (b *Broker) stopLeadingLocked(shard uint64, ch chan struct{}) {
+	close(ch)
+	delete(b.leading, shard)
+}
+
+// stepDownGrace is how long a leader that stepped down still waits for
+// what it proposed: an election timeout, time for a new leader to commit
+// what it got, as after a leadership transfer.
+func (b *Broker) stepDownGrace() time.Duration { return electionRTT * b.cfg.RTT }
 
 // term is the latest Raft term this broker saw for a shard: the Kafka
 // leader epoch of a partition.
