@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -116,9 +117,19 @@ func (l *Ledger) VerifyExactlyOnce(t testing.TB, topic string, newClient func(..
 	defer cancel()
 	admin := newClient()
 	defer admin.Close()
-	ends, err := kadm.NewClient(admin).ListEndOffsets(ctx, topic)
-	if err == nil {
-		err = ends.Error()
+	// Brokers that all restarted at once answer retriable errors until
+	// their partitions have elected leaders.
+	var ends kadm.ListedOffsets
+	var err error
+	for {
+		ends, err = kadm.NewClient(admin).ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil || !kerr.IsRetriable(err) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if err != nil {
 		t.Fatalf("end offsets of %s: %v", topic, err)

@@ -119,3 +119,33 @@ func fetchBatches(ctx context.Context, cl *kgo.Client, id int32, topic string, t
 		}
 	}
 }
+
+type partitionLeader struct {
+	id, epoch int32
+	code      int16 // the partition's error code
+}
+
+// metadataFrom is broker i's Metadata answer for topic: each partition's
+// leader, and the brokers it lists.
+func metadataFrom(t *testing.T, cl *kgo.Client, i int, topic string) (map[int32]partitionLeader, map[int32]bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.Broker(i).Request(ctx, req)
+	if err != nil {
+		t.Fatalf("metadata from broker %d: %v", i, err)
+	}
+	leaders, brokers := map[int32]partitionLeader{}, map[int32]bool{}
+	for _, tp := range resp.(*kmsg.MetadataResponse).Topics {
+		for _, p := range tp.Partitions {
+			leaders[p.Partition] = partitionLeader{p.Leader, p.LeaderEpoch, p.ErrorCode}
+		}
+	}
+	for _, b := range resp.(*kmsg.MetadataResponse).Brokers {
+		brokers[b.NodeID] = true
+	}
+	return leaders, brokers
+}

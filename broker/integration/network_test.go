@@ -96,6 +96,10 @@ func TestIsolatedLeaderLosesNothingAcknowledged(t *testing.T) {
 			switch {
 			case l.id == int32(victim) && before[p].id != int32(victim):
 				t.Errorf("the cut-off broker %d names itself the leader of partition %d; broker %d leads it", victim, p, majority[p].id)
+			case l.id == int32(victim) && l.code != kerr.ReplicaNotAvailable.Code:
+				// Where it stands in, it tells clients to ask again, so
+				// that they find the new leader elsewhere.
+				t.Errorf("the cut-off broker stands in for partition %d with error %v, want REPLICA_NOT_AVAILABLE", p, kerr.ErrorForCode(l.code))
 			case l.id >= 0 && !listed[l.id]:
 				t.Errorf("the cut-off broker names broker %d the leader of partition %d but does not list it", l.id, p)
 			}
@@ -263,33 +267,6 @@ func awaitNewLeaderAcks(acks *brokertest.Ledger, partition int32, cutAt time.Tim
 }
 
 // partitionLeader is a leader and its epoch in a Metadata answer.
-type partitionLeader struct{ id, epoch int32 }
-
-// metadataFrom is broker i's Metadata answer for topic: each partition's
-// leader, and the brokers it lists.
-func metadataFrom(t *testing.T, cl *kgo.Client, i int, topic string) (map[int32]partitionLeader, map[int32]bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := cl.Broker(i).Request(ctx, req)
-	if err != nil {
-		t.Fatalf("metadata from broker %d: %v", i, err)
-	}
-	leaders, brokers := map[int32]partitionLeader{}, map[int32]bool{}
-	for _, tp := range resp.(*kmsg.MetadataResponse).Topics {
-		for _, p := range tp.Partitions {
-			leaders[p.Partition] = partitionLeader{p.Leader, p.LeaderEpoch}
-		}
-	}
-	for _, b := range resp.(*kmsg.MetadataResponse).Brokers {
-		brokers[b.NodeID] = true
-	}
-	return leaders, brokers
-}
-
 // produceTo sends one acks=all batch with value to partition 0 of the topic
 // on broker id, and reports the offset if the broker acknowledged it.
 func produceTo(ctx context.Context, cl *kgo.Client, id int32, topicID [16]byte, value string) (acked, bool) {

@@ -113,6 +113,15 @@ func (b *Broker) autoCreate(names []string, resp *kmsg.MetadataResponse) {
 	}
 }
 
+// metadataTopic describes a topic's partitions as this broker sees them.
+// Where it names itself only to stand in (currentLeader), it says so with
+// REPLICA_NOT_AVAILABLE: the leader is usable, but the client should ask
+// again, maybe elsewhere. The Java client keeps the leader and refreshes
+// from its least loaded broker, which is often this one, since a broker
+// that just stepped down has no requests in flight: without the error a
+// Java producer cut off with it stayed, its produce answered
+// NOT_ENOUGH_REPLICAS (no reason to look again), until metadata.max.age.ms.
+// franz-go keeps what it knew of the partition and asks again.
 func (b *Broker) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
@@ -129,8 +138,11 @@ func (b *Broker) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
 				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
 			}
 		}
-		if mp.Leader < 0 {
+		switch {
+		case mp.Leader < 0:
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		case mp.Leader == b.cfg.ID && !b.isLeader(p.Shard):
+			mp.ErrorCode = kerr.ReplicaNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}

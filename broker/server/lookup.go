@@ -61,8 +61,9 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 // still have one; it cannot tell which, so it names the leader last
 // recorded. If that is this broker, it stands in at that epoch: it serves
 // the committed records and answers produce with NOT_ENOUGH_REPLICAS, which
-// tells a client more than LEADER_NOT_AVAILABLE, and a client that learned
-// a new leader's later epoch elsewhere keeps that leader. It never stands in
+// tells a client more than LEADER_NOT_AVAILABLE, its Metadata tells clients
+// to ask again (metadataTopic), and a client that learned a new leader's
+// later epoch elsewhere keeps that leader. It never stands in
 // for a partition another broker led: cut off from the others, it would
 // draw clients away from leaders that still work (the network partition
 // test saw every partition move to the cut-off broker), and its stale reads
