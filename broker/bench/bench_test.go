@@ -71,6 +71,13 @@ const reportNotes = `### Reproduce
   batches of one 100-byte record, closed and reopened; the heap it holds after the open. Then
   its open time, through the index and fold files (only the active segment's headers are
   read) and with them deleted (every header read), one after the other on the same files.
+- Disk write patterns: no brokers, only the disk under the test's temporary directory. 3
+  replicas of 6 partitions, 4 writes of 32 KiB in flight per partition replica, each write
+  fdatasynced (shared by concurrent writers) before the next: today's pattern (a shared log
+  written over spares, then a growing segment) beside writing each byte once into the
+  partition's own file (growing, or written over as a recycled file would be) with a small
+  location record in the shared log. Alternating rounds, the median of each, as ratios to
+  today's; what docs/design/write-once-storage.md starts from.
 - Idle partitions: 3 brokers, one topic of 1,000 partitions with replication factor 3, so every
   broker hosts 1,000 partition replicas (1,000 Raft groups); RSS after they all have leaders.
 - Binaries side by side: RAFTKA_BENCH_DISK_ONLY=1 runs only the produce and consume on disk
@@ -107,7 +114,8 @@ const reportNotes = `### Reproduce
   entry (leaving durability to the Raft log until a snapshot syncs it) made no difference
   (46.2/48.5/51.1k against 44.7/50.5/51.2k), and neither did it before, so every applied
   entry stays fsynced in its segment. The way past the disk is to write each byte once per
-  replica: a Raft log that is the partition's segment.
+  replica: a Raft log that is the partition's segment (docs/design/write-once-storage.md; a
+  build that skipped the segment's bytes made 1.4x-1.5x the rate at 3.1 bytes per byte).
 - More partitions make it slower, not faster (18 partitions: 0.75x of 6 in one run with
   pebble; RAFTKA_BENCH_PARTITIONS sets the count): the cost is per entry and per byte, not a
   per-partition pipeline.
