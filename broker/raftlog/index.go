@@ -6,15 +6,33 @@ import (
 	"sort"
 
 	pb "github.com/lni/dragonboat/v3/raftpb"
+
+	"github.com/raftka/raftka/broker/frames"
 )
 
 type nodeKey struct{ cluster, node uint64 }
 
-// loc is where one marshaled entry lies: [off, off+size) in file.
+// loc is where one marshaled entry lies: [off, off+size) in file, which
+// is the store's own file, or, with framedFile set, a file of the group's
+// frame log.
 type loc struct {
 	file uint32
 	size uint32
 	off  int64
+}
+
+// framedFile marks a loc in a frame log: the store's files are numbered
+// far below it.
+const framedFile = 1 << 31
+
+func framedLoc(l frames.Loc) loc {
+	return loc{file: l.File | framedFile, off: l.Off, size: l.Size}
+}
+
+func (l loc) framed() bool { return l.file&framedFile != 0 }
+
+func (l loc) frame() frames.Loc {
+	return frames.Loc{File: l.file &^ framedFile, Off: l.off, Size: l.size}
 }
 
 // nodeLog is what the store knows of one Raft node. Its fields follow
@@ -127,7 +145,7 @@ func (x index) get(k nodeKey) *nodeLog {
 func (x index) apply(payload []byte, file uint32, payloadOff int64) error {
 	d := &decoder{buf: payload, pos: 1}
 	switch payload[0] {
-	case kindUpdates:
+	case kindUpdates, kindUpdatesFramed:
 		for count := d.uvarint(); count > 0 && d.err == nil; count-- {
 			n := x.get(d.node())
 			if st, ok := d.state(); ok {
@@ -144,7 +162,17 @@ func (x index) apply(payload []byte, file uint32, payloadOff int64) error {
 			}
 			first := d.uvarint()
 			locs := make([]loc, 0, min(entries, 1<<16))
-			for i := uint64(0); i < entries && d.err == nil; i++ {
+			if payload[0] == kindUpdatesFramed && d.byte() == entriesFramed {
+				for i := uint64(0); i < entries && d.err == nil; i++ {
+					no, off, size := d.uvarint(), d.uvarint(), d.uvarint()
+					if no == 0 || no >= framedFile || size > 1<<32-1 {
+						d.err = errCorrupt
+						break
+					}
+					locs = append(locs, framedLoc(frames.Loc{File: uint32(no), Off: int64(off), Size: uint32(size)}))
+				}
+			}
+			for i := uint64(len(locs)); i < entries && d.err == nil; i++ {
 				b, at := d.bytes()
 				locs = append(locs, loc{file: file, off: payloadOff + int64(at), size: uint32(len(b))})
 			}

@@ -32,6 +32,15 @@ const (
 	kindCheckpoint     byte = 7 // every node, at the start of a file
 	kindRelocated      byte = 8 // entries copied forward; the checkpoint after them points here
 	kindFileHeader     byte = 9 // first in a file with masked CRCs, so a peek tells it can be reused
+	// kindUpdatesFramed is kindUpdates where each update's entries are
+	// either inline or named by their frame locations (SetFrames).
+	kindUpdatesFramed byte = 10
+)
+
+// How a kindUpdatesFramed record holds one update's entries.
+const (
+	entriesInline byte = 0
+	entriesFramed byte = 1
 )
 
 // fileFormat is in every file header: 2 is masked CRCs (legacy files

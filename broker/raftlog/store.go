@@ -21,6 +21,8 @@ import (
 	"github.com/lni/dragonboat/v3/raftio"
 	pb "github.com/lni/dragonboat/v3/raftpb"
 	"golang.org/x/sys/unix"
+
+	"github.com/raftka/raftka/broker/frames"
 )
 
 // Name is the store's name in Dragonboat's data directory flag file: a
@@ -48,6 +50,8 @@ type Factory struct {
 	// Opened, if set, is given the store once it is open: Dragonboat
 	// keeps it to itself otherwise, and the broker reports its Stats.
 	Opened func(*Store)
+	// Frames, if set, is given to the store's SetFrames.
+	Frames func(cluster uint64) *frames.Log
 }
 
 // Name implements config.LogDBFactory.
@@ -60,6 +64,9 @@ func (f Factory) Create(_ dbconfig.NodeHostConfig, _ dbconfig.LogDBCallback, dir
 		return nil, errors.New("raftlog: no directory")
 	}
 	s, err := Open(filepath.Join(dirs[0], "raftlog"), f.FileBytes)
+	if err == nil && f.Frames != nil {
+		s.SetFrames(f.Frames)
+	}
 	if err == nil && f.Opened != nil {
 		f.Opened(s)
 	}
@@ -133,6 +140,32 @@ type Store struct {
 	synced atomic.Uint64 // records known durable
 
 	syncs, syncNanos, relocated, reused atomic.Uint64
+
+	// framesOf gives the frame log that keeps a Raft group's entries in
+	// files of its own (broker/frames), or nil to keep them here.
+	framesOf func(cluster uint64) *frames.Log
+}
+
+// SetFrames makes the store keep the entries of the Raft groups that
+// framesOf gives a frame log for in that log, and only their locations in
+// its own records: a partition's entries are then written once, into files
+// its state machine reads too. It must be set before any such group saves
+// or reads an entry.
+func (s *Store) SetFrames(framesOf func(cluster uint64) *frames.Log) {
+	s.mu.Lock()
+	s.framesOf = framesOf
+	s.mu.Unlock()
+}
+
+// frameLog is the frame log of cluster, or nil.
+func (s *Store) frameLog(cluster uint64) *frames.Log {
+	s.mu.RLock()
+	framesOf := s.framesOf
+	s.mu.RUnlock()
+	if framesOf == nil {
+		return nil
+	}
+	return framesOf(cluster)
 }
 
 // spare is emptied file no, kept to be written over; w is its retired
@@ -387,6 +420,9 @@ func startsWithHeader(f *os.File, no uint32) bool {
 func (s *Store) checkLocations() error {
 	for k, n := range s.nodes {
 		for _, l := range n.locs {
+			if l.framed() {
+				continue // checked when read: the frame logs are not known yet
+			}
 			w := s.files[l.file]
 			if w == nil || l.off+int64(l.size) > w.size {
 				return fmt.Errorf("raftlog: entry of cluster %d node %d is missing from file %d", k.cluster, k.node, l.file)
@@ -806,22 +842,93 @@ func (s *Store) GetBootstrapInfo(clusterID, nodeID uint64) (pb.Bootstrap, error)
 // SaveRaftState implements raftio.ILogDB: all updates in one record, so
 // they are saved together or not at all.
 func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
-	rec, err := updatesRecord(updates)
+	framed, err := s.saveFrames(updates)
+	if err != nil {
+		return err
+	}
+	rec, err := updatesRecord(updates, framed)
 	if err != nil {
 		return err
 	}
 	return s.appendRecord(rec)
 }
 
-// updatesRecord is the sealed record of a SaveRaftState call.
-func updatesRecord(updates []pb.Update) ([]byte, error) {
+// saveFrames appends the entries of the groups that have a frame log to
+// it and makes them durable, before the record that names them is written:
+// a replay believes only records, and a record must not name a frame that
+// a crash could tear. framed[i] holds update i's locations, or nil.
+func (s *Store) saveFrames(updates []pb.Update) ([][]frames.Loc, error) {
+	var framed [][]frames.Loc
+	var logs []*frames.Log
+	for i := range updates {
+		ud := &updates[i]
+		if len(ud.EntriesToSave) == 0 {
+			continue
+		}
+		fl := s.frameLog(ud.ClusterID)
+		if fl == nil {
+			continue
+		}
+		payloads := make([][]byte, len(ud.EntriesToSave))
+		for j := range ud.EntriesToSave {
+			b, err := ud.EntriesToSave[j].Marshal()
+			if err != nil {
+				return nil, err
+			}
+			payloads[j] = b
+		}
+		locs, err := fl.Append(payloads)
+		if err != nil {
+			return nil, s.fail(fmt.Errorf("raftlog: frames of cluster %d: %w", ud.ClusterID, err))
+		}
+		if framed == nil {
+			framed = make([][]frames.Loc, len(updates))
+		}
+		framed[i] = locs
+		if !slices.Contains(logs, fl) {
+			logs = append(logs, fl)
+		}
+	}
+	// One fdatasync per partition file, side by side, so that the file
+	// system can commit its journal once for several of them.
+	errs := make([]error, len(logs))
+	var wg sync.WaitGroup
+	for i, fl := range logs {
+		wg.Go(func() { errs[i] = fl.Sync() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, s.fail(fmt.Errorf("raftlog: frames sync: %w", err))
+	}
+	return framed, nil
+}
+
+// fail records a write failure: nothing is trusted after it.
+func (s *Store) fail(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failLocked(err)
+}
+
+// updatesRecord is the sealed record of a SaveRaftState call; framed[i],
+// when framed is not nil, holds the frame locations of update i's entries,
+// which the record names instead of holding them.
+func updatesRecord(updates []pb.Update, framed [][]frames.Loc) ([]byte, error) {
 	size := 0
 	for i := range updates {
+		if framed != nil && framed[i] != nil {
+			size += 16 * len(framed[i])
+			continue
+		}
 		for j := range updates[i].EntriesToSave {
 			size += updates[i].EntriesToSave[j].Size() + 8
 		}
 	}
-	rec := newRecord(kindUpdates, size+64*len(updates))
+	kind := kindUpdates
+	if framed != nil {
+		kind = kindUpdatesFramed
+	}
+	rec := newRecord(kind, size+64*len(updates))
 	rec = binary.AppendUvarint(rec, uint64(len(updates)))
 	for i := range updates {
 		ud := &updates[i]
@@ -835,10 +942,24 @@ func updatesRecord(updates []pb.Update) ([]byte, error) {
 		first := ud.EntriesToSave[0].Index
 		rec = binary.AppendUvarint(rec, first)
 		for j := range ud.EntriesToSave {
-			e := &ud.EntriesToSave[j]
-			if e.Index != first+uint64(j) {
+			if e := &ud.EntriesToSave[j]; e.Index != first+uint64(j) {
 				return nil, fmt.Errorf("raftlog: entries to save are not contiguous: %d after %d", e.Index, first+uint64(j)-1)
 			}
+		}
+		if framed != nil {
+			if framed[i] != nil {
+				rec = append(rec, entriesFramed)
+				for _, l := range framed[i] {
+					rec = binary.AppendUvarint(rec, uint64(l.File))
+					rec = binary.AppendUvarint(rec, uint64(l.Off))
+					rec = binary.AppendUvarint(rec, uint64(l.Size))
+				}
+				continue
+			}
+			rec = append(rec, entriesInline)
+		}
+		for j := range ud.EntriesToSave {
+			e := &ud.EntriesToSave[j]
 			n := e.Size()
 			rec = binary.AppendUvarint(rec, uint64(n))
 			at := len(rec)
@@ -863,26 +984,39 @@ func (s *Store) IterateEntries(ents []pb.Entry, size uint64, clusterID, nodeID, 
 	}
 	high = min(high, n.maxIndex+1)
 	var locs []loc
-	var files []*walFile
+	var files []*walFile // nil for a framed entry
 	planned := size
 	for i := low; i < high && n.has(i) && (len(locs) == 0 || planned <= maxSize); i++ {
 		l := n.locs[i-n.first]
 		locs = append(locs, l)
 		planned += uint64(l.size)
-		w := s.files[l.file]
-		w.acquire()
+		var w *walFile
+		if !l.framed() {
+			w = s.files[l.file]
+			w.acquire()
+		}
 		files = append(files, w)
 	}
+	framesOf := s.framesOf
 	s.mu.RUnlock()
 	defer func() {
 		for _, w := range files {
-			w.release()
+			if w != nil {
+				w.release()
+			}
 		}
 	}()
 	for i, l := range locs {
-		buf := make([]byte, l.size)
-		if _, err := files[i].f.ReadAt(buf, l.off); err != nil {
-			return nil, 0, fmt.Errorf("raftlog: read entry: %w", err)
+		var buf []byte
+		var err error
+		if l.framed() {
+			buf, err = readFrame(framesOf, clusterID, l)
+		} else {
+			buf = make([]byte, l.size)
+			_, err = files[i].f.ReadAt(buf, l.off)
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("raftlog: read entry of cluster %d: %w", clusterID, err)
 		}
 		var e pb.Entry
 		if err := e.Unmarshal(buf); err != nil {
@@ -895,6 +1029,18 @@ func (s *Store) IterateEntries(ents []pb.Entry, size uint64, clusterID, nodeID, 
 		}
 	}
 	return ents, size, nil
+}
+
+// readFrame reads a framed entry from its group's frame log.
+func readFrame(framesOf func(uint64) *frames.Log, cluster uint64, l loc) ([]byte, error) {
+	var fl *frames.Log
+	if framesOf != nil {
+		fl = framesOf(cluster)
+	}
+	if fl == nil {
+		return nil, errors.New("its frame log is not open")
+	}
+	return fl.Read(l.frame())
 }
 
 // ReadRaftState implements raftio.ILogDB.

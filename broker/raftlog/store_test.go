@@ -12,6 +12,8 @@ import (
 
 	"github.com/lni/dragonboat/v3/raftio"
 	pb "github.com/lni/dragonboat/v3/raftpb"
+
+	"github.com/raftka/raftka/broker/frames"
 )
 
 func entry(index, term uint64, size int) pb.Entry {
@@ -331,7 +333,7 @@ func TestRecordsOfAnotherFileAreNotReplayed(t *testing.T) {
 				t.Fatal(err)
 			}
 			path, no := newestFile(t, dir)
-			rec, err := updatesRecord([]pb.Update{{ClusterID: 1, NodeID: 1, State: pb.State{Term: 9, Commit: 3}, EntriesToSave: entries(3, 3, 9, 100)}})
+			rec, err := updatesRecord([]pb.Update{{ClusterID: 1, NodeID: 1, State: pb.State{Term: 9, Commit: 3}, EntriesToSave: entries(3, 3, 9, 100)}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -444,10 +446,33 @@ type model struct {
 // TestStoreMatchesAModel runs random saves, snapshots, removals, rolls and
 // reopens against several nodes, and compares every node's entries and
 // state with a plain model after each step.
-func TestStoreMatchesAModel(t *testing.T) {
+func TestStoreMatchesAModel(t *testing.T) { storeMatchesAModel(t, nil) }
+
+// Groups 2 and 4 keep their entries in frame logs, beside groups that
+// keep them in the store, in the same records.
+func TestStoreWithFramedGroupsMatchesAModel(t *testing.T) {
+	logs := map[uint64]*frames.Log{}
+	for _, c := range []uint64{2, 4} {
+		fl, err := frames.Open(t.TempDir(), 64<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(fl.Close)
+		logs[c] = fl
+	}
+	storeMatchesAModel(t, func(c uint64) *frames.Log { return logs[c] })
+}
+
+func storeMatchesAModel(t *testing.T, framesOf func(uint64) *frames.Log) {
 	rng := rand.New(rand.NewSource(1))
 	dir := t.TempDir()
 	s := mustOpen(t, dir, 32<<10)
+	s.SetFrames(framesOf)
+	reopen := func(t *testing.T, s *Store) *Store {
+		s = reopen(t, s)
+		s.SetFrames(framesOf)
+		return s
+	}
 	models := map[uint64]*model{}
 	for c := uint64(1); c <= 4; c++ {
 		models[c] = &model{ents: map[uint64]pb.Entry{}}
@@ -592,5 +617,57 @@ func TestReclaimAfterTheGroupsPinningOldFilesCompacted(t *testing.T) {
 		sameEntries(t, "quiet group", read(t, s, 3, 1, 3), entries(1, 2, 1, 100))
 		sameEntries(t, "compacted group", read(t, s, 1, 30, 31), []pb.Entry{entry(30, 1, 4000)})
 		s = reopen(t, s)
+	}
+}
+
+// A framed group's entries are written once, into its frame log: the
+// store's records hold only where they are, and a reopened store reads
+// them back from there.
+func TestFramedEntriesAreWrittenOnce(t *testing.T) {
+	framesDir := t.TempDir()
+	fl, err := frames.Open(framesDir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fl.Close)
+	framesOf := func(c uint64) *frames.Log {
+		if c == 5 {
+			return fl
+		}
+		return nil
+	}
+	s := mustOpen(t, t.TempDir(), 0)
+	s.SetFrames(framesOf)
+	const size = 10 << 10
+	for i := uint64(0); i < 100; i += 10 {
+		save(t, s, pb.Update{ClusterID: 5, NodeID: 1, State: pb.State{Term: 2, Commit: i}, EntriesToSave: entries(i+1, i+10, 2, size)},
+			pb.Update{ClusterID: 6, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: entries(i/10+1, i/10+1, 1, 100)})
+	}
+	// A new leader replaces the tail; its frames follow the dead ones.
+	save(t, s, pb.Update{ClusterID: 5, NodeID: 1, State: pb.State{Term: 3, Commit: 90}, EntriesToSave: entries(96, 98, 3, size)})
+	want := append(entries(1, 95, 2, size), entries(96, 98, 3, size)...)
+	for round := 0; round < 2; round++ {
+		sameEntries(t, "framed group", read(t, s, 5, 1, 101), want)
+		sameEntries(t, "group kept in the store", read(t, s, 6, 1, 11), entries(1, 10, 1, 100))
+		if st := s.Stats(); st.Bytes > 64<<10 {
+			t.Fatalf("the store's files hold %d bytes for 1 MB of framed entries", st.Bytes)
+		}
+		s = reopen(t, s)
+		s.SetFrames(framesOf)
+	}
+	var framed int64
+	files, _ := filepath.Glob(filepath.Join(framesDir, "*"))
+	for _, f := range files {
+		st, _ := os.Stat(f)
+		framed += st.Size()
+	}
+	if framed < 103*size || framed > 110*size {
+		t.Fatalf("the frame log holds %d bytes for 103 entries of %d", framed, size)
+	}
+	// Without its frame log, a framed group's entries cannot be read, and
+	// the store says so rather than answering without them.
+	s.SetFrames(nil)
+	if _, _, err := s.IterateEntries(nil, 0, 5, 1, 1, 10, 1<<40); err == nil {
+		t.Fatal("framed entries read without their frame log")
 	}
 }

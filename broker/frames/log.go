@@ -1,0 +1,281 @@
+package frames
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	frameHeader = 8
+	suffix      = ".frames"
+	// DefaultFileBytes is the size past which a new file is started.
+	DefaultFileBytes = 256 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrMissing is returned for a location outside the files this log has.
+var ErrMissing = errors.New("frames: no such frame")
+
+// Loc is where one frame's payload lies.
+type Loc struct {
+	File uint32
+	Off  int64 // of the payload, past the frame header
+	Size uint32
+}
+
+type file struct {
+	no    uint32
+	f     *os.File
+	size  int64
+	dirty bool
+}
+
+// Log is one partition's frame files in a directory of their own.
+type Log struct {
+	dir       string
+	fileBytes int64
+
+	mu       sync.RWMutex
+	files    []*file // ascending by number; the last is the active one
+	appended uint64  // Append calls so far
+
+	syncing sync.Mutex // one fdatasync round at a time
+	synced  uint64     // Append calls durable, guarded by syncing
+}
+
+func fileName(no uint32) string { return fmt.Sprintf("%010d%s", no, suffix) }
+
+// Open opens the frame files in dir, creating dir if needed. fileBytes 0
+// is DefaultFileBytes.
+func Open(dir string, fileBytes int64) (*Log, error) {
+	if fileBytes <= 0 {
+		fileBytes = DefaultFileBytes
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, fileBytes: fileBytes}
+	var nos []uint32
+	for _, de := range names {
+		base, ok := strings.CutSuffix(de.Name(), suffix)
+		if !ok {
+			continue
+		}
+		no, err := strconv.ParseUint(base, 10, 32)
+		if err != nil || no == 0 {
+			continue
+		}
+		nos = append(nos, uint32(no))
+	}
+	slices.Sort(nos)
+	for _, no := range nos {
+		f, err := os.OpenFile(filepath.Join(dir, fileName(no)), os.O_RDWR, 0)
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		end, err := validEnd(f)
+		if err == nil {
+			// What follows the first torn frame was never made durable,
+			// so no record names it; cut it off so that appends continue
+			// a clean run.
+			err = f.Truncate(end)
+		}
+		if err != nil {
+			_ = f.Close()
+			l.Close()
+			return nil, err
+		}
+		l.files = append(l.files, &file{no: no, f: f, size: end})
+	}
+	return l, nil
+}
+
+// validEnd is where the frames of f end: at its first torn frame.
+func validEnd(f *os.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	var hdr [frameHeader]byte
+	var payload []byte
+	var off int64
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return off, nil
+		}
+		size := int64(binary.BigEndian.Uint32(hdr[:4]))
+		if size == 0 || size > st.Size()-off-frameHeader {
+			return off, nil
+		}
+		payload = slices.Grow(payload[:0], int(size))[:size]
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return off, nil
+		}
+		if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(hdr[4:]) {
+			return off, nil
+		}
+		off += frameHeader + size
+	}
+}
+
+// Append writes one frame per payload at the end of the active file,
+// starting a new file when it is full, and returns their locations. The
+// frames are durable once Sync returns.
+func (l *Log) Append(payloads [][]byte) ([]Loc, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w, err := l.activeLocked()
+	if err != nil {
+		return nil, err
+	}
+	size := 0
+	for _, p := range payloads {
+		size += frameHeader + len(p)
+	}
+	buf := make([]byte, 0, size)
+	locs := make([]Loc, 0, len(payloads))
+	for _, p := range payloads {
+		locs = append(locs, Loc{File: w.no, Off: w.size + int64(len(buf)) + frameHeader, Size: uint32(len(p))})
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(p)))
+		buf = binary.BigEndian.AppendUint32(buf, crc32.Checksum(p, castagnoli))
+		buf = append(buf, p...)
+	}
+	if _, err := w.f.WriteAt(buf, w.size); err != nil {
+		// Leave no partial frame behind for the next append to follow.
+		_ = w.f.Truncate(w.size)
+		return nil, err
+	}
+	w.size += int64(len(buf))
+	w.dirty = true
+	l.appended++
+	return locs, nil
+}
+
+// activeLocked is the file to append to: the last, unless it is full.
+func (l *Log) activeLocked() (*file, error) {
+	if n := len(l.files); n > 0 && l.files[n-1].size < l.fileBytes {
+		return l.files[n-1], nil
+	}
+	no := uint32(1)
+	if n := len(l.files); n > 0 {
+		no = l.files[n-1].no + 1
+	}
+	f, err := os.OpenFile(filepath.Join(l.dir, fileName(no)), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncDir(l.dir); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	w := &file{no: no, f: f}
+	l.files = append(l.files, w)
+	return w, nil
+}
+
+// Sync makes every frame appended before it was called durable: also
+// those of a file that filled up since. Concurrent calls share rounds.
+func (l *Log) Sync() error {
+	l.mu.RLock()
+	target := l.appended
+	l.mu.RUnlock()
+	l.syncing.Lock()
+	defer l.syncing.Unlock()
+	if l.synced >= target {
+		return nil
+	}
+	l.mu.Lock()
+	upTo := l.appended
+	var dirty []*file
+	for _, w := range l.files {
+		if w.dirty {
+			dirty = append(dirty, w)
+			w.dirty = false // appends from here on are for a later round
+		}
+	}
+	l.mu.Unlock()
+	for i, w := range dirty {
+		if err := fdatasync(w.f); err != nil {
+			l.mu.Lock()
+			for _, w := range dirty[i:] {
+				w.dirty = true
+			}
+			l.mu.Unlock()
+			return err
+		}
+	}
+	l.synced = upTo
+	return nil
+}
+
+// Read returns the payload at loc.
+func (l *Log) Read(loc Loc) ([]byte, error) {
+	l.mu.RLock()
+	w := l.fileLocked(loc.File)
+	if w == nil || loc.Off < frameHeader || loc.Off+int64(loc.Size) > w.size {
+		l.mu.RUnlock()
+		return nil, fmt.Errorf("%w: file %d at %d (%d bytes) in %s", ErrMissing, loc.File, loc.Off, loc.Size, l.dir)
+	}
+	f := w.f
+	l.mu.RUnlock()
+	buf := make([]byte, loc.Size)
+	if _, err := f.ReadAt(buf, loc.Off); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+func (l *Log) fileLocked(no uint32) *file {
+	i, ok := slices.BinarySearchFunc(l.files, no, func(w *file, no uint32) int { return int(w.no) - int(no) })
+	if !ok {
+		return nil
+	}
+	return l.files[i]
+}
+
+// Close closes the files.
+func (l *Log) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range l.files {
+		_ = w.f.Close()
+	}
+	l.files = nil
+}
+
+func fdatasync(f *os.File) error {
+	for {
+		err := unix.Fdatasync(int(f.Fd()))
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

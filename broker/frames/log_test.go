@@ -1,0 +1,148 @@
+package frames
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+func payloads(from, n, size int) [][]byte {
+	var out [][]byte
+	for i := from; i < from+n; i++ {
+		out = append(out, bytes.Repeat([]byte{byte(i)}, size+i%7))
+	}
+	return out
+}
+
+func mustOpen(t *testing.T, dir string, fileBytes int64) *Log {
+	t.Helper()
+	l, err := Open(dir, fileBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+func mustAppend(t *testing.T, l *Log, ps [][]byte) []Loc {
+	t.Helper()
+	locs, err := l.Append(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return locs
+}
+
+func mustRead(t *testing.T, l *Log, locs []Loc, want [][]byte) {
+	t.Helper()
+	for i, loc := range locs {
+		got, err := l.Read(loc)
+		if err != nil {
+			t.Fatalf("frame %d at %+v: %v", i, loc, err)
+		}
+		if !bytes.Equal(got, want[i]) {
+			t.Fatalf("frame %d at %+v: read %d bytes that differ from the %d appended", i, loc, len(got), len(want[i]))
+		}
+	}
+}
+
+func TestFramesSurviveReopenAcrossFiles(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, 4096)
+	var locs []Loc
+	var want [][]byte
+	for i := 0; i < 20; i++ {
+		ps := payloads(i*3, 3, 500)
+		locs = append(locs, mustAppend(t, l, ps)...)
+		want = append(want, ps...)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*"+suffix)); len(files) < 5 {
+		t.Fatalf("%d files for 30 KB at 4 KiB a file", len(files))
+	}
+	mustRead(t, l, locs, want)
+	l.Close()
+	l = mustOpen(t, dir, 4096)
+	mustRead(t, l, locs, want)
+	more := payloads(100, 2, 10)
+	mustRead(t, l, mustAppend(t, l, more), more)
+}
+
+// A crash can tear only frames no Sync covered; the frames before them,
+// which records may name, are kept, and appends continue after them.
+func TestTornTailIsCutOff(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, 0)
+	durable := payloads(0, 5, 300)
+	locs := mustAppend(t, l, durable)
+	torn := payloads(5, 3, 300)
+	if _, err := l.Append(torn); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	path := filepath.Join(dir, fileName(1))
+	end := locs[len(locs)-1].Off + int64(locs[len(locs)-1].Size)
+	for _, cut := range []int64{end + 3, end + 8, end + 100, end + 300} {
+		if err := os.Truncate(path, cut); err != nil {
+			t.Fatal(err)
+		}
+		l = mustOpen(t, dir, 0)
+		mustRead(t, l, locs, durable)
+		if st, _ := os.Stat(path); st.Size() != end {
+			t.Fatalf("cut at %d: the file is %d bytes after the open, want the %d of its whole frames", cut, st.Size(), end)
+		}
+		l.Close()
+	}
+	// A damaged byte inside the last frame ends the run there too.
+	l = mustOpen(t, dir, 0)
+	more := mustAppend(t, l, torn[:1])
+	l.Close()
+	f, _ := os.OpenFile(path, os.O_RDWR, 0)
+	if _, err := f.WriteAt([]byte{0xff}, more[0].Off+10); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	l = mustOpen(t, dir, 0)
+	if _, err := l.Read(more[0]); !errors.Is(err, ErrMissing) {
+		t.Fatalf("read of the damaged frame: %v, want ErrMissing", err)
+	}
+	mustRead(t, l, locs, durable)
+}
+
+func TestConcurrentAppendsAndSyncs(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), 64<<10)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := map[Loc][]byte{}
+	for w := 0; w < 4; w++ {
+		wg.Go(func() {
+			for i := 0; i < 50; i++ {
+				ps := [][]byte{[]byte(fmt.Sprintf("writer %d frame %d", w, i))}
+				locs, err := l.Append(ps)
+				if err == nil {
+					err = l.Sync()
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				got[locs[0]] = ps[0]
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for loc, want := range got {
+		mustRead(t, l, []Loc{loc}, [][]byte{want})
+	}
+	if len(got) != 200 {
+		t.Fatalf("%d distinct locations for 200 frames", len(got))
+	}
+}
