@@ -227,6 +227,21 @@ func (l *Log) Sync() error {
 	return nil
 }
 
+// ReadAt reads len(p) bytes of file no at off, all of which must lie in
+// frames already appended.
+func (l *Log) ReadAt(no uint32, p []byte, off int64) error {
+	l.mu.RLock()
+	w := l.fileLocked(no)
+	if w == nil || off < 0 || off+int64(len(p)) > w.size {
+		l.mu.RUnlock()
+		return fmt.Errorf("%w: file %d at %d (%d bytes) in %s", ErrMissing, no, off, len(p), l.dir)
+	}
+	f := w.f
+	l.mu.RUnlock()
+	_, err := f.ReadAt(p, off)
+	return err
+}
+
 // Read returns the payload at loc.
 func (l *Log) Read(loc Loc) ([]byte, error) {
 	l.mu.RLock()

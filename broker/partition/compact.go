@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -98,7 +99,7 @@ func hashKey(k []byte) keyHash {
 // cleanable is a segment a pass may rewrite, as it was when the pass began.
 type cleanable struct {
 	seg  *segment
-	f    *os.File
+	f    segmentFile
 	size int64
 }
 
@@ -114,7 +115,7 @@ func (s *StateMachine) Clean(opts CleanOptions) (CleanResult, error) {
 // readers that found it before, as Kafka delays deleting files
 // (file.delete.delay.ms).
 type retiredFile struct {
-	f       *os.File
+	f       segmentFile
 	afterMs int64 // when it may be closed
 }
 
@@ -221,6 +222,12 @@ func (l *Log) cleanableSegments(opts CleanOptions) (segs []cleanable, cleanPoint
 		if seg.dirty || (opts.MinCompactionLagMs > 0 && seg.maxTimestamp > opts.NowMs-opts.MinCompactionLagMs) {
 			break
 		}
+		if isFramed(seg) {
+			// TODO(write-once): clean framed segments into segments of
+			// their own (and release their frames); until then a framed
+			// segment ends what a pass cleans.
+			break
+		}
 		segs = append(segs, cleanable{seg: seg, f: seg.f, size: seg.size})
 		total += seg.size
 		if seg.last >= l.cleanPoint {
@@ -305,7 +312,7 @@ func (l *Log) holds(seg *segment) bool {
 
 func (l *Log) closeRetired(nowMs int64) {
 	l.mu.Lock()
-	var due []*os.File
+	var due []segmentFile
 	kept := l.retired[:0]
 	for _, r := range l.retired {
 		if r.afterMs <= nowMs {
@@ -351,7 +358,7 @@ func writeFileSync(path string, data []byte) error {
 }
 
 // eachBatch calls fn with every batch of a segment file, read in order.
-func eachBatch(f *os.File, size int64, fn func(raw []byte) error) error {
+func eachBatch(f io.ReaderAt, size int64, fn func(raw []byte) error) error {
 	const chunk = 1 << 20
 	buf := make([]byte, 0, chunk)
 	pos := int64(0)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/raftka/raftka/broker/frames"
 )
 
 // DefaultSegmentBytes is when the active segment file rolls over.
@@ -31,7 +33,7 @@ const maxSegmentOffsets = 1<<31 - 1
 type segment struct {
 	base  int64 // the log end when the file was created
 	path  string
-	f     *os.File
+	f     segmentFile
 	size  int64
 	dirty bool // written since its last fsync
 
@@ -68,6 +70,10 @@ type Log struct {
 	// time: where a segment ends is this replica's own business.
 	segmentBytes, segmentMs atomic.Int64
 
+	// frames is the partition's frame log, where the Raft log store puts
+	// its entries; nil keeps every batch in segments of its own.
+	frames *frames.Log
+
 	mu       sync.RWMutex
 	segs     []*segment
 	next     int64 // log end offset: one past the last applied record
@@ -88,17 +94,19 @@ type Log struct {
 
 func segmentName(base int64) string { return fmt.Sprintf("%020d.log", base) }
 
-func newSegment(base int64, path string, f *os.File) *segment {
+func newSegment(base int64, path string, f segmentFile) *segment {
 	return &segment{base: base, path: path, f: f, last: base - 1, maxTimestamp: -1, maxTimestampOffset: -1}
 }
 
 // openLog opens the segments of dir as a checkpoint (durable) names them.
-func openLog(dir string, ck checkpoint) (*Log, error) { return openLogWith(dir, ck, true) }
+func openLog(dir string, ck checkpoint, fl *frames.Log) (*Log, error) {
+	return openLogWith(dir, ck, fl, true)
+}
 
 // openLogWith is openLog; without sidecars it reads every batch header, the
 // reference the sidecars are tested against.
-func openLogWith(dir string, ck checkpoint, useSidecars bool) (*Log, error) {
-	l := &Log{dir: dir, producer: producers{}, changed: make(chan struct{}),
+func openLogWith(dir string, ck checkpoint, fl *frames.Log, useSidecars bool) (*Log, error) {
+	l := &Log{dir: dir, producer: producers{}, changed: make(chan struct{}), frames: fl,
 		next: ck.NextOffset, start: ck.LogStartOffset, horizon: ck.ProducerHorizon}
 	if err := removeCleanerLeftovers(dir); err != nil {
 		return nil, err
@@ -107,11 +115,16 @@ func openLogWith(dir string, ck checkpoint, useSidecars bool) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(names)
+	framed, err := filepath.Glob(filepath.Join(dir, "*"+framedSuffix))
+	if err != nil {
+		return nil, err
+	}
+	names = append(names, framed...)
+	sort.Strings(names) // the base is zero-padded: by name is by base
 	var bases []int64
 	var paths []string
 	for _, name := range names {
-		base, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(name), ".log"), 10, 64)
+		base, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSuffix(filepath.Base(name), ".log"), framedSuffix), 10, 64)
 		if err != nil {
 			continue
 		}
@@ -141,7 +154,7 @@ func openLogWith(dir string, ck checkpoint, useSidecars bool) (*Log, error) {
 	end := int64(0)
 	firstBatch, haveBatches := int64(0), false
 	for i, base := range bases {
-		f, err := os.OpenFile(paths[i], os.O_RDWR, 0o644)
+		f, err := openSegmentFile(paths[i], fl)
 		if err != nil {
 			l.Close()
 			return nil, err
@@ -181,6 +194,14 @@ func openLogWith(dir string, ck checkpoint, useSidecars bool) (*Log, error) {
 	l.dropBefore(l.start)
 	l.removeDoomed() // the checkpoint that put them below the start is durable
 	return l, nil
+}
+
+// openSegmentFile opens a segment of either kind.
+func openSegmentFile(path string, fl *frames.Log) (segmentFile, error) {
+	if strings.HasSuffix(path, framedSuffix) {
+		return openFramedFile(path, fl)
+	}
+	return os.OpenFile(path, os.O_RDWR, 0o644)
 }
 
 // segmentScans counts segments whose headers an open read, for tests.
@@ -224,7 +245,7 @@ func (l *Log) scanSegment(seg *segment, limit int64, fold bool) error {
 // pos on, until fn returns false or a header would pass end. It reads in
 // windows, so walking small batches costs few reads. A malformed header ends
 // the walk as the end of the file would.
-func scanHeaders(f *os.File, pos, end int64, fn func(h header, pos int64) bool) error {
+func scanHeaders(f io.ReaderAt, pos, end int64, fn func(h header, pos int64) bool) error {
 	buf := make([]byte, indexIntervalBytes+batchHeaderLength)
 	var window []byte
 	windowPos := int64(0)
@@ -277,21 +298,27 @@ func (l *Log) fold(h header) {
 
 // append writes one already-validated batch at the log end. The caller
 // syncs; the batch becomes visible to readers only in publish.
-func (l *Log) append(b []byte, epoch int32) (header, error) {
+// at, when not nil, is where b lies in the partition's frame log: the
+// batch is then not written again, only its place recorded.
+func (l *Log) append(b []byte, epoch int32, at *frames.Loc) (header, error) {
 	h, err := readHeader(b)
 	if err != nil {
 		return h, err
 	}
-	seg, err := l.activeSegment(h)
+	seg, err := l.activeSegment(h, at != nil)
 	if err != nil {
 		return h, err
 	}
 	patchBatch(b, l.next, epoch)
 	h.BaseOffset, h.LeaderEpoch = l.next, epoch
-	if _, err := seg.f.WriteAt(b, seg.size); err != nil {
+	if ff, ok := seg.f.(*framedFile); ok {
+		err = ff.appendBatch(*at, l.next, epoch)
+	} else if _, err = seg.f.WriteAt(b, seg.size); err != nil {
 		// Leave no partial batch behind: the next open would truncate it,
 		// but this replica keeps running and must stay consistent.
 		_ = seg.f.Truncate(seg.size)
+	}
+	if err != nil {
 		return h, err
 	}
 	l.mu.Lock()
@@ -308,8 +335,11 @@ func (l *Log) append(b []byte, epoch int32) (header, error) {
 // older than h's (by record time, as Kafka rolls: a quiet segment rolls
 // with the next append), or h would not fit its 32-bit relative offsets and
 // positions.
-func (l *Log) activeSegment(h header) (*segment, error) {
-	if n := len(l.segs); n > 0 {
+//
+// A batch that lies in the frame log goes to a framed segment, any other to
+// a segment that holds its bytes; a change of kind starts a new segment.
+func (l *Log) activeSegment(h header, framed bool) (*segment, error) {
+	if n := len(l.segs); n > 0 && isFramed(l.segs[n-1]) == framed {
 		seg := l.segs[n-1]
 		segmentBytes, segmentMs := l.segmentBytes.Load(), l.segmentMs.Load()
 		if segmentBytes <= 0 {
@@ -322,8 +352,15 @@ func (l *Log) activeSegment(h header) (*segment, error) {
 			return seg, nil
 		}
 	}
+	var f segmentFile
+	var err error
 	path := filepath.Join(l.dir, segmentName(l.next))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if framed {
+		path = filepath.Join(l.dir, framedSegmentName(l.next))
+		f, err = createFramedFile(path, l.frames)
+	} else {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -341,6 +378,11 @@ func (l *Log) activeSegment(h header) (*segment, error) {
 	l.segs = append(l.segs, seg)
 	l.mu.Unlock()
 	return seg, nil
+}
+
+func isFramed(seg *segment) bool {
+	_, ok := seg.f.(*framedFile)
+	return ok
 }
 
 // sync fsyncs every segment written since its last fsync: also one that
@@ -501,7 +543,7 @@ var ErrOffsetOutOfRange = errors.New("partition: offset out of range")
 // segmentView is what a reader needs of a segment, copied under the lock:
 // the file, its size then, and the index entry's position to walk from.
 type segmentView struct {
-	f    *os.File
+	f    segmentFile
 	size int64
 	from int64
 }

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -15,6 +16,8 @@ import (
 
 	sm "github.com/lni/dragonboat/v3/statemachine"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/raftka/raftka/broker/frames"
 )
 
 // Command kinds, the first byte of every partition Raft entry.
@@ -117,6 +120,11 @@ type StateMachine struct {
 	// segment files (snapshot recovery, Close) apart.
 	cleaning sync.Mutex
 
+	// frames and locate, when set (UseFrames), keep produced batches where
+	// the Raft log store wrote them.
+	frames *frames.Log
+	locate func(index uint64) (frames.Loc, bool)
+
 	// Observed by the broker to decide when to compact the Raft log; not
 	// part of the replicated state.
 	appliedIndex atomic.Uint64
@@ -160,6 +168,14 @@ func NewStateMachine(dir string, segmentBytes int64, source Source, logger *slog
 	return s
 }
 
+// UseFrames, called before Open, makes the state machine keep produced
+// batches where the Raft log store wrote its entries, in the partition's
+// frame log fl, instead of writing them again (docs/design/write-once-storage.md).
+// locate gives where an entry lies in fl, if it does.
+func (s *StateMachine) UseFrames(fl *frames.Log, locate func(index uint64) (frames.Loc, bool)) {
+	s.frames, s.locate = fl, locate
+}
+
 // SetSegmentLimits sets segment.bytes and segment.ms for the segments
 // rolled from now on (0 is the default size, and no time limit).
 func (s *StateMachine) SetSegmentLimits(bytes, ms int64) {
@@ -196,14 +212,14 @@ func (s *StateMachine) Open(stop <-chan struct{}) (uint64, error) {
 
 // load (re)opens the segments and swaps them into the shared Log.
 func (s *StateMachine) load(ck checkpoint) error {
-	fresh, err := openLog(s.dir, ck)
+	fresh, err := openLog(s.dir, ck, s.frames)
 	if err != nil {
 		return err
 	}
 	l := s.log
 	l.mu.Lock()
 	old := append(l.segs, l.doomed...)
-	l.dir = fresh.dir
+	l.dir, l.frames = fresh.dir, fresh.frames
 	l.segs, l.next, l.start, l.horizon, l.epochs, l.producer = fresh.segs, fresh.next, fresh.start, fresh.horizon, fresh.epochs, fresh.producer
 	l.doomed, l.cleanPoint = nil, 0 // openLog removed the doomed files
 	close(l.changed)
@@ -221,7 +237,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	wrote := false
 	var bytes uint64
 	for i := range entries {
-		res, appended, err := s.apply(entries[i].Cmd)
+		res, appended, err := s.apply(entries[i].Index, entries[i].Cmd)
 		if err != nil {
 			return nil, err
 		}
@@ -254,7 +270,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 // apply runs one command. Rejections (bad sequence, corrupt bytes) are
 // results; only storage failures are errors, and those stop the replica
 // rather than let it diverge from its peers.
-func (s *StateMachine) apply(cmd []byte) (sm.Result, bool, error) {
+func (s *StateMachine) apply(index uint64, cmd []byte) (sm.Result, bool, error) {
 	l := s.log
 	if len(cmd) == 0 {
 		return encodeResult(kerr.InvalidRequest, -1, l.start), false, nil
@@ -296,11 +312,21 @@ func (s *StateMachine) apply(cmd []byte) (sm.Result, bool, error) {
 			return encodeResult(nil, dupOffset, l.start), false, nil
 		}
 		base := l.next
-		for _, b := range batches {
+		var at []*frames.Loc
+		if appendTime < 0 {
+			// Stamping the append time changes a batch's bytes, so those
+			// batches are written out.
+			at = s.batchFrames(index, cmd, records, batches)
+		}
+		for i, b := range batches {
 			if appendTime >= 0 {
 				stampAppendTime(b, appendTime)
 			}
-			if _, err := l.append(b, epoch); err != nil {
+			var where *frames.Loc
+			if at != nil {
+				where = at[i]
+			}
+			if _, err := l.append(b, epoch, where); err != nil {
 				// Not a result: whether a disk is full differs between
 				// replicas, and a result must not. The leader refuses
 				// produce before its disk fills (see the broker's
@@ -328,6 +354,36 @@ func (s *StateMachine) apply(cmd []byte) (sm.Result, bool, error) {
 		return encodeResult(nil, l.ProducerHorizon(), l.start), false, nil
 	}
 	return encodeResult(kerr.InvalidRequest, -1, l.start), false, nil
+}
+
+// batchFrames is where each batch of a produce command lies in the frame
+// log, or nil when the entry is not there. The command is the end of the
+// marshaled entry, but for the encoding's final byte; the first batch's
+// header is read back to make sure, so that an entry laid out otherwise
+// is written out rather than served wrong.
+func (s *StateMachine) batchFrames(index uint64, cmd []byte, records int, batches [][]byte) []*frames.Loc {
+	if s.frames == nil || s.locate == nil {
+		return nil
+	}
+	entry, ok := s.locate(index)
+	if !ok {
+		return nil
+	}
+	pos := entry.Off + int64(entry.Size) - 1 - int64(len(cmd)) + int64(records)
+	if pos < entry.Off || len(batches) == 0 {
+		return nil
+	}
+	check := make([]byte, batchHeaderLength)
+	if err := s.frames.ReadAt(entry.File, check, pos); err != nil || !bytes.Equal(check, batches[0][:batchHeaderLength]) {
+		s.logger.Warn("entry is not where its frame says; writing its batches out", "index", index, "error", err)
+		return nil
+	}
+	out := make([]*frames.Loc, len(batches))
+	for i, b := range batches {
+		out[i] = &frames.Loc{File: entry.File, Off: pos, Size: uint32(len(b))}
+		pos += int64(len(b))
+	}
+	return out
 }
 
 // Lookup implements sm.IOnDiskStateMachine; readers use Log directly.
@@ -578,7 +634,7 @@ func (s *StateMachine) appendFetched(data []byte, end int64) (int, error) {
 		case h.BaseOffset != next:
 			return appended, fmt.Errorf("fetched batch at %d does not continue the log at %d", h.BaseOffset, next)
 		}
-		if _, err := l.append(b, h.LeaderEpoch); err != nil {
+		if _, err := l.append(b, h.LeaderEpoch, nil); err != nil {
 			return appended, err
 		}
 		appended += len(b)

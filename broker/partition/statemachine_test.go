@@ -67,7 +67,7 @@ func shapeOf(l *Log) logShape {
 // sidecars so.
 func requireOpenedAsAFullScan(t *testing.T, s *StateMachine) {
 	t.Helper()
-	full, err := openLogWith(s.dir, s.ck, false)
+	full, err := openLogWith(s.dir, s.ck, s.frames, false)
 	if err != nil {
 		t.Fatal(err)
 	}

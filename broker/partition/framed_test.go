@@ -1,0 +1,260 @@
+package partition
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	pb "github.com/lni/dragonboat/v3/raftpb"
+	sm "github.com/lni/dragonboat/v3/statemachine"
+
+	"github.com/raftka/raftka/broker/brokertest"
+	"github.com/raftka/raftka/broker/frames"
+)
+
+// framedTwin is a replica that keeps its batches in a frame log, fed the
+// same entries as one that writes them out.
+type framedTwin struct {
+	t              *testing.T
+	written        *StateMachine
+	framed         *StateMachine
+	writtenDir     string
+	framedDir      string
+	frames         *frames.Log
+	locs           map[uint64]frames.Loc
+	index, segment uint64
+	expectErrors   bool
+	misplace       bool // locations off by one byte
+}
+
+func newFramedTwin(t *testing.T, segmentBytes int64) *framedTwin {
+	tw := &framedTwin{t: t, writtenDir: t.TempDir(), framedDir: t.TempDir(), locs: map[uint64]frames.Loc{}, segment: uint64(segmentBytes)}
+	fl, err := frames.Open(filepath.Join(tw.framedDir, "frames"), 16<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fl.Close)
+	tw.frames = fl
+	tw.written, _ = openSM(t, tw.writtenDir, segmentBytes)
+	tw.framed = tw.openFramed()
+	return tw
+}
+
+func (tw *framedTwin) openFramed() *StateMachine {
+	s := NewStateMachine(filepath.Join(tw.framedDir, "log"), int64(tw.segment), nil, slog.New(slog.NewTextHandler(testWriter{tw.t}, nil)))
+	s.UseFrames(tw.frames, func(index uint64) (frames.Loc, bool) {
+		l, ok := tw.locs[index]
+		return l, ok
+	})
+	if _, err := s.Open(nil); err != nil {
+		tw.t.Fatal(err)
+	}
+	tw.t.Cleanup(func() { _ = s.Close() })
+	requireOpenedAsAFullScan(tw.t, s)
+	return s
+}
+
+// apply frames the commands as the Raft log store does (a marshaled Raft
+// entry each), then applies them to both replicas, which must agree.
+func (tw *framedTwin) apply(cmds ...[]byte) {
+	tw.t.Helper()
+	var payloads [][]byte
+	var written, framed []sm.Entry
+	for _, cmd := range cmds {
+		tw.index++
+		e := pb.Entry{Index: tw.index, Term: 3, Cmd: cmd}
+		b, err := e.Marshal()
+		if err != nil {
+			tw.t.Fatal(err)
+		}
+		payloads = append(payloads, b)
+		written = append(written, sm.Entry{Index: tw.index, Cmd: bytes.Clone(cmd)})
+		framed = append(framed, sm.Entry{Index: tw.index, Cmd: bytes.Clone(cmd)})
+	}
+	locs, err := tw.frames.Append(payloads)
+	if err == nil {
+		err = tw.frames.Sync()
+	}
+	if err != nil {
+		tw.t.Fatal(err)
+	}
+	for i, l := range locs {
+		if tw.misplace {
+			l.Off++ // where the Raft log store says, but wrong
+		}
+		tw.locs[tw.index-uint64(len(locs))+uint64(i)+1] = l
+	}
+	wres, err := tw.written.Update(written)
+	if err != nil {
+		tw.t.Fatal(err)
+	}
+	fres, err := tw.framed.Update(framed)
+	if err != nil {
+		tw.t.Fatal(err)
+	}
+	for i := range wres {
+		if r := DecodeResult(wres[i].Result); r.Err != nil && !tw.expectErrors {
+			tw.t.Fatalf("entry %d: %v", wres[i].Index, r.Err)
+		}
+		if w, f := DecodeResult(wres[i].Result), DecodeResult(fres[i].Result); !reflect.DeepEqual(w, f) {
+			tw.t.Fatalf("entry %d: written %+v, framed %+v", wres[i].Index, w, f)
+		}
+	}
+}
+
+// requireSameReads reads both logs at every offset with several sizes.
+func (tw *framedTwin) requireSameReads(what string) {
+	tw.t.Helper()
+	ws, wn := tw.written.Log().Offsets()
+	fs, fn := tw.framed.Log().Offsets()
+	if ws != fs || wn != fn {
+		tw.t.Fatalf("%s: written log [%d, %d), framed [%d, %d)", what, ws, wn, fs, fn)
+	}
+	// Where segments end may differ (a framed replica starts one where
+	// batches change kind), and a read stops there; the batches may not.
+	for off := ws; off < wn; off++ {
+		w, werr := tw.written.Log().Read(off, 1)
+		f, ferr := tw.framed.Log().Read(off, 1)
+		if werr != nil || ferr != nil || !bytes.Equal(w, f) {
+			tw.t.Fatalf("%s: the batch at %d: %d bytes (%v) written, %d bytes (%v) framed, not the same", what, off, len(w), werr, len(f), ferr)
+		}
+	}
+	for _, max := range []int32{200, 3000, 1 << 20} {
+		w, f := readAll(tw.t, tw.written.Log(), ws, max), readAll(tw.t, tw.framed.Log(), ws, max)
+		if !bytes.Equal(w, f) {
+			tw.t.Fatalf("%s: reading all up to %d bytes a time: %d bytes written, %d framed, not the same", what, max, len(w), len(f))
+		}
+	}
+	if w, f := tw.written.Log().Producers(), tw.framed.Log().Producers(); !reflect.DeepEqual(w, f) {
+		tw.t.Fatalf("%s: producers %+v written, %+v framed", what, w, f)
+	}
+}
+
+// A replica whose batches stay in the frame log serves the same bytes as
+// one that writes them out: offsets and leader epochs written into the
+// headers, several batches to an entry, retried batches not stored twice,
+// segments rolled and deleted, batches stamped with the append time written
+// out beside framed ones, and all of it again after a reopen.
+func TestFramedSegmentsReadAsWrittenOnes(t *testing.T) {
+	tw := newFramedTwin(t, 2048)
+	const producer = 7
+	seq := int32(0)
+	batch := func(n int) []byte {
+		var vals []string
+		for i := range n {
+			vals = append(vals, fmt.Sprintf("value %d-%d", seq, i))
+		}
+		b := brokertest.RecordBatchAt(1_700_000_000_000+int64(seq), producer, 0, seq, vals...)
+		seq += int32(n)
+		return b
+	}
+	for i := range 40 {
+		first := batch(1 + i%5)
+		tw.apply(ProduceCommand(int32(1+i/10), first))
+		if i%4 == 1 {
+			// Several batches in one entry (a producer without ids may
+			// send them so).
+			two := append(brokertest.RecordBatchAt(1_700_000_000_000, -1, 0, 0, "x", "y"), brokertest.RecordBatchAt(1_700_000_000_000, -1, 0, 0, "z")...)
+			tw.apply(ProduceCommand(int32(1+i/10), two))
+		}
+		if i%7 == 3 {
+			// A producer's retry of its last request: the same batches.
+			tw.apply(ProduceCommand(int32(1+i/10), bytes.Clone(first)))
+		}
+		if i%9 == 4 {
+			tw.apply(ProduceAppendTimeCommand(int32(1+i/10), 1_800_000_000_000, batch(3)))
+		}
+		if i == 25 {
+			_, next := tw.written.Log().Offsets()
+			tw.apply(DeleteRecordsCommand(next / 2))
+		}
+	}
+	tw.requireSameReads("applied")
+	if !hasFramedSegments(tw.framed.Log()) {
+		t.Fatal("the framed replica wrote every batch out")
+	}
+	if err := tw.framed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tw.framed = tw.openFramed()
+	tw.requireSameReads("reopened")
+	tw.apply(ProduceCommand(5, batch(4)))
+	tw.requireSameReads("appended after the reopen")
+}
+
+// An entry that is not in the frame log, or not where its location says,
+// has its batches written out, and reads stay right.
+func TestFramedReplicaWritesOutWhatItCannotFind(t *testing.T) {
+	tw := newFramedTwin(t, 0)
+	tw.apply(ProduceCommand(1, brokertest.RecordBatchAt(1_700_000_000_000, -1, 0, 0, "a", "b")))
+	tw.misplace = true
+	tw.apply(ProduceCommand(1, brokertest.RecordBatchAt(1_700_000_000_001, -1, 0, 0, "c")))
+	tw.misplace = false
+	tw.requireSameReads("misplaced")
+	tw.index++ // an entry the Raft log store kept itself
+	cmd := ProduceCommand(1, brokertest.RecordBatchAt(1_700_000_000_002, -1, 0, 0, "d"))
+	for _, s := range []*StateMachine{tw.written, tw.framed} {
+		if _, err := s.Update([]sm.Entry{{Index: tw.index, Cmd: bytes.Clone(cmd)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tw.requireSameReads("kept by the store")
+	if kinds := segmentKinds(tw.framed.Log()); !reflect.DeepEqual(kinds, []bool{true, false}) {
+		t.Fatalf("segments framed: %v, want the first only (offsets 0-1), then one written out (2-3)", kinds)
+	}
+}
+
+func segmentKinds(l *Log) []bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out []bool
+	for _, seg := range l.segs {
+		out = append(out, isFramed(seg))
+	}
+	return out
+}
+
+func hasFramedSegments(l *Log) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, seg := range l.segs {
+		if isFramed(seg) {
+			return true
+		}
+	}
+	return false
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// readAll reads the log from offset from to its end, max bytes a read.
+func readAll(t *testing.T, l *Log, from int64, max int32) []byte {
+	t.Helper()
+	var out []byte
+	for {
+		b, err := l.Read(from, max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) == 0 {
+			return out
+		}
+		out = append(out, b...)
+		for len(b) > 0 {
+			h, err := readHeader(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			from = h.BaseOffset + int64(h.LastDelta) + 1
+			b = b[h.Length:]
+		}
+	}
+}
