@@ -41,6 +41,9 @@ type file struct {
 	f     *os.File
 	size  int64
 	dirty bool
+
+	refs    int  // readers reading it; guarded by the log's mu
+	retired bool // deleted: closed once the last reader is done
 }
 
 // Log is one partition's frame files in a directory of their own.
@@ -48,9 +51,15 @@ type Log struct {
 	dir       string
 	fileBytes int64
 
-	mu       sync.RWMutex
+	mu       sync.Mutex
 	files    []*file // ascending by number; the last is the active one
 	appended uint64  // Append calls so far
+	// A file goes once both of its users are done with it: Raft (its
+	// entries compacted) and the partition's log (no segment points into
+	// it). Each says below which file number it needs nothing; 0 until it
+	// has said, so a log just opened keeps everything.
+	raftBelow, dataBelow uint32
+	next                 uint32 // at least the number of the next new file
 
 	syncing sync.Mutex // one fdatasync round at a time
 	synced  uint64     // Append calls durable, guarded by syncing
@@ -170,15 +179,30 @@ func (l *Log) Append(payloads [][]byte) ([]Loc, error) {
 	return locs, nil
 }
 
+// nextFileLocked is the number the next new file gets: numbers are never
+// used twice while the log is open, nor across opens while files remain.
+func (l *Log) nextFileLocked() uint32 {
+	if n := len(l.files); n > 0 {
+		return max(l.files[n-1].no+1, l.next)
+	}
+	return max(1, l.next)
+}
+
+// activeNoLocked is the active file's number, or the next file's if none.
+func (l *Log) activeNoLocked() uint32 {
+	if n := len(l.files); n > 0 {
+		return l.files[n-1].no
+	}
+	return l.nextFileLocked()
+}
+
 // activeLocked is the file to append to: the last, unless it is full.
 func (l *Log) activeLocked() (*file, error) {
 	if n := len(l.files); n > 0 && l.files[n-1].size < l.fileBytes {
 		return l.files[n-1], nil
 	}
-	no := uint32(1)
-	if n := len(l.files); n > 0 {
-		no = l.files[n-1].no + 1
-	}
+	no := l.nextFileLocked()
+	l.next = no + 1
 	f, err := os.OpenFile(filepath.Join(l.dir, fileName(no)), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -195,9 +219,9 @@ func (l *Log) activeLocked() (*file, error) {
 // Sync makes every frame appended before it was called durable: also
 // those of a file that filled up since. Concurrent calls share rounds.
 func (l *Log) Sync() error {
-	l.mu.RLock()
+	l.mu.Lock()
 	target := l.appended
-	l.mu.RUnlock()
+	l.mu.Unlock()
 	l.syncing.Lock()
 	defer l.syncing.Unlock()
 	if l.synced >= target {
@@ -230,33 +254,85 @@ func (l *Log) Sync() error {
 // ReadAt reads len(p) bytes of file no at off, all of which must lie in
 // frames already appended.
 func (l *Log) ReadAt(no uint32, p []byte, off int64) error {
-	l.mu.RLock()
+	l.mu.Lock()
 	w := l.fileLocked(no)
 	if w == nil || off < 0 || off+int64(len(p)) > w.size {
-		l.mu.RUnlock()
+		l.mu.Unlock()
 		return fmt.Errorf("%w: file %d at %d (%d bytes) in %s", ErrMissing, no, off, len(p), l.dir)
 	}
-	f := w.f
-	l.mu.RUnlock()
-	_, err := f.ReadAt(p, off)
+	w.refs++
+	l.mu.Unlock()
+	_, err := w.f.ReadAt(p, off)
+	l.mu.Lock()
+	w.refs--
+	closeNow := w.retired && w.refs == 0
+	l.mu.Unlock()
+	if closeNow {
+		_ = w.f.Close()
+	}
 	return err
 }
 
 // Read returns the payload at loc.
 func (l *Log) Read(loc Loc) ([]byte, error) {
-	l.mu.RLock()
-	w := l.fileLocked(loc.File)
-	if w == nil || loc.Off < frameHeader || loc.Off+int64(loc.Size) > w.size {
-		l.mu.RUnlock()
-		return nil, fmt.Errorf("%w: file %d at %d (%d bytes) in %s", ErrMissing, loc.File, loc.Off, loc.Size, l.dir)
+	if loc.Off < frameHeader {
+		return nil, fmt.Errorf("%w: file %d at %d in %s", ErrMissing, loc.File, loc.Off, l.dir)
 	}
-	f := w.f
-	l.mu.RUnlock()
 	buf := make([]byte, loc.Size)
-	if _, err := f.ReadAt(buf, loc.Off); err != nil {
+	if err := l.ReadAt(loc.File, buf, loc.Off); err != nil {
 		return nil, err
 	}
 	return buf, nil
+}
+
+// ReleaseRaft says that Raft needs no frame in a file numbered below
+// below any more.
+func (l *Log) ReleaseRaft(below uint32) { l.release(&l.raftBelow, below) }
+
+// ReleaseData says that the partition's log points into no file numbered
+// below below any more.
+func (l *Log) ReleaseData(below uint32) { l.release(&l.dataBelow, below) }
+
+// NoFile is what a user that needs none of the files releases below: all
+// but the active one, and none appended to later.
+const NoFile = ^uint32(0)
+
+func (l *Log) release(mark *uint32, below uint32) {
+	l.mu.Lock()
+	// Frames appended from now on go to the active file or later ones,
+	// which a mark from before them must not release.
+	below = min(below, l.nextFileLocked()-1, l.activeNoLocked())
+	*mark = below
+	limit := min(l.raftBelow, l.dataBelow)
+	var gone, idle []*file
+	for len(l.files) > 1 && l.files[0].no < limit {
+		w := l.files[0]
+		l.files = l.files[1:]
+		w.retired = true
+		gone = append(gone, w)
+		if w.refs == 0 {
+			idle = append(idle, w) // else its last reader closes it
+		}
+	}
+	l.mu.Unlock()
+	for _, w := range idle {
+		_ = w.f.Close()
+	}
+	for _, w := range gone {
+		// A file left behind is one that no record or segment names;
+		// the next release after a restart takes it.
+		_ = os.Remove(filepath.Join(l.dir, fileName(w.no)))
+	}
+}
+
+// Files reports how many frame files the log has and their bytes.
+func (l *Log) Files() (count int, bytes int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range l.files {
+		bytes += w.size
+	}
+	return len(l.files), bytes
 }
 
 func (l *Log) fileLocked(no uint32) *file {

@@ -146,3 +146,49 @@ func TestConcurrentAppendsAndSyncs(t *testing.T) {
 		t.Fatalf("%d distinct locations for 200 frames", len(got))
 	}
 }
+
+// A file goes once neither Raft nor the partition's log needs it, never
+// the active one, and a reader holding it finishes its read.
+func TestFilesGoWhenBothUsersAreDone(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, 1000)
+	var locs []Loc
+	for i := 0; i < 10; i++ {
+		locs = append(locs, mustAppend(t, l, payloads(i, 1, 1000))...)
+	}
+	count := func() int { n, _ := l.Files(); return n }
+	if count() != 10 {
+		t.Fatalf("%d files, want one per 1000-byte frame", count())
+	}
+	l.ReleaseRaft(5)
+	if count() != 10 {
+		t.Fatal("files went while the partition's log still needs them")
+	}
+	l.ReleaseData(3)
+	if count() != 8 || locs[1].File != 2 {
+		t.Fatalf("%d files after both released below 3, want 8", count())
+	}
+	if _, err := l.Read(locs[1]); !errors.Is(err, ErrMissing) {
+		t.Fatalf("read of a released frame: %v", err)
+	}
+	mustRead(t, l, locs[2:], payloadsAt(locs[2:], 2))
+	l.ReleaseData(NoFile)
+	l.ReleaseRaft(NoFile)
+	if count() != 1 {
+		t.Fatalf("%d files with nothing needed, want the active one", count())
+	}
+	l.Close()
+	if files, _ := filepath.Glob(filepath.Join(dir, "*"+suffix)); len(files) != 1 {
+		t.Fatalf("%d files on disk", len(files))
+	}
+}
+
+// payloadsAt is what this test appended at locs, the first being its
+// frame from.
+func payloadsAt(locs []Loc, from int) [][]byte {
+	var out [][]byte
+	for i := range locs {
+		out = append(out, payloads(from+i, 1, 1000)[0])
+	}
+	return out
+}

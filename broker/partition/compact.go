@@ -205,6 +205,7 @@ func (l *Log) clean(opts CleanOptions) (CleanResult, error) {
 	l.mu.Lock()
 	l.cleanPoint = max(l.cleanPoint, mappedEnd+1)
 	l.mu.Unlock()
+	l.releaseFrames()
 	return res, nil
 }
 
@@ -220,12 +221,6 @@ func (l *Log) cleanableSegments(opts CleanOptions) (segs []cleanable, cleanPoint
 	for i := 0; i+1 < len(l.segs); i++ {
 		seg := l.segs[i]
 		if seg.dirty || (opts.MinCompactionLagMs > 0 && seg.maxTimestamp > opts.NowMs-opts.MinCompactionLagMs) {
-			break
-		}
-		if isFramed(seg) {
-			// TODO(write-once): clean framed segments into segments of
-			// their own (and release their frames); until then a framed
-			// segment ends what a pass cleans.
 			break
 		}
 		segs = append(segs, cleanable{seg: seg, f: seg.f, size: seg.size})
@@ -270,7 +265,13 @@ func (l *Log) rewrite(c cleanable, keep func(int64, *kmsg.Record, int64) bool, d
 	if removed == 0 {
 		return 0, 0, nil
 	}
-	tmp := c.seg.path + ".cleaned"
+	// A framed segment's cleaned batches are a segment of their own: its
+	// batches change, and the frame files they lay in can then go.
+	target := c.seg.path
+	if isFramed(c.seg) {
+		target = filepath.Join(l.dir, segmentName(c.seg.base))
+	}
+	tmp := target + ".cleaned"
 	if err := writeFileSync(tmp, out.Bytes()); err != nil {
 		return 0, 0, err
 	}
@@ -285,15 +286,21 @@ func (l *Log) rewrite(c cleanable, keep func(int64, *kmsg.Record, int64) bool, d
 		f.Close()
 		return 0, 0, os.Remove(tmp)
 	}
-	if err := os.Rename(tmp, c.seg.path); err != nil {
+	if err := os.Rename(tmp, target); err != nil {
 		f.Close()
 		return 0, 0, err
 	}
 	if err := syncDir(l.dir); err != nil {
 		// The rename may or may not be durable; both files hold the same
-		// batches, so either is a correct segment after a crash.
+		// batches, so either is a correct segment after a crash (an open
+		// that finds a framed segment beside one that holds the same
+		// base's batches keeps the latter).
 		l.retired = append(l.retired, retiredFile{f, nowMs + retiredFileDelayMs})
 		return 0, 0, err
+	}
+	if target != c.seg.path {
+		_ = os.Remove(c.seg.path) // if it stays, the next open removes it
+		c.seg.path = target
 	}
 	l.retired = append(l.retired, retiredFile{c.seg.f, nowMs + retiredFileDelayMs})
 	c.seg.f, c.seg.size, c.seg.index = f, int64(out.Len()), index

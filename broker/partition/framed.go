@@ -127,6 +127,16 @@ func decodeExtent(b []byte) (extent, bool) {
 	return e, e.at.Size >= batchHeaderLength
 }
 
+// firstFrameFile is the frame file of the segment's first batch.
+func (ff *framedFile) firstFrameFile() (uint32, bool) {
+	ff.mu.RLock()
+	defer ff.mu.RUnlock()
+	if len(ff.extents) == 0 {
+		return 0, false
+	}
+	return ff.extents[0].at.File, true
+}
+
 // appendBatch adds the batch at at, given baseOffset and epoch, at the
 // segment's end.
 func (ff *framedFile) appendBatch(at frames.Loc, baseOffset int64, epoch int32) error {

@@ -10,6 +10,7 @@ import (
 
 	pb "github.com/lni/dragonboat/v3/raftpb"
 	sm "github.com/lni/dragonboat/v3/statemachine"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/raftka/raftka/broker/brokertest"
 	"github.com/raftka/raftka/broker/frames"
@@ -30,9 +31,9 @@ type framedTwin struct {
 	misplace       bool // locations off by one byte
 }
 
-func newFramedTwin(t *testing.T, segmentBytes int64) *framedTwin {
+func newFramedTwin(t *testing.T, segmentBytes, frameFileBytes int64) *framedTwin {
 	tw := &framedTwin{t: t, writtenDir: t.TempDir(), framedDir: t.TempDir(), locs: map[uint64]frames.Loc{}, segment: uint64(segmentBytes)}
-	fl, err := frames.Open(filepath.Join(tw.framedDir, "frames"), 16<<10)
+	fl, err := frames.Open(filepath.Join(tw.framedDir, "frames"), frameFileBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func (tw *framedTwin) requireSameReads(what string) {
 // segments rolled and deleted, batches stamped with the append time written
 // out beside framed ones, and all of it again after a reopen.
 func TestFramedSegmentsReadAsWrittenOnes(t *testing.T) {
-	tw := newFramedTwin(t, 2048)
+	tw := newFramedTwin(t, 2048, 16<<10)
 	const producer = 7
 	seq := int32(0)
 	batch := func(n int) []byte {
@@ -188,7 +189,7 @@ func TestFramedSegmentsReadAsWrittenOnes(t *testing.T) {
 // An entry that is not in the frame log, or not where its location says,
 // has its batches written out, and reads stay right.
 func TestFramedReplicaWritesOutWhatItCannotFind(t *testing.T) {
-	tw := newFramedTwin(t, 0)
+	tw := newFramedTwin(t, 0, 0)
 	tw.apply(ProduceCommand(1, brokertest.RecordBatchAt(1_700_000_000_000, -1, 0, 0, "a", "b")))
 	tw.misplace = true
 	tw.apply(ProduceCommand(1, brokertest.RecordBatchAt(1_700_000_000_001, -1, 0, 0, "c")))
@@ -257,4 +258,35 @@ func readAll(t *testing.T, l *Log, from int64, max int32) []byte {
 			b = b[h.Length:]
 		}
 	}
+}
+
+// Compaction cleans framed segments into segments of their own, as it
+// cleans written ones, and the frame files their batches lay in go once
+// Raft no longer needs them either; the cleaned log survives a reopen.
+func TestFramedSegmentsAreCompacted(t *testing.T) {
+	tw := newFramedTwin(t, 1024, 1024)
+	const now = 1_700_000_000_000
+	for i := range 60 {
+		tw.apply(ProduceCommand(1, keyedBatch(t, kgo.NoCompression(), now, -1, 0, kv{fmt.Sprint("k", i%4), val(fmt.Sprint(i))})))
+	}
+	framesBefore, _ := tw.frames.Files()
+	tw.frames.ReleaseRaft(frames.NoFile) // as after a snapshot
+	opts := CleanOptions{NowMs: now + 1000, DeleteRetentionMs: 1000}
+	for _, s := range []*StateMachine{tw.written, tw.framed} {
+		if res, err := s.Clean(opts); err != nil || res.RecordsRemoved == 0 {
+			t.Fatalf("clean: %+v %v", res, err)
+		}
+	}
+	tw.requireSameReads("cleaned")
+	if kinds := segmentKinds(tw.framed.Log()); kinds[0] {
+		t.Fatalf("segments framed after cleaning: %v, want the cleaned ones written out", kinds)
+	}
+	if after, _ := tw.frames.Files(); after >= framesBefore {
+		t.Fatalf("%d frame files before cleaning, %d after: none went", framesBefore, after)
+	}
+	if err := tw.framed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tw.framed = tw.openFramed()
+	tw.requireSameReads("cleaned, reopened")
 }

@@ -119,7 +119,17 @@ func openLogWith(dir string, ck checkpoint, fl *frames.Log, useSidecars bool) (*
 	if err != nil {
 		return nil, err
 	}
-	names = append(names, framed...)
+	for _, name := range framed {
+		// A framed segment that compaction replaced, when the process
+		// died before it removed it: the cleaned segment is complete.
+		if _, err := os.Stat(strings.TrimSuffix(name, framedSuffix) + ".log"); err == nil {
+			if err := os.Remove(name); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		names = append(names, name)
+	}
 	sort.Strings(names) // the base is zero-padded: by name is by base
 	var bases []int64
 	var paths []string
@@ -486,6 +496,28 @@ func (l *Log) removeDoomed() {
 		_ = os.Remove(s.path)
 		removeSidecars(l.dir, s.base)
 	}
+	l.releaseFrames()
+}
+
+// releaseFrames tells the frame log which of its files the segments no
+// longer point into: those below the first framed segment's first batch
+// (batches go to frame files in order).
+func (l *Log) releaseFrames() {
+	if l.frames == nil {
+		return
+	}
+	below := frames.NoFile
+	l.mu.RLock()
+	for _, seg := range l.segs {
+		if ff, ok := seg.f.(*framedFile); ok {
+			if first, ok := ff.firstFrameFile(); ok {
+				below = first
+				break
+			}
+		}
+	}
+	l.mu.RUnlock()
+	l.frames.ReleaseData(below)
 }
 
 // beginAt moves the end of a log without segment files back to offset, so

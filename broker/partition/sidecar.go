@@ -29,7 +29,9 @@ const (
 	foldMagic         = "RAFTKA-FOLD-1\n\n\n"
 )
 
-func indexPath(segPath string) string { return strings.TrimSuffix(segPath, ".log") + ".idx" }
+func indexPath(segPath string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(segPath, ".log"), framedSuffix) + ".idx"
+}
 
 func foldPath(dir string, base int64) string {
 	return filepath.Join(dir, strings.TrimSuffix(segmentName(base), ".log")+".fold")

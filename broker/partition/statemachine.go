@@ -228,6 +228,7 @@ func (s *StateMachine) load(ck checkpoint) error {
 	for _, seg := range old {
 		seg.f.Close()
 	}
+	l.releaseFrames()
 	return nil
 }
 

@@ -94,6 +94,17 @@ func (n *nodeLog) removeBefore(index uint64) {
 	}
 }
 
+// firstFrameFile is the lowest frame file a live entry of n lies in;
+// entries go to files in order, so it is the first framed entry's.
+func (n *nodeLog) firstFrameFile() uint32 {
+	for _, l := range n.locs {
+		if l.framed() {
+			return l.frame().File
+		}
+	}
+	return frames.NoFile
+}
+
 func (n *nodeLog) addSnapshot(ss pb.Snapshot) {
 	i := sort.Search(len(n.snapshots), func(i int) bool { return n.snapshots[i].Index >= ss.Index })
 	if i < len(n.snapshots) && n.snapshots[i].Index == ss.Index {

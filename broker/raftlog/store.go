@@ -1031,6 +1031,22 @@ func (s *Store) IterateEntries(ents []pb.Entry, size uint64, clusterID, nodeID, 
 	return ents, size, nil
 }
 
+// EntryFrame is where entry index of a Raft node lies in its group's frame
+// log, if it lies there: a partition's state machine keeps the batches it
+// applies where they are.
+func (s *Store) EntryFrame(cluster, node, index uint64) (frames.Loc, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := s.nodes[nodeKey{cluster, node}]
+	if n == nil || !n.has(index) {
+		return frames.Loc{}, false
+	}
+	if l := n.locs[index-n.first]; l.framed() {
+		return l.frame(), true
+	}
+	return frames.Loc{}, false
+}
+
 // readFrame reads a framed entry from its group's frame log.
 func readFrame(framesOf func(uint64) *frames.Log, cluster uint64, l loc) ([]byte, error) {
 	var fl *frames.Log
@@ -1069,6 +1085,11 @@ func (s *Store) RemoveEntriesTo(clusterID, nodeID, index uint64) error {
 	defer s.mu.Unlock()
 	if n := s.nodes[nodeKey{clusterID, nodeID}]; n != nil {
 		n.removeBefore(index)
+		if s.framesOf != nil {
+			if fl := s.framesOf(clusterID); fl != nil {
+				fl.ReleaseRaft(n.firstFrameFile())
+			}
+		}
 	}
 	return nil
 }

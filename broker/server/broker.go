@@ -19,6 +19,7 @@ import (
 	"github.com/lni/dragonboat/v3/raftio"
 	sm "github.com/lni/dragonboat/v3/statemachine"
 
+	"github.com/raftka/raftka/broker/frames"
 	"github.com/raftka/raftka/broker/groups"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/raftlog"
@@ -101,7 +102,8 @@ func Start(cfg Config) (*Broker, error) {
 	expert := dbconfig.GetDefaultExpertConfig()
 	expert.LogDB = logdb
 	if cfg.RaftLogStore == RaftLogWAL {
-		expert.LogDBFactory = raftlog.Factory{FileBytes: cfg.RaftLogFileBytes, Opened: func(s *raftlog.Store) { b.raftLog = s }}
+		expert.LogDBFactory = raftlog.Factory{FileBytes: cfg.RaftLogFileBytes, Opened: func(s *raftlog.Store) { b.raftLog = s },
+			Frames: func(shard uint64) *frames.Log { return b.replicas.frameLog(shard) }}
 	}
 	expert.Engine.ExecShards = 4
 	expert.Engine.CommitShards = 4

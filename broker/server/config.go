@@ -47,6 +47,12 @@ type Config struct {
 	// RaftLogFileBytes is the size at which the wal store starts a new
 	// file; files go once no live entry is in them.
 	RaftLogFileBytes int64
+	// PartitionFrames keeps each partition's Raft entries in files of the
+	// partition's own, where its state machine serves the batches from, so
+	// each produced byte is written once per replica (with the wal store;
+	// docs/design/write-once-storage.md). Experimental: frame files are not
+	// deleted yet.
+	PartitionFrames bool
 	// RaftLogMaxBytes bounds the wal store's files: above it, every
 	// partition replica that applied entries since its last snapshot takes
 	// one and compacts its whole Raft log (see compactRaftLogs). 0 is no

@@ -12,6 +12,7 @@ import (
 	"github.com/lni/dragonboat/v3"
 	sm "github.com/lni/dragonboat/v3/statemachine"
 
+	"github.com/raftka/raftka/broker/frames"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 )
@@ -21,6 +22,8 @@ type replica struct {
 	shard uint64
 	sm    *partition.StateMachine
 	dir   string
+	// frames is the partition's frame log, with --partition-frames.
+	frames *frames.Log
 	// compaction is owned by Broker.compactRaftLogs.
 	compaction logCompaction
 }
@@ -31,10 +34,11 @@ type replicaSet struct {
 	b       *Broker
 	mu      sync.RWMutex
 	byShard map[uint64]*replica
+	frames  map[uint64]*frames.Log // with --partition-frames
 }
 
 func newReplicaSet(b *Broker) *replicaSet {
-	return &replicaSet{b: b, byShard: map[uint64]*replica{}}
+	return &replicaSet{b: b, byShard: map[uint64]*replica{}, frames: map[uint64]*frames.Log{}}
 }
 
 func (r *replicaSet) get(shard uint64) *replica {
@@ -120,6 +124,20 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 	dir := filepath.Join(r.b.cfg.DataDir, "partitions", strconv.FormatUint(shard, 10))
 	rep := &replica{shard: shard, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes, peerSource{b: r.b, shard: shard}, r.b.log.With("shard", shard))}
 	rep.sm.SetSegmentLimits(p.segmentBytes, p.segmentMs)
+	if r.b.cfg.PartitionFrames && r.b.raftLog != nil {
+		// Before the group starts: the Raft log store asks for the frame
+		// log as soon as the group saves or reads an entry.
+		fl, err := frames.Open(filepath.Join(dir, "frames"), 0)
+		if err != nil {
+			return err
+		}
+		node := nodeID(r.b.cfg.ID)
+		rep.frames = fl
+		rep.sm.UseFrames(fl, func(index uint64) (frames.Loc, bool) { return r.b.raftLog.EntryFrame(shard, node, index) })
+		r.mu.Lock()
+		r.frames[shard] = fl
+		r.mu.Unlock()
+	}
 	create := func(uint64, uint64) sm.IOnDiskStateMachine { return rep.sm }
 	err := r.b.nh.StartOnDiskCluster(toTargets(p.members), false, create, partitionShardConfig(shard, nodeID(r.b.cfg.ID), r.b.cfg.SnapshotEntries))
 	if err != nil && !errors.Is(err, dragonboat.ErrClusterAlreadyExist) {
@@ -143,6 +161,12 @@ func (r *replicaSet) remove(shard uint64) {
 	if err := r.b.nh.StopCluster(shard); err != nil && !errors.Is(err, dragonboat.ErrClusterNotFound) {
 		r.b.log.Error("stop partition replica failed", "shard", shard, "error", err)
 	}
+	r.mu.Lock()
+	delete(r.frames, shard)
+	r.mu.Unlock()
+	if rep.frames != nil {
+		rep.frames.Close()
+	}
 	r.b.leftShard(shard)
 	if err := r.b.nh.RemoveData(shard, nodeID(r.b.cfg.ID)); err != nil {
 		r.b.log.Warn("remove raft data failed", "shard", shard, "error", err)
@@ -151,6 +175,14 @@ func (r *replicaSet) remove(shard uint64) {
 		r.b.log.Warn("remove partition data failed", "shard", shard, "error", err)
 	}
 	r.b.log.Info("partition replica removed", "shard", shard)
+}
+
+// frameLog is the frame log of a partition's Raft group, or nil (the
+// Raft log store's Frames).
+func (r *replicaSet) frameLog(shard uint64) *frames.Log {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.frames[shard]
 }
 
 func (r *replicaSet) closeAll() {

@@ -51,6 +51,7 @@ func run(args []string) error {
 		snapEntries   = fs.Uint64("raft-snapshot-entries", 5000, "Raft entries a partition applies between snapshots; older entries are compacted, and a replica further behind catches up from a snapshot, fetching the records it lacks from its peers")
 		logRetain     = fs.Int64("raft-log-retain-bytes", 4<<20, "bytes of Raft entries a partition replica applies between snapshots; its Raft log keeps one to two such intervals for lagging followers, and entries deleted before the log store's memtable flushes are written once (0: only --raft-snapshot-entries)")
 		logStore      = fs.String("raft-log-store", "wal", "Raft log store: wal (one write-ahead log for all Raft groups; each entry written once) or pebble (Dragonboat's key-value store); a data directory keeps the store it was created with")
+		frames        = fs.Bool("partition-frames", false, "experimental, with --raft-log-store wal: keep each partition's Raft entries in files of its own and serve its batches from them, writing each produced byte once per replica")
 		logFileBytes  = fs.Int64("raft-log-file-bytes", raftlog.DefaultFileBytes, "with --raft-log-store wal: the size at which the Raft log starts a new file; a file is deleted once none of its entries is live")
 		logMaxBytes   = fs.Int64("raft-log-max-bytes", 1<<30, "with --raft-log-store wal: above this many bytes in its files, every partition replica that applied entries since its last snapshot takes one and compacts its whole Raft log, which bounds the store with many busy partitions (0: no bound)")
 		logBuffer     = fs.Int64("raft-log-write-buffer", 128<<20, "with --raft-log-store pebble: memtable bytes (up to 4 in memory while flushes lag); the larger, the more compacted entries die in it unwritten")
@@ -104,7 +105,7 @@ func run(args []string) error {
 		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
-		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
+		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, PartitionFrames: *frames, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
 	})
 	if err != nil {
 		return err
