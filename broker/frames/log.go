@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,7 +22,7 @@ const (
 	frameHeader = 8
 	suffix      = ".frames"
 	// DefaultFileBytes is the size past which a new file is started.
-	DefaultFileBytes = 256 << 20
+	DefaultFileBytes = 128 << 20
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -34,6 +35,13 @@ type Loc struct {
 	File uint32
 	Off  int64 // of the payload, past the frame header
 	Size uint32
+}
+
+// mark is what one user of the files said last (see release).
+type mark struct {
+	below uint32 // it needs no file numbered below
+	none  bool   // it needed none of the frames appended before
+	at    uint64 // Append calls when it said so
 }
 
 type file struct {
@@ -49,7 +57,7 @@ type file struct {
 // Log is one partition's frame files in a directory of their own.
 type Log struct {
 	dir       string
-	fileBytes int64
+	fileBytes atomic.Int64
 
 	mu       sync.Mutex
 	files    []*file // ascending by number; the last is the active one
@@ -58,8 +66,8 @@ type Log struct {
 	// entries compacted) and the partition's log (no segment points into
 	// it). Each says below which file number it needs nothing; 0 until it
 	// has said, so a log just opened keeps everything.
-	raftBelow, dataBelow uint32
-	next                 uint32 // at least the number of the next new file
+	raft, data mark
+	next       uint32 // at least the number of the next new file
 
 	syncing sync.Mutex // one fdatasync round at a time
 	synced  uint64     // Append calls durable, guarded by syncing
@@ -80,7 +88,8 @@ func Open(dir string, fileBytes int64) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, fileBytes: fileBytes}
+	l := &Log{dir: dir}
+	l.fileBytes.Store(fileBytes)
 	var nos []uint32
 	for _, de := range names {
 		base, ok := strings.CutSuffix(de.Name(), suffix)
@@ -146,6 +155,16 @@ func validEnd(f *os.File) (int64, error) {
 	}
 }
 
+// SetFileBytes sets the size past which a new file is started (the
+// partition's segment.bytes: files go whole, so their size is what disk
+// use exceeds retention by); 0 is DefaultFileBytes.
+func (l *Log) SetFileBytes(n int64) {
+	if n <= 0 {
+		n = DefaultFileBytes
+	}
+	l.fileBytes.Store(n)
+}
+
 // Append writes one frame per payload at the end of the active file,
 // starting a new file when it is full, and returns their locations. The
 // frames are durable once Sync returns.
@@ -198,9 +217,14 @@ func (l *Log) activeNoLocked() uint32 {
 
 // activeLocked is the file to append to: the last, unless it is full.
 func (l *Log) activeLocked() (*file, error) {
-	if n := len(l.files); n > 0 && l.files[n-1].size < l.fileBytes {
+	if n := len(l.files); n > 0 && l.files[n-1].size < l.fileBytes.Load() {
 		return l.files[n-1], nil
 	}
+	return l.newFileLocked()
+}
+
+// newFileLocked starts a new active file.
+func (l *Log) newFileLocked() (*file, error) {
 	no := l.nextFileLocked()
 	l.next = no + 1
 	f, err := os.OpenFile(filepath.Join(l.dir, fileName(no)), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -287,23 +311,31 @@ func (l *Log) Read(loc Loc) ([]byte, error) {
 
 // ReleaseRaft says that Raft needs no frame in a file numbered below
 // below any more.
-func (l *Log) ReleaseRaft(below uint32) { l.release(&l.raftBelow, below) }
+func (l *Log) ReleaseRaft(below uint32) { l.release(&l.raft, below) }
 
 // ReleaseData says that the partition's log points into no file numbered
 // below below any more.
-func (l *Log) ReleaseData(below uint32) { l.release(&l.dataBelow, below) }
+func (l *Log) ReleaseData(below uint32) { l.release(&l.data, below) }
 
 // NoFile is what a user that needs none of the files releases below: all
 // but the active one, and none appended to later.
 const NoFile = ^uint32(0)
 
-func (l *Log) release(mark *uint32, below uint32) {
+func (l *Log) release(m *mark, below uint32) {
 	l.mu.Lock()
 	// Frames appended from now on go to the active file or later ones,
 	// which a mark from before them must not release.
-	below = min(below, l.nextFileLocked()-1, l.activeNoLocked())
-	*mark = below
-	limit := min(l.raftBelow, l.dataBelow)
+	*m = mark{below: min(below, l.activeNoLocked()), none: below == NoFile, at: l.appended}
+	if l.raft.none && l.data.none && l.raft.at == l.appended && l.data.at == l.appended && len(l.files) > 0 && l.files[len(l.files)-1].size > 0 {
+		// Neither needs any frame there is: the active file goes too (a
+		// quiet partition whose records expired keeps none on disk).
+		// An empty file takes its place, which keeps file numbers
+		// rising across restarts.
+		if _, err := l.newFileLocked(); err == nil {
+			l.raft.below, l.data.below = l.activeNoLocked(), l.activeNoLocked()
+		}
+	}
+	limit := min(l.raft.below, l.data.below)
 	var gone, idle []*file
 	for len(l.files) > 1 && l.files[0].no < limit {
 		w := l.files[0]

@@ -192,3 +192,30 @@ func payloadsAt(locs []Loc, from int) [][]byte {
 	}
 	return out
 }
+
+// When neither user needs any frame there is, the active file goes too,
+// an empty one taking its place; a frame appended after either said so
+// keeps it.
+func TestActiveFileGoesWhenNothingIsNeeded(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, 0)
+	mustAppend(t, l, payloads(0, 3, 100))
+	l.ReleaseRaft(NoFile)
+	kept := mustAppend(t, l, payloads(3, 1, 100)) // Raft needs this one
+	l.ReleaseData(NoFile)
+	mustRead(t, l, kept, payloads(3, 1, 100))
+	l.ReleaseRaft(NoFile)
+	if n, bytes := l.Files(); n != 1 || bytes != 0 {
+		t.Fatalf("%d files of %d bytes when nothing is needed, want one empty file", n, bytes)
+	}
+	if _, err := l.Read(kept[0]); !errors.Is(err, ErrMissing) {
+		t.Fatalf("read of a released frame: %v", err)
+	}
+	more := mustAppend(t, l, payloads(4, 1, 100))
+	if more[0].File <= kept[0].File {
+		t.Fatalf("a new frame in file %d after file %d went", more[0].File, kept[0].File)
+	}
+	l.Close()
+	l = mustOpen(t, dir, 0)
+	mustRead(t, l, more, payloads(4, 1, 100))
+}

@@ -174,13 +174,20 @@ func NewStateMachine(dir string, segmentBytes int64, source Source, logger *slog
 // locate gives where an entry lies in fl, if it does.
 func (s *StateMachine) UseFrames(fl *frames.Log, locate func(index uint64) (frames.Loc, bool)) {
 	s.frames, s.locate = fl, locate
+	fl.SetFileBytes(s.log.segmentBytes.Load())
 }
 
 // SetSegmentLimits sets segment.bytes and segment.ms for the segments
 // rolled from now on (0 is the default size, and no time limit).
+//
+// The frame log's files are as large as segments: each goes whole once
+// retention passed it, so its size is what disk use exceeds retention by.
 func (s *StateMachine) SetSegmentLimits(bytes, ms int64) {
 	s.log.segmentBytes.Store(bytes)
 	s.log.segmentMs.Store(ms)
+	if s.frames != nil {
+		s.frames.SetFileBytes(bytes)
+	}
 }
 
 // Log is the partition's log, for readers. It stays the same object for

@@ -50,8 +50,7 @@ type Config struct {
 	// PartitionFrames keeps each partition's Raft entries in files of the
 	// partition's own, where its state machine serves the batches from, so
 	// each produced byte is written once per replica (with the wal store;
-	// docs/design/write-once-storage.md). Experimental: frame files are not
-	// deleted yet.
+	// docs/design/write-once-storage.md).
 	PartitionFrames bool
 	// RaftLogMaxBytes bounds the wal store's files: above it, every
 	// partition replica that applied entries since its last snapshot takes

@@ -127,7 +127,7 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 	if r.b.cfg.PartitionFrames && r.b.raftLog != nil {
 		// Before the group starts: the Raft log store asks for the frame
 		// log as soon as the group saves or reads an entry.
-		fl, err := frames.Open(filepath.Join(dir, "frames"), 0)
+		fl, err := frames.Open(filepath.Join(dir, "frames"), p.segmentBytes)
 		if err != nil {
 			return err
 		}
