@@ -14,6 +14,11 @@
 // leader epochs of the batches before it (sidecar.go); both are caches,
 // checked and read around when missing or stale.
 //
+// With the broker's frame log (UseFrames, broker/frames), a produced batch
+// is not written again: a framed segment records where the Raft log store
+// put it and the offset and epoch it was given (framed.go), and reads like
+// a segment that holds its batches.
+//
 // A snapshot names offsets, not records: a replica recovering from one keeps
 // the committed prefix it has and fetches the rest through a Source (the
 // broker's follower fetch from the other replicas), so a replica that was

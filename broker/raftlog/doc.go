@@ -23,4 +23,9 @@
 // are not valid in the next. Opening replays the newest file's checkpoint
 // and the records after it, up to the first record that is torn or not
 // the file's own.
+//
+// A Raft group given a frame log (SetFrames: the broker's partitions) has
+// its entries written there instead, made durable before the record that
+// names their locations; its state machine then serves the batches from
+// the same bytes, so each is written once (docs/design/write-once-storage.md).
 package raftlog
