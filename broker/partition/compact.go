@@ -331,7 +331,7 @@ func (l *Log) closeRetired(nowMs int64) {
 	l.retired = kept
 	l.mu.Unlock()
 	for _, f := range due {
-		f.Close()
+		_ = f.Close()
 	}
 }
 

@@ -375,7 +375,7 @@ func (l *Log) activeSegment(h header, framed bool) (*segment, error) {
 		return nil, err
 	}
 	if err := syncDir(l.dir); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, err
 	}
 	seg := newSegment(l.next, path, f)
@@ -490,7 +490,7 @@ func (l *Log) removeDoomed() {
 	l.doomed = nil
 	l.mu.Unlock()
 	for _, s := range doomed {
-		s.f.Close()
+		_ = s.f.Close()
 		// A file left behind lies below the log start: the next open
 		// drops it again.
 		_ = os.Remove(s.path)
@@ -791,10 +791,10 @@ func (l *Log) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range append(l.segs, l.doomed...) {
-		s.f.Close()
+		_ = s.f.Close()
 	}
 	for _, r := range l.retired {
-		r.f.Close()
+		_ = r.f.Close()
 	}
 	l.segs, l.doomed, l.retired = nil, nil, nil
 }

@@ -233,7 +233,7 @@ func (s *StateMachine) load(ck checkpoint) error {
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
 	for _, seg := range old {
-		seg.f.Close()
+		_ = seg.f.Close()
 	}
 	l.releaseFrames()
 	return nil
