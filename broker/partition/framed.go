@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -53,14 +54,33 @@ func (e extent) end() int64 { return e.pos + int64(e.at.Size) }
 // which lie outside the batch CRC. To the log it reads like a segment that
 // holds its batches, so indexing, reads, sidecars and retention are the
 // same code for both.
+//
+// Memory holds a mark every framedMarkBytes of batches, as a segment's
+// sparse index does, not a record per batch: a read searches the marks and
+// reads the records from the file (the page cache) from there.
 type framedFile struct {
 	f      *os.File
 	frames *frames.Log
 
-	mu      sync.RWMutex // readers read while the state machine appends
-	extents []extent
-	size    int64
+	mu    sync.RWMutex // readers read while the state machine appends
+	count int          // records
+	size  int64        // of the batches, as a segment holding them
+	first extent       // the first record, when count > 0
+	marks []framedMark
 }
+
+// framedMark is where record idx is, the first at or after pos.
+type framedMark struct {
+	pos int64
+	idx int
+}
+
+const (
+	framedMarkBytes = indexIntervalBytes
+	// framedReadRecords is how many records a read takes from the file
+	// at a time.
+	framedReadRecords = 64
+)
 
 // createFramedFile starts an empty framed segment at path.
 func createFramedFile(path string, fl *frames.Log) (*framedFile, error) {
@@ -82,26 +102,62 @@ func openFramedFile(path string, fl *frames.Log) (*framedFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
 	ff := &framedFile{f: f, frames: fl}
-	for len(b) >= framedRecordBytes {
-		e, ok := decodeExtent(b[:framedRecordBytes])
+	r := bufio.NewReaderSize(f, framedReadRecords*framedRecordBytes)
+	rec := make([]byte, framedRecordBytes)
+	for {
+		if _, err := io.ReadFull(r, rec); err != nil {
+			break
+		}
+		e, ok := decodeExtent(rec)
 		if !ok || e.pos != ff.size {
 			break
 		}
-		ff.extents = append(ff.extents, e)
-		ff.size = e.end()
-		b = b[framedRecordBytes:]
+		ff.add(e)
 	}
-	if err := f.Truncate(int64(len(ff.extents)) * framedRecordBytes); err != nil {
-		f.Close()
+	if err := f.Truncate(int64(ff.count) * framedRecordBytes); err != nil {
+		_ = f.Close()
 		return nil, err
 	}
 	return ff, nil
+}
+
+// add counts record e, the next, in memory; the caller holds mu or owns ff.
+func (ff *framedFile) add(e extent) {
+	if ff.count == 0 {
+		ff.first = e
+	}
+	if n := len(ff.marks); n == 0 || e.pos-ff.marks[n-1].pos >= framedMarkBytes {
+		ff.marks = append(ff.marks, framedMark{pos: e.pos, idx: ff.count})
+	}
+	ff.count++
+	ff.size = e.end()
+}
+
+// records reads up to n records from record idx on.
+func (ff *framedFile) records(idx, n int) ([]extent, error) {
+	buf := make([]byte, n*framedRecordBytes)
+	if _, err := ff.f.ReadAt(buf, int64(idx)*framedRecordBytes); err != nil {
+		return nil, err
+	}
+	out := make([]extent, n)
+	for i := range out {
+		e, ok := decodeExtent(buf[i*framedRecordBytes : (i+1)*framedRecordBytes])
+		if !ok {
+			return nil, fmt.Errorf("partition: %s: record %d is damaged", ff.f.Name(), idx+i)
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// markAt is the record index of the last mark at or before pos.
+func markAt(marks []framedMark, pos int64) int {
+	i := sort.Search(len(marks), func(i int) bool { return marks[i].pos > pos })
+	if i == 0 {
+		return 0
+	}
+	return marks[i-1].idx
 }
 
 func encodeExtent(e extent) []byte {
@@ -131,10 +187,7 @@ func decodeExtent(b []byte) (extent, bool) {
 func (ff *framedFile) firstFrameFile() (uint32, bool) {
 	ff.mu.RLock()
 	defer ff.mu.RUnlock()
-	if len(ff.extents) == 0 {
-		return 0, false
-	}
-	return ff.extents[0].at.File, true
+	return ff.first.at.File, ff.count > 0
 }
 
 // appendBatch adds the batch at at, given baseOffset and epoch, at the
@@ -143,11 +196,10 @@ func (ff *framedFile) appendBatch(at frames.Loc, baseOffset int64, epoch int32) 
 	ff.mu.Lock()
 	defer ff.mu.Unlock()
 	e := extent{pos: ff.size, at: at, baseOffset: baseOffset, epoch: epoch}
-	if _, err := ff.f.WriteAt(encodeExtent(e), int64(len(ff.extents))*framedRecordBytes); err != nil {
+	if _, err := ff.f.WriteAt(encodeExtent(e), int64(ff.count)*framedRecordBytes); err != nil {
 		return err
 	}
-	ff.extents = append(ff.extents, e)
-	ff.size = e.end()
+	ff.add(e)
 	return nil
 }
 
@@ -164,19 +216,30 @@ func (ff *framedFile) ReadAt(p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("partition: negative read position %d", off)
 	}
 	ff.mu.RLock()
-	extents := ff.extents
+	count, marks := ff.count, ff.marks
 	ff.mu.RUnlock()
-	i := sort.Search(len(extents), func(i int) bool { return extents[i].end() > off })
 	n := 0
-	for ; i < len(extents) && n < len(p); i++ {
-		e := extents[i]
-		from := off + int64(n) - e.pos // within the batch
-		chunk := p[n:min(len(p), n+int(int64(e.at.Size)-from))]
-		if err := ff.frames.ReadAt(e.at.File, chunk, e.at.Off+from); err != nil {
+	for idx := markAt(marks, off); idx < count && n < len(p); {
+		batch, err := ff.records(idx, min(framedReadRecords, count-idx))
+		if err != nil {
 			return n, err
 		}
-		patchExtentHeader(chunk, from, e)
-		n += len(chunk)
+		idx += len(batch)
+		for _, e := range batch {
+			if n == len(p) {
+				break
+			}
+			if e.end() <= off+int64(n) {
+				continue // before the range
+			}
+			from := off + int64(n) - e.pos // within the batch
+			chunk := p[n:min(len(p), n+int(int64(e.at.Size)-from))]
+			if err := ff.frames.ReadAt(e.at.File, chunk, e.at.Off+from); err != nil {
+				return n, err
+			}
+			patchExtentHeader(chunk, from, e)
+			n += len(chunk)
+		}
 	}
 	if n < len(p) {
 		return n, io.EOF
@@ -203,15 +266,32 @@ func patchExtentHeader(chunk []byte, from int64, e extent) {
 func (ff *framedFile) Truncate(size int64) error {
 	ff.mu.Lock()
 	defer ff.mu.Unlock()
-	i := sort.Search(len(ff.extents), func(i int) bool { return ff.extents[i].pos >= size })
-	if i < len(ff.extents) && ff.extents[i].pos != size || i == len(ff.extents) && ff.size != size {
-		return fmt.Errorf("partition: framed segment cut at %d, not at a batch", size)
+	idx := ff.count
+	if size != ff.size {
+		idx = -1
+		for i := markAt(ff.marks, size); i < ff.count && idx < 0; {
+			batch, err := ff.records(i, min(framedReadRecords, ff.count-i))
+			if err != nil {
+				return err
+			}
+			for j, e := range batch {
+				if e.pos == size {
+					idx = i + j
+					break
+				}
+			}
+			i += len(batch)
+		}
+		if idx < 0 {
+			return fmt.Errorf("partition: framed segment cut at %d, not at a batch", size)
+		}
 	}
-	if err := ff.f.Truncate(int64(i) * framedRecordBytes); err != nil {
+	if err := ff.f.Truncate(int64(idx) * framedRecordBytes); err != nil {
 		return err
 	}
-	ff.extents = slices.Clone(ff.extents[:i]) // readers may hold the old slice
-	ff.size = size
+	keep := sort.Search(len(ff.marks), func(i int) bool { return ff.marks[i].idx >= idx })
+	ff.marks = slices.Clone(ff.marks[:keep]) // readers may hold the old slice
+	ff.count, ff.size = idx, size
 	return nil
 }
 

@@ -290,3 +290,21 @@ func TestFramedSegmentsAreCompacted(t *testing.T) {
 	tw.framed = tw.openFramed()
 	tw.requireSameReads("cleaned, reopened")
 }
+
+// A framed segment of many small batches keeps a mark per 4 KiB of them
+// in memory, as a segment's sparse index does, not a record per batch.
+func TestFramedSegmentKeepsMarksNotRecords(t *testing.T) {
+	tw := newFramedTwin(t, 0, 0)
+	for i := range 1000 {
+		tw.apply(ProduceCommand(1, brokertest.RecordBatchAt(1_700_000_000_000, -1, 0, 0, fmt.Sprint("small ", i))))
+	}
+	tw.requireSameReads("small batches")
+	l := tw.framed.Log()
+	l.mu.RLock()
+	ff := l.segs[0].f.(*framedFile)
+	count, marks, size := ff.count, len(ff.marks), ff.size
+	l.mu.RUnlock()
+	if count != 1000 || int64(marks) > size/framedMarkBytes+1 {
+		t.Fatalf("%d records, %d marks in memory for %d bytes of batches", count, marks, size)
+	}
+}
