@@ -15,7 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
+	"github.com/raftka/raftka/broker/internal/durable"
 )
 
 const (
@@ -231,7 +231,7 @@ func (l *Log) newFileLocked() (*file, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := durable.SyncDir(l.dir); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
@@ -262,7 +262,7 @@ func (l *Log) Sync() error {
 	}
 	l.mu.Unlock()
 	for i, w := range dirty {
-		if err := fdatasync(w.f); err != nil {
+		if err := durable.Fdatasync(w.f); err != nil {
 			l.mu.Lock()
 			for _, w := range dirty[i:] {
 				w.dirty = true
@@ -383,22 +383,4 @@ func (l *Log) Close() {
 		_ = w.f.Close()
 	}
 	l.files = nil
-}
-
-func fdatasync(f *os.File) error {
-	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/internal/durable"
 )
 
 // Log compaction (cleanup.policy=compact) keeps, in the segments that are
@@ -290,7 +292,7 @@ func (l *Log) rewrite(c cleanable, keep func(int64, *kmsg.Record, int64) bool, d
 		f.Close()
 		return 0, 0, err
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := durable.SyncDir(l.dir); err != nil {
 		// The rename may or may not be durable; both files hold the same
 		// batches, so either is a correct segment after a crash (an open
 		// that finds a framed segment beside one that holds the same

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/raftka/raftka/broker/frames"
+	"github.com/raftka/raftka/broker/internal/durable"
 )
 
 // DefaultSegmentBytes is when the active segment file rolls over.
@@ -374,7 +375,7 @@ func (l *Log) activeSegment(h header, framed bool) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := durable.SyncDir(l.dir); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
@@ -797,15 +798,6 @@ func (l *Log) Close() {
 		_ = r.f.Close()
 	}
 	l.segs, l.doomed, l.retired = nil, nil, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // checkpoint is what the state machine persists beside the segments: the

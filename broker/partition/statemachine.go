@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/raftka/raftka/broker/frames"
+	"github.com/raftka/raftka/broker/internal/durable"
 )
 
 // Command kinds, the first byte of every partition Raft entry.
@@ -545,7 +546,7 @@ func (s *StateMachine) reset(offset int64) error {
 			return err
 		}
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := durable.SyncDir(s.dir); err != nil {
 		return err
 	}
 	return s.load(s.ck)

@@ -20,9 +20,9 @@ import (
 	dbconfig "github.com/lni/dragonboat/v3/config"
 	"github.com/lni/dragonboat/v3/raftio"
 	pb "github.com/lni/dragonboat/v3/raftpb"
-	"golang.org/x/sys/unix"
 
 	"github.com/raftka/raftka/broker/frames"
+	"github.com/raftka/raftka/broker/internal/durable"
 )
 
 // Name is the store's name in Dragonboat's data directory flag file: a
@@ -438,7 +438,7 @@ func (s *Store) checkLocations() error {
 func (s *Store) rollLocked() error {
 	var next uint32 = 1
 	if s.active != nil {
-		if err := fdatasync(s.active.f); err != nil {
+		if err := durable.Fdatasync(s.active.f); err != nil {
 			return s.failLocked(err)
 		}
 		s.raiseSynced(s.written)
@@ -466,11 +466,11 @@ func (s *Store) rollLocked() error {
 		_ = f.Close()
 		return s.failLocked(err)
 	}
-	if err := fdatasync(f); err != nil {
+	if err := durable.Fdatasync(f); err != nil {
 		_ = f.Close()
 		return s.failLocked(err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := durable.SyncDir(s.dir); err != nil {
 		_ = f.Close()
 		return s.failLocked(err)
 	}
@@ -727,7 +727,7 @@ func (s *Store) syncThrough(seq uint64) error {
 	w.acquire()
 	s.mu.RUnlock()
 	began := time.Now()
-	err := fdatasync(w.f)
+	err := durable.Fdatasync(w.f)
 	s.syncs.Add(1)
 	s.syncNanos.Add(uint64(time.Since(began)))
 	w.release()
@@ -739,24 +739,6 @@ func (s *Store) syncThrough(seq uint64) error {
 	}
 	s.raiseSynced(target)
 	return nil
-}
-
-func fdatasync(f *os.File) error {
-	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func (s *Store) closeFiles() {
@@ -780,7 +762,7 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	var err error
 	if s.active != nil && s.failed == nil {
-		err = fdatasync(s.active.f)
+		err = durable.Fdatasync(s.active.f)
 	}
 	s.closeFiles()
 	if s.failed == nil {
