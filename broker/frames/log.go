@@ -68,6 +68,10 @@ type Log struct {
 	// has said, so a log just opened keeps everything.
 	raft, data mark
 	next       uint32 // at least the number of the next new file
+	// unsettled counts, per file, Append calls whose caller has not yet
+	// recorded where their frames are (Settle): no mark can speak for
+	// those frames, so their file stays.
+	unsettled map[uint32]int
 
 	syncing sync.Mutex // one fdatasync round at a time
 	synced  uint64     // Append calls durable, guarded by syncing
@@ -88,7 +92,7 @@ func Open(dir string, fileBytes int64) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir}
+	l := &Log{dir: dir, unsettled: map[uint32]int{}}
 	l.fileBytes.Store(fileBytes)
 	var nos []uint32
 	for _, de := range names {
@@ -195,6 +199,7 @@ func (l *Log) Append(payloads [][]byte) ([]Loc, error) {
 	w.size += int64(len(buf))
 	w.dirty = true
 	l.appended++
+	l.unsettled[w.no]++
 	return locs, nil
 }
 
@@ -309,6 +314,27 @@ func (l *Log) Read(loc Loc) ([]byte, error) {
 	return buf, nil
 }
 
+// Settle says that the frames an Append put in file no are now where the
+// caller keeps track of them (in its index), or were given up: until then
+// their file stays, whatever the marks say.
+func (l *Log) Settle(no uint32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.unsettled[no]--; l.unsettled[no] <= 0 {
+		delete(l.unsettled, no)
+	}
+}
+
+// HoldData says that the partition's log now points into file no, which
+// stays until a ReleaseData says otherwise: a segment can come to point
+// into a file below the partition's last mark (the batch was saved before
+// that mark and applied after it).
+func (l *Log) HoldData(no uint32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.data.below, l.data.none = min(l.data.below, no), false
+}
+
 // ReleaseRaft says that Raft needs no frame in a file numbered below
 // below any more.
 func (l *Log) ReleaseRaft(below uint32) { l.release(&l.raft, below) }
@@ -326,7 +352,8 @@ func (l *Log) release(m *mark, below uint32) {
 	// Frames appended from now on go to the active file or later ones,
 	// which a mark from before them must not release.
 	*m = mark{below: min(below, l.activeNoLocked()), none: below == NoFile, at: l.appended}
-	if l.raft.none && l.data.none && l.raft.at == l.appended && l.data.at == l.appended && len(l.files) > 0 && l.files[len(l.files)-1].size > 0 {
+	if l.raft.none && l.data.none && l.raft.at == l.appended && l.data.at == l.appended && len(l.unsettled) == 0 &&
+		len(l.files) > 0 && l.files[len(l.files)-1].size > 0 {
 		// Neither needs any frame there is: the active file goes too (a
 		// quiet partition whose records expired keeps none on disk).
 		// An empty file takes its place, which keeps file numbers
@@ -337,7 +364,7 @@ func (l *Log) release(m *mark, below uint32) {
 	}
 	limit := min(l.raft.below, l.data.below)
 	var gone, idle []*file
-	for len(l.files) > 1 && l.files[0].no < limit {
+	for len(l.files) > 1 && l.files[0].no < limit && l.unsettled[l.files[0].no] == 0 {
 		w := l.files[0]
 		l.files = l.files[1:]
 		w.retired = true

@@ -37,6 +37,7 @@ func mustAppend(t *testing.T, l *Log, ps [][]byte) []Loc {
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
+	l.Settle(locs[0].File) // as the Raft log store does once its record names them
 	return locs
 }
 
@@ -218,4 +219,37 @@ func TestActiveFileGoesWhenNothingIsNeeded(t *testing.T) {
 	l.Close()
 	l = mustOpen(t, dir, 0)
 	mustRead(t, l, more, payloads(4, 1, 100))
+}
+
+// Frames whose caller has not yet recorded where they are stay, whatever
+// the marks say, and so does a file a segment comes to point into after
+// the partition's last mark.
+func TestUnsettledAndHeldFilesStay(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), 1000)
+	settled := mustAppend(t, l, payloads(0, 1, 1000))
+	pending, err := l.Append(payloads(1, 1, 1000)) // not settled yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, payloads(2, 1, 1000))
+	l.ReleaseData(NoFile)
+	l.ReleaseRaft(NoFile)
+	if _, err := l.Read(settled[0]); !errors.Is(err, ErrMissing) {
+		t.Fatalf("a settled frame nobody needs is still there: %v", err)
+	}
+	if _, err := l.Read(pending[0]); err != nil {
+		t.Fatalf("an unsettled frame went: %v", err)
+	}
+	// The partition's log comes to point into the pending frame's file
+	// after its last mark, and Raft then compacts past it.
+	l.HoldData(pending[0].File)
+	l.Settle(pending[0].File)
+	l.ReleaseRaft(NoFile)
+	if _, err := l.Read(pending[0]); err != nil {
+		t.Fatalf("a frame the partition's log points into went: %v", err)
+	}
+	l.ReleaseData(NoFile)
+	if _, err := l.Read(pending[0]); !errors.Is(err, ErrMissing) {
+		t.Fatalf("a frame nobody needs is still there: %v", err)
+	}
 }

@@ -193,6 +193,7 @@ func (ff *framedFile) firstFrameFile() (uint32, bool) {
 // appendBatch adds the batch at at, given baseOffset and epoch, at the
 // segment's end.
 func (ff *framedFile) appendBatch(at frames.Loc, baseOffset int64, epoch int32) error {
+	ff.frames.HoldData(at.File) // before the frame log can take its file
 	ff.mu.Lock()
 	defer ff.mu.Unlock()
 	e := extent{pos: ff.size, at: at, baseOffset: baseOffset, epoch: epoch}

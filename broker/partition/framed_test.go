@@ -82,6 +82,7 @@ func (tw *framedTwin) apply(cmds ...[]byte) {
 	if err != nil {
 		tw.t.Fatal(err)
 	}
+	defer tw.frames.Settle(locs[0].File) // recorded below, as the Raft log store records them
 	for i, l := range locs {
 		if tw.misplace {
 			l.Off++ // where the Raft log store says, but wrong

@@ -323,7 +323,11 @@ func (l *Log) append(b []byte, epoch int32, at *frames.Loc) (header, error) {
 	patchBatch(b, l.next, epoch)
 	h.BaseOffset, h.LeaderEpoch = l.next, epoch
 	if ff, ok := seg.f.(*framedFile); ok {
+		// Under mu, as releaseFrames computes its mark: a mark computed
+		// before this batch and given after it would release its file.
+		l.mu.Lock()
 		err = ff.appendBatch(*at, l.next, epoch)
+		l.mu.Unlock()
 	} else if _, err = seg.f.WriteAt(b, seg.size); err != nil {
 		// Leave no partial batch behind: the next open would truncate it,
 		// but this replica keeps running and must stay consistent.
@@ -508,7 +512,10 @@ func (l *Log) releaseFrames() {
 		return
 	}
 	below := frames.NoFile
-	l.mu.RLock()
+	// The mark is computed and given under mu, which framed appends take
+	// too (append), so that none comes between.
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, seg := range l.segs {
 		if ff, ok := seg.f.(*framedFile); ok {
 			if first, ok := ff.firstFrameFile(); ok {
@@ -517,7 +524,6 @@ func (l *Log) releaseFrames() {
 			}
 		}
 	}
-	l.mu.RUnlock()
 	l.frames.ReleaseData(below)
 }
 

@@ -824,7 +824,10 @@ func (s *Store) GetBootstrapInfo(clusterID, nodeID uint64) (pb.Bootstrap, error)
 // SaveRaftState implements raftio.ILogDB: all updates in one record, so
 // they are saved together or not at all.
 func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
-	framed, err := s.saveFrames(updates)
+	framed, settle, err := s.saveFrames(updates)
+	// Once the record is in the index (or failed), its frames are
+	// accounted for there and the frame logs' marks may speak for them.
+	defer settle()
 	if err != nil {
 		return err
 	}
@@ -839,9 +842,18 @@ func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
 // it and makes them durable, before the record that names them is written:
 // a replay believes only records, and a record must not name a frame that
 // a crash could tear. framed[i] holds update i's locations, or nil.
-func (s *Store) saveFrames(updates []pb.Update) ([][]frames.Loc, error) {
-	var framed [][]frames.Loc
+func (s *Store) saveFrames(updates []pb.Update) (framed [][]frames.Loc, settle func(), err error) {
 	var logs []*frames.Log
+	type appended struct {
+		log  *frames.Log
+		file uint32
+	}
+	var unsettled []appended
+	settle = func() {
+		for _, a := range unsettled {
+			a.log.Settle(a.file)
+		}
+	}
 	for i := range updates {
 		ud := &updates[i]
 		if len(ud.EntriesToSave) == 0 {
@@ -855,14 +867,15 @@ func (s *Store) saveFrames(updates []pb.Update) ([][]frames.Loc, error) {
 		for j := range ud.EntriesToSave {
 			b, err := ud.EntriesToSave[j].Marshal()
 			if err != nil {
-				return nil, err
+				return nil, settle, err
 			}
 			payloads[j] = b
 		}
 		locs, err := fl.Append(payloads)
 		if err != nil {
-			return nil, s.fail(fmt.Errorf("raftlog: frames of cluster %d: %w", ud.ClusterID, err))
+			return nil, settle, s.fail(fmt.Errorf("raftlog: frames of cluster %d: %w", ud.ClusterID, err))
 		}
+		unsettled = append(unsettled, appended{fl, locs[0].File})
 		if framed == nil {
 			framed = make([][]frames.Loc, len(updates))
 		}
@@ -880,9 +893,9 @@ func (s *Store) saveFrames(updates []pb.Update) ([][]frames.Loc, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, s.fail(fmt.Errorf("raftlog: frames sync: %w", err))
+		return nil, settle, s.fail(fmt.Errorf("raftlog: frames sync: %w", err))
 	}
-	return framed, nil
+	return framed, settle, nil
 }
 
 // fail records a write failure: nothing is trusted after it.
