@@ -169,32 +169,59 @@ func (l *Log) SetFileBytes(n int64) {
 	l.fileBytes.Store(n)
 }
 
+// A Payload is what one frame holds. A marshaled Raft entry encodes
+// itself straight into the frame's place, so a produced batch is copied
+// once on its way to the disk.
+type Payload interface {
+	Size() int
+	MarshalTo(dst []byte) (int, error)
+}
+
+// Bytes is a Payload already encoded.
+type Bytes []byte
+
+// Size implements Payload.
+func (b Bytes) Size() int { return len(b) }
+
+// MarshalTo implements Payload.
+func (b Bytes) MarshalTo(dst []byte) (int, error) { return copy(dst, b), nil }
+
 // Append writes one frame per payload at the end of the active file,
 // starting a new file when it is full, and returns their locations. The
-// frames are durable once Sync returns.
-func (l *Log) Append(payloads [][]byte) ([]Loc, error) {
+// frames are durable once Sync returns. They are encoded before the lock
+// is taken: readers wait only for the write.
+func (l *Log) Append(payloads []Payload) ([]Loc, error) {
+	size := 0
+	for _, p := range payloads {
+		size += frameHeader + p.Size()
+	}
+	buf := make([]byte, size)
+	locs := make([]Loc, len(payloads)) // in buf, until the file is known
+	at := 0
+	for i, p := range payloads {
+		n := p.Size()
+		payload := buf[at+frameHeader : at+frameHeader+n]
+		if m, err := p.MarshalTo(payload); err != nil || m != n {
+			return nil, fmt.Errorf("frames: payload %d encoded %d of %d bytes: %v", i, m, n, err)
+		}
+		binary.BigEndian.PutUint32(buf[at:], uint32(n))
+		binary.BigEndian.PutUint32(buf[at+4:], crc32.Checksum(payload, castagnoli))
+		locs[i] = Loc{Off: int64(at + frameHeader), Size: uint32(n)}
+		at += frameHeader + n
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	w, err := l.activeLocked()
 	if err != nil {
 		return nil, err
 	}
-	size := 0
-	for _, p := range payloads {
-		size += frameHeader + len(p)
-	}
-	buf := make([]byte, 0, size)
-	locs := make([]Loc, 0, len(payloads))
-	for _, p := range payloads {
-		locs = append(locs, Loc{File: w.no, Off: w.size + int64(len(buf)) + frameHeader, Size: uint32(len(p))})
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(p)))
-		buf = binary.BigEndian.AppendUint32(buf, crc32.Checksum(p, castagnoli))
-		buf = append(buf, p...)
-	}
 	if _, err := w.f.WriteAt(buf, w.size); err != nil {
 		// Leave no partial frame behind for the next append to follow.
 		_ = w.f.Truncate(w.size)
 		return nil, err
+	}
+	for i := range locs {
+		locs[i].File, locs[i].Off = w.no, w.size+locs[i].Off
 	}
 	w.size += int64(len(buf))
 	w.dirty = true

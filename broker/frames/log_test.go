@@ -10,6 +10,15 @@ import (
 	"testing"
 )
 
+// encoded is ps as frame payloads.
+func encoded(ps [][]byte) []Payload {
+	out := make([]Payload, len(ps))
+	for i, p := range ps {
+		out[i] = Bytes(p)
+	}
+	return out
+}
+
 func payloads(from, n, size int) [][]byte {
 	var out [][]byte
 	for i := from; i < from+n; i++ {
@@ -30,7 +39,7 @@ func mustOpen(t *testing.T, dir string, fileBytes int64) *Log {
 
 func mustAppend(t *testing.T, l *Log, ps [][]byte) []Loc {
 	t.Helper()
-	locs, err := l.Append(ps)
+	locs, err := l.Append(encoded(ps))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +92,7 @@ func TestTornTailIsCutOff(t *testing.T) {
 	durable := payloads(0, 5, 300)
 	locs := mustAppend(t, l, durable)
 	torn := payloads(5, 3, 300)
-	if _, err := l.Append(torn); err != nil {
+	if _, err := l.Append(encoded(torn)); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
@@ -125,7 +134,7 @@ func TestConcurrentAppendsAndSyncs(t *testing.T) {
 		wg.Go(func() {
 			for i := 0; i < 50; i++ {
 				ps := [][]byte{[]byte(fmt.Sprintf("writer %d frame %d", w, i))}
-				locs, err := l.Append(ps)
+				locs, err := l.Append(encoded(ps))
 				if err == nil {
 					err = l.Sync()
 				}
@@ -227,7 +236,7 @@ func TestActiveFileGoesWhenNothingIsNeeded(t *testing.T) {
 func TestUnsettledAndHeldFilesStay(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), 1000)
 	settled := mustAppend(t, l, payloads(0, 1, 1000))
-	pending, err := l.Append(payloads(1, 1, 1000)) // not settled yet
+	pending, err := l.Append(encoded(payloads(1, 1, 1000))) // not settled yet
 	if err != nil {
 		t.Fatal(err)
 	}

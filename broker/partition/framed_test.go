@@ -14,6 +14,7 @@ import (
 
 	"github.com/raftka/raftka/broker/brokertest"
 	"github.com/raftka/raftka/broker/frames"
+	"github.com/raftka/raftka/broker/raftlog"
 )
 
 // framedTwin is a replica that keeps its batches in a frame log, fed the
@@ -46,9 +47,12 @@ func newFramedTwin(t *testing.T, segmentBytes, frameFileBytes int64) *framedTwin
 
 func (tw *framedTwin) openFramed() *StateMachine {
 	s := NewStateMachine(filepath.Join(tw.framedDir, "log"), int64(tw.segment), nil, slog.New(slog.NewTextHandler(testWriter{tw.t}, nil)))
-	s.UseFrames(tw.frames, func(index uint64) (frames.Loc, bool) {
+	s.UseFrames(tw.frames, func(index uint64, cmdLen int) (frames.Loc, bool) {
 		l, ok := tw.locs[index]
-		return l, ok
+		if !ok {
+			return frames.Loc{}, false
+		}
+		return raftlog.CommandIn(l, cmdLen)
 	})
 	if _, err := s.Open(nil); err != nil {
 		tw.t.Fatal(err)
@@ -62,16 +66,11 @@ func (tw *framedTwin) openFramed() *StateMachine {
 // entry each), then applies them to both replicas, which must agree.
 func (tw *framedTwin) apply(cmds ...[]byte) {
 	tw.t.Helper()
-	var payloads [][]byte
+	var payloads []frames.Payload
 	var written, framed []sm.Entry
 	for _, cmd := range cmds {
 		tw.index++
-		e := pb.Entry{Index: tw.index, Term: 3, Cmd: cmd}
-		b, err := e.Marshal()
-		if err != nil {
-			tw.t.Fatal(err)
-		}
-		payloads = append(payloads, b)
+		payloads = append(payloads, &pb.Entry{Index: tw.index, Term: 3, Cmd: cmd})
 		written = append(written, sm.Entry{Index: tw.index, Cmd: bytes.Clone(cmd)})
 		framed = append(framed, sm.Entry{Index: tw.index, Cmd: bytes.Clone(cmd)})
 	}

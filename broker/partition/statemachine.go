@@ -124,7 +124,7 @@ type StateMachine struct {
 	// frames and locate, when set (UseFrames), keep produced batches where
 	// the Raft log store wrote them.
 	frames *frames.Log
-	locate func(index uint64) (frames.Loc, bool)
+	locate func(index uint64, cmdLen int) (frames.Loc, bool)
 
 	// Observed by the broker to decide when to compact the Raft log; not
 	// part of the replicated state.
@@ -172,8 +172,8 @@ func NewStateMachine(dir string, segmentBytes int64, source Source, logger *slog
 // UseFrames, called before Open, makes the state machine keep produced
 // batches where the Raft log store wrote its entries, in the partition's
 // frame log fl, instead of writing them again (docs/design/write-once-storage.md).
-// locate gives where an entry lies in fl, if it does.
-func (s *StateMachine) UseFrames(fl *frames.Log, locate func(index uint64) (frames.Loc, bool)) {
+// locate gives where an entry's command lies in fl, if it does.
+func (s *StateMachine) UseFrames(fl *frames.Log, locate func(index uint64, cmdLen int) (frames.Loc, bool)) {
 	s.frames, s.locate = fl, locate
 	fl.SetFileBytes(s.log.segmentBytes.Load())
 }
@@ -366,30 +366,26 @@ func (s *StateMachine) apply(index uint64, cmd []byte) (sm.Result, bool, error) 
 }
 
 // batchFrames is where each batch of a produce command lies in the frame
-// log, or nil when the entry is not there. The command is the end of the
-// marshaled entry, but for the encoding's final byte; the first batch's
-// header is read back to make sure, so that an entry laid out otherwise
-// is written out rather than served wrong.
+// log, or nil when the entry is not there. The first batch's header is
+// read back to make sure, so that an entry laid out otherwise than its
+// location says is written out rather than served wrong.
 func (s *StateMachine) batchFrames(index uint64, cmd []byte, records int, batches [][]byte) []*frames.Loc {
-	if s.frames == nil || s.locate == nil {
+	if s.frames == nil || s.locate == nil || len(batches) == 0 {
 		return nil
 	}
-	entry, ok := s.locate(index)
+	at, ok := s.locate(index, len(cmd))
 	if !ok {
 		return nil
 	}
-	pos := entry.Off + int64(entry.Size) - 1 - int64(len(cmd)) + int64(records)
-	if pos < entry.Off || len(batches) == 0 {
-		return nil
-	}
+	pos := at.Off + int64(records)
 	check := make([]byte, batchHeaderLength)
-	if err := s.frames.ReadAt(entry.File, check, pos); err != nil || !bytes.Equal(check, batches[0][:batchHeaderLength]) {
+	if err := s.frames.ReadAt(at.File, check, pos); err != nil || !bytes.Equal(check, batches[0][:batchHeaderLength]) {
 		s.logger.Warn("entry is not where its frame says; writing its batches out", "index", index, "error", err)
 		return nil
 	}
 	out := make([]*frames.Loc, len(batches))
 	for i, b := range batches {
-		out[i] = &frames.Loc{File: entry.File, Off: pos, Size: uint32(len(b))}
+		out[i] = &frames.Loc{File: at.File, Off: pos, Size: uint32(len(b))}
 		pos += int64(len(b))
 	}
 	return out

@@ -863,13 +863,9 @@ func (s *Store) saveFrames(updates []pb.Update) (framed [][]frames.Loc, settle f
 		if fl == nil {
 			continue
 		}
-		payloads := make([][]byte, len(ud.EntriesToSave))
+		payloads := make([]frames.Payload, len(ud.EntriesToSave))
 		for j := range ud.EntriesToSave {
-			b, err := ud.EntriesToSave[j].Marshal()
-			if err != nil {
-				return nil, settle, err
-			}
-			payloads[j] = b
+			payloads[j] = &ud.EntriesToSave[j]
 		}
 		locs, err := fl.Append(payloads)
 		if err != nil {
@@ -1026,10 +1022,10 @@ func (s *Store) IterateEntries(ents []pb.Entry, size uint64, clusterID, nodeID, 
 	return ents, size, nil
 }
 
-// EntryFrame is where entry index of a Raft node lies in its group's frame
-// log, if it lies there: a partition's state machine keeps the batches it
-// applies where they are.
-func (s *Store) EntryFrame(cluster, node, index uint64) (frames.Loc, bool) {
+// EntryCommand is where the command (cmdLen bytes) of entry index of a
+// Raft node lies in its group's frame log, if the entry lies there: a
+// partition's state machine keeps the batches it applies where they are.
+func (s *Store) EntryCommand(cluster, node, index uint64, cmdLen int) (frames.Loc, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	n := s.nodes[nodeKey{cluster, node}]
@@ -1037,9 +1033,19 @@ func (s *Store) EntryFrame(cluster, node, index uint64) (frames.Loc, bool) {
 		return frames.Loc{}, false
 	}
 	if l := n.locs[index-n.first]; l.framed() {
-		return l.frame(), true
+		return CommandIn(l.frame(), cmdLen)
 	}
 	return frames.Loc{}, false
+}
+
+// CommandIn is where the command (cmdLen bytes) of the marshaled Raft
+// entry at entry lies: Dragonboat's entry encoding ends with the command
+// and one terminating byte.
+func CommandIn(entry frames.Loc, cmdLen int) (frames.Loc, bool) {
+	if int64(cmdLen)+1 > int64(entry.Size) {
+		return frames.Loc{}, false
+	}
+	return frames.Loc{File: entry.File, Off: entry.Off + int64(entry.Size) - 1 - int64(cmdLen), Size: uint32(cmdLen)}, true
 }
 
 // readFrame reads a framed entry from its group's frame log.

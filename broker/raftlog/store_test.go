@@ -671,3 +671,30 @@ func TestFramedEntriesAreWrittenOnce(t *testing.T) {
 		t.Fatal("framed entries read without their frame log")
 	}
 }
+
+// EntryCommand names the command's own bytes inside a framed entry, which
+// a partition's state machine serves its batches from.
+func TestEntryCommandIsTheCommandsBytes(t *testing.T) {
+	fl, err := frames.Open(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fl.Close)
+	s := mustOpen(t, t.TempDir(), 0)
+	s.SetFrames(func(uint64) *frames.Log { return fl })
+	ents := []pb.Entry{entry(1, 1, 0), entry(2, 1, 1), entry(3, 1, 127), entry(4, 1, 128), entry(5, 1, 70000)}
+	save(t, s, pb.Update{ClusterID: 3, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: ents})
+	for _, e := range ents {
+		at, ok := s.EntryCommand(3, 1, e.Index, len(e.Cmd))
+		if !ok {
+			t.Fatalf("entry %d: no location", e.Index)
+		}
+		got, err := fl.Read(at)
+		if err != nil || !bytes.Equal(got, e.Cmd) {
+			t.Fatalf("entry %d: %d bytes at its command's location (%v), not its %d-byte command", e.Index, len(got), err, len(e.Cmd))
+		}
+	}
+	if _, ok := s.EntryCommand(3, 1, 9, 10); ok {
+		t.Fatal("a location for an entry never saved")
+	}
+}

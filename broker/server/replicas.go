@@ -133,7 +133,9 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 		}
 		node := nodeID(r.b.cfg.ID)
 		rep.frames = fl
-		rep.sm.UseFrames(fl, func(index uint64) (frames.Loc, bool) { return r.b.raftLog.EntryFrame(shard, node, index) })
+		rep.sm.UseFrames(fl, func(index uint64, cmdLen int) (frames.Loc, bool) {
+			return r.b.raftLog.EntryCommand(shard, node, index, cmdLen)
+		})
 		r.mu.Lock()
 		r.frames[shard] = fl
 		r.mu.Unlock()
