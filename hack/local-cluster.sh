@@ -47,7 +47,7 @@ start_one() {
   if pid_of "$i" >/dev/null; then return; fi
   mkdir -p "$dir/broker-$i"
   local extra=()
-  ((i >= 3)) && extra=(--join "$(join_addrs "$n")")
+  ((n > 1)) && extra=(--join "$(join_addrs "$n")")
   "$bin" --id "$i" --data-dir "$dir/broker-$i/data" \
     --listen "127.0.0.1:$(kafka_port "$i")" --raft-address "127.0.0.1:$(raft_port "$i")" \
     --http-listen "127.0.0.1:$(http_port "$i")" --metadata-voters "$(voters "$n")" \

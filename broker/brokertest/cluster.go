@@ -197,7 +197,7 @@ func (c *Cluster) Restart(i int) {
 	args := append([]string{"--id", strconv.Itoa(i), "--data-dir", b.DataDir, "--listen", b.KafkaAddr,
 		"--raft-address", b.RaftAddr, "--http-listen", b.HTTPAddr, "--metadata-voters", c.voters,
 		"--default-replication-factor", strconv.Itoa(rf), "--group-initial-rebalance-delay", "200ms", "--log-level", "info"}, c.flags...)
-	if i >= 3 {
+	if len(c.Brokers) > 1 {
 		args = append(args, "--join", c.join)
 	}
 	args = append(args, b.Flags...)
@@ -302,6 +302,33 @@ func (c *Cluster) Heal() {
 		for j := i + 1; j < len(c.Brokers); j++ {
 			c.net.setCut(i, j, false)
 		}
+	}
+}
+
+// LoseDisk deletes stopped broker i's data directory, as a lost volume or
+// a deleted PersistentVolumeClaim would.
+func (c *Cluster) LoseDisk(i int) {
+	if c.Running(i) {
+		c.t.Fatalf("broker %d is running: stop it before its disk goes", i)
+	}
+	if err := os.RemoveAll(c.Brokers[i].DataDir); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// WaitExit waits up to d for broker i to exit by itself and reports
+// whether it did.
+func (c *Cluster) WaitExit(i int, d time.Duration) bool {
+	b := c.Brokers[i]
+	if b.cmd == nil {
+		return true
+	}
+	select {
+	case <-b.exited:
+		b.cmd = nil
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 

@@ -8,16 +8,20 @@ import (
 
 // Command is one metadata change; exactly one field is set.
 type Command struct {
-	RegisterBroker      *Broker           `json:",omitempty"`
-	CreateTopic         *CreateTopic      `json:",omitempty"`
-	DeleteTopic         string            `json:",omitempty"`
-	CreatePartitions    *CreatePartitions `json:",omitempty"`
-	AlterConfigs        *AlterConfigs     `json:",omitempty"`
-	Leader              *LeaderChange     `json:",omitempty"`
-	AllocateProducerIDs bool              `json:",omitempty"`
-	CommitOffsets       *CommitOffsets    `json:",omitempty"`
-	DeleteGroup         string            `json:",omitempty"`
-	DeleteOffsets       *DeleteOffsets    `json:",omitempty"`
+	RegisterBroker       *Broker               `json:",omitempty"`
+	JoinBroker           *Broker               `json:",omitempty"`
+	CreateTopic          *CreateTopic          `json:",omitempty"`
+	DeleteTopic          string                `json:",omitempty"`
+	CreatePartitions     *CreatePartitions     `json:",omitempty"`
+	AlterConfigs         *AlterConfigs         `json:",omitempty"`
+	Leader               *LeaderChange         `json:",omitempty"`
+	AllocateProducerIDs  bool                  `json:",omitempty"`
+	CommitOffsets        *CommitOffsets        `json:",omitempty"`
+	DeleteGroup          string                `json:",omitempty"`
+	DeleteOffsets        *DeleteOffsets        `json:",omitempty"`
+	Reassign             *Reassign             `json:",omitempty"`
+	CompleteReassignment *CompleteReassignment `json:",omitempty"`
+	RenewReplicaNode     *RenewReplicaNode     `json:",omitempty"`
 }
 
 // DeleteOffsets deletes some of a group's committed offsets: topic ->
@@ -34,6 +38,10 @@ type CreateTopic struct {
 	ReplicationFactor int16
 	Configs           map[string]string `json:",omitempty"`
 	ValidateOnly      bool              `json:",omitempty"`
+	// Assignment, if set, places each partition's replicas (the first is
+	// the preferred leader) instead of the broker's placement; Partitions
+	// and ReplicationFactor then follow from it.
+	Assignment [][]int32 `json:",omitempty"`
 }
 
 // CreatePartitions grows a topic to Count partitions.
@@ -41,11 +49,16 @@ type CreatePartitions struct {
 	Name         string
 	Count        int32
 	ValidateOnly bool `json:",omitempty"`
+	// Assignment, if set, places the new partitions' replicas.
+	Assignment [][]int32 `json:",omitempty"`
 }
 
 // AlterConfigs changes a topic's configs: Replace drops every key not set
 // (the legacy AlterConfigs), otherwise Set and Delete are applied on top.
 type AlterConfigs struct {
+	// Broker: Name is a broker id, or empty for every broker, and the
+	// configs are broker configs (BrokerConfigNames).
+	Broker       bool `json:",omitempty"`
 	Name         string
 	Set          map[string]string `json:",omitempty"`
 	Delete       []string          `json:",omitempty"`
@@ -58,6 +71,8 @@ type LeaderChange struct {
 	Shard  uint64
 	Leader int32
 	Epoch  int32
+	// Node is the leader's Raft node.
+	Node uint64 `json:",omitempty"`
 }
 
 // CommitOffsets commits a group's offsets: topic -> partition -> offset.
@@ -80,16 +95,19 @@ type Outcome struct {
 	Err        error
 	Topic      *Topic
 	ProducerID int64
+	// Broker is the broker a RegisterBroker or JoinBroker recorded.
+	Broker *Broker
 }
 
 type wireOutcome struct {
-	Code       int16  `json:",omitempty"`
-	Topic      *Topic `json:",omitempty"`
-	ProducerID int64  `json:",omitempty"`
+	Code       int16   `json:",omitempty"`
+	Topic      *Topic  `json:",omitempty"`
+	ProducerID int64   `json:",omitempty"`
+	Broker     *Broker `json:",omitempty"`
 }
 
 func (o Outcome) encode() []byte {
-	w := wireOutcome{Topic: o.Topic, ProducerID: o.ProducerID}
+	w := wireOutcome{Topic: o.Topic, ProducerID: o.ProducerID, Broker: o.Broker}
 	if ke, ok := o.Err.(*kerr.Error); ok {
 		w.Code = ke.Code
 	} else if o.Err != nil {
@@ -105,5 +123,5 @@ func DecodeOutcome(b []byte) (Outcome, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Err: kerr.ErrorForCode(w.Code), Topic: w.Topic, ProducerID: w.ProducerID}, nil
+	return Outcome{Err: kerr.ErrorForCode(w.Code), Topic: w.Topic, ProducerID: w.ProducerID, Broker: w.Broker}, nil
 }

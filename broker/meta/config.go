@@ -50,7 +50,35 @@ const (
 	ConfigMinCompactionLagMs = "min.compaction.lag.ms"
 	ConfigMaxCompactionLagMs = "max.compaction.lag.ms"
 	ConfigMinCleanableRatio  = "min.cleanable.dirty.ratio"
+	// Which replicas Kafka's throttles apply to: kafka-reassign-partitions
+	// sets them with --throttle. Accepted and shown; the broker throttles
+	// every replica catching up (see the broker configs below).
+	ConfigLeaderThrottledReplicas   = "leader.replication.throttled.replicas"
+	ConfigFollowerThrottledReplicas = "follower.replication.throttled.replicas"
 )
+
+// Broker config keys that can be set at run time, for one broker or, with
+// an empty broker name, for every broker.
+const (
+	// BrokerConfigLeaderThrottledRate bounds the bytes per second a broker
+	// serves to replicas catching up from it.
+	BrokerConfigLeaderThrottledRate = "leader.replication.throttled.rate"
+	// BrokerConfigFollowerThrottledRate bounds the bytes per second a
+	// broker's replicas fetch from their peers while catching up.
+	BrokerConfigFollowerThrottledRate = "follower.replication.throttled.rate"
+)
+
+var brokerConfigs = map[string]func(string) bool{
+	BrokerConfigLeaderThrottledRate:   atLeast(0),
+	BrokerConfigFollowerThrottledRate: atLeast(0),
+}
+
+// BrokerConfigNames returns the broker config keys that can be set.
+func BrokerConfigNames() []string {
+	return []string{BrokerConfigFollowerThrottledRate, BrokerConfigLeaderThrottledRate}
+}
+
+var throttledReplicas = regexp.MustCompile(`^(\*|\d+:\d+(,\d+:\d+)*)?$`)
 
 // Timestamp types, as message.timestamp.type names them.
 const (
@@ -85,6 +113,8 @@ func init() {
 		{ConfigCompressionType, "producer", oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")},
 		// Raft never elects a stale leader: there is nothing to enable.
 		{ConfigUncleanLeaderElect, "false", oneOf("false")},
+		{ConfigLeaderThrottledReplicas, "", throttledReplicas.MatchString},
+		{ConfigFollowerThrottledReplicas, "", throttledReplicas.MatchString},
 	} {
 		topicConfigs[c.Name] = c
 	}

@@ -2,7 +2,7 @@ package meta
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
+	"encoding/base64"
 	"sort"
 	"strconv"
 
@@ -25,16 +25,20 @@ type Broker struct {
 	Port     int32
 	RaftAddr string
 	Rack     string `json:",omitempty"`
+	// Incarnation names the data directory the broker runs on (package
+	// identity); empty for a broker registered before incarnations were
+	// recorded, which is generation 0.
+	Incarnation string `json:",omitempty"`
+	// Generation counts the broker's incarnations. It is the epoch of the
+	// broker's node in the metadata group (RaftNodeID); its partition
+	// replicas get new nodes with each incarnation too (Partition.Nodes),
+	// so a broker that came back on an empty disk never votes or
+	// acknowledges as a replica it used to be.
+	Generation uint32 `json:",omitempty"`
 }
 
-// Partition is one partition's placement. Replicas[0] is the preferred leader.
-type Partition struct {
-	Index       int32
-	Shard       uint64
-	Replicas    []int32
-	Leader      int32
-	LeaderEpoch int32
-}
+// Node is this broker's Raft node id in the metadata group.
+func (b Broker) Node() uint64 { return RaftNodeID(b.ID, b.Generation) }
 
 // Topic is a topic and its partitions.
 type Topic struct {
@@ -54,10 +58,19 @@ type GroupOffset struct {
 
 // State is the whole replicated metadata.
 type State struct {
-	Brokers        map[int32]Broker
-	Topics         map[string]*Topic
-	NextShard      uint64
+	// ClusterID is the cluster's id, given at the first registration; a
+	// data directory records the cluster it belongs to.
+	ClusterID string `json:",omitempty"`
+	Brokers   map[int32]Broker
+	Topics    map[string]*Topic
+	NextShard uint64
+	// NextNodeEpoch is the epoch of the next partition replica nodes
+	// placed (RaftNodeID); 0 in a state from before, read as 1.
+	NextNodeEpoch  uint32 `json:",omitempty"`
 	NextProducerID int64
+	// BrokerConfigs are broker configs set at run time: broker id (or ""
+	// for every broker) -> key -> value.
+	BrokerConfigs map[string]map[string]string `json:",omitempty"`
 	// Offsets: group -> topic -> partition -> offset.
 	Offsets map[string]map[string]map[int32]GroupOffset
 
@@ -97,8 +110,9 @@ func (s *State) TopicByID(id [16]byte) *Topic { return s.topicsByID[id] }
 func (s *State) Apply(index uint64, c *Command) Outcome {
 	switch {
 	case c.RegisterBroker != nil:
-		s.Brokers[c.RegisterBroker.ID] = *c.RegisterBroker
-		return Outcome{}
+		return s.registerBroker(index, c.RegisterBroker)
+	case c.JoinBroker != nil:
+		return s.joinBroker(index, c.JoinBroker)
 	case c.CreateTopic != nil:
 		return s.createTopic(index, c.CreateTopic)
 	case c.DeleteTopic != "":
@@ -115,6 +129,12 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		return s.alterConfigs(c.AlterConfigs)
 	case c.Leader != nil:
 		return s.setLeader(c.Leader)
+	case c.Reassign != nil:
+		return s.reassign(c.Reassign)
+	case c.CompleteReassignment != nil:
+		return s.completeReassignment(c.CompleteReassignment)
+	case c.RenewReplicaNode != nil:
+		return s.renewReplicaNode(c.RenewReplicaNode)
 	case c.AllocateProducerIDs:
 		first := s.NextProducerID
 		s.NextProducerID += ProducerIDBlock
@@ -156,12 +176,81 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 	return Outcome{Err: kerr.InvalidRequest}
 }
 
+// registerBroker records the addresses of a broker incarnation the
+// metadata knows, or of a broker's first incarnation (generation 0: a
+// founder, or a data directory from before incarnations). Any other claim
+// is a data directory that a newer incarnation replaced: refused, so that
+// it can never act as the replicas it once was.
+func (s *State) registerBroker(index uint64, b *Broker) Outcome {
+	cur, known := s.Brokers[b.ID]
+	switch {
+	case !known && b.Generation != 0:
+		return Outcome{Err: kerr.StaleBrokerEpoch}
+	case known && cur.Generation != b.Generation:
+		return Outcome{Err: kerr.StaleBrokerEpoch}
+	case known && cur.Incarnation != "" && cur.Incarnation != b.Incarnation:
+		return Outcome{Err: kerr.StaleBrokerEpoch}
+	}
+	s.Brokers[b.ID] = *b
+	s.foundCluster(index, b)
+	out := *b
+	return Outcome{Broker: &out}
+}
+
+// joinBroker records a new incarnation of a broker, one that started on an
+// empty data directory while the cluster exists: it gets the next
+// generation, never 0 (a founder of the metadata group may have voted as
+// generation 0 before it registered). A retried join of the same
+// incarnation keeps its generation.
+//
+// Each partition replica of the broker gets a new Raft node: the leaders
+// of those partitions then replace the old nodes by membership change.
+func (s *State) joinBroker(index uint64, b *Broker) Outcome {
+	cur, known := s.Brokers[b.ID]
+	next := *b
+	switch {
+	case known && cur.Incarnation == b.Incarnation && b.Incarnation != "":
+		next.Generation = cur.Generation
+	case known:
+		next.Generation = cur.Generation + 1
+	default:
+		next.Generation = 1
+	}
+	if !known || cur.Incarnation != b.Incarnation || b.Incarnation == "" {
+		s.renewNodes(b.ID)
+	}
+	s.Brokers[b.ID] = next
+	s.foundCluster(index, &next)
+	return Outcome{Broker: &next}
+}
+
+// foundCluster names the cluster at its first registration, from the
+// entry's index and the registering incarnation, since the state machine
+// may not draw random numbers.
+func (s *State) foundCluster(index uint64, b *Broker) {
+	if s.ClusterID != "" {
+		return
+	}
+	sum := sha256.Sum256([]byte(b.Incarnation + "\x00" + strconv.FormatUint(index, 10)))
+	s.ClusterID = base64.RawURLEncoding.EncodeToString(sum[:16])
+}
+
+// Established reports whether the cluster has ever registered a broker: a
+// metadata replica that has not is at most a founder still starting.
+func (s *State) Established() bool { return len(s.Brokers) > 0 }
+
 func (s *State) createTopic(index uint64, ct *CreateTopic) Outcome {
 	if err := ValidateTopicName(ct.Name); err != nil {
 		return Outcome{Err: err}
 	}
 	if s.Topics[ct.Name] != nil {
 		return Outcome{Err: kerr.TopicAlreadyExists}
+	}
+	if ct.Assignment != nil {
+		if err := s.validateAssignments(ct.Assignment, -1); err != nil {
+			return Outcome{Err: err}
+		}
+		ct.Partitions, ct.ReplicationFactor = int32(len(ct.Assignment)), int16(len(ct.Assignment[0]))
 	}
 	if ct.Partitions < 1 {
 		return Outcome{Err: kerr.InvalidPartitions}
@@ -174,12 +263,13 @@ func (s *State) createTopic(index uint64, ct *CreateTopic) Outcome {
 		return Outcome{Err: err}
 	}
 	t := &Topic{Name: ct.Name, ID: topicID(ct.Name, index), ReplicationFactor: ct.ReplicationFactor, Configs: ct.Configs}
-	s.addPartitions(t, ct.Partitions, brokers)
+	s.addPartitions(t, ct.Partitions, ct.Assignment)
 	if !ct.ValidateOnly {
 		s.Topics[ct.Name] = t
 		s.topicsByID[t.ID] = t
 	} else {
 		s.NextShard -= uint64(ct.Partitions)
+		s.NextNodeEpoch -= uint32(ct.Partitions)
 	}
 	return Outcome{Topic: t}
 }
@@ -192,29 +282,44 @@ func (s *State) createPartitions(cp *CreatePartitions) Outcome {
 	if cp.Count <= int32(len(t.Partitions)) {
 		return Outcome{Err: kerr.InvalidPartitions}
 	}
+	if cp.Assignment != nil {
+		if len(cp.Assignment) != int(cp.Count)-len(t.Partitions) {
+			return Outcome{Err: kerr.InvalidReplicaAssignment}
+		}
+		if err := s.validateAssignments(cp.Assignment, int(t.ReplicationFactor)); err != nil {
+			return Outcome{Err: err}
+		}
+	}
 	if cp.ValidateOnly {
 		return Outcome{Topic: t}
 	}
-	s.addPartitions(t, cp.Count-int32(len(t.Partitions)), s.BrokerIDs())
+	s.addPartitions(t, cp.Count-int32(len(t.Partitions)), cp.Assignment)
 	return Outcome{Topic: t}
 }
 
-// addPartitions places new partitions round-robin, starting each topic at a
-// different broker so that preferred leaders spread across the cluster.
-func (s *State) addPartitions(t *Topic, n int32, brokers []int32) {
-	seed := int(binary.BigEndian.Uint32(t.ID[:4]) % uint32(len(brokers)))
-	for i := int32(0); i < n; i++ {
+// addPartitions adds n partitions to t, placed as assignment says or, if
+// it is nil, by placeReplicas.
+func (s *State) addPartitions(t *Topic, n int32, assignment [][]int32) {
+	if assignment == nil {
+		assignment = s.placeReplicas(t, int(n), int(t.ReplicationFactor))
+	}
+	for _, replicas := range assignment {
 		idx := int32(len(t.Partitions))
-		replicas := make([]int32, t.ReplicationFactor)
-		for r := range replicas {
-			replicas[r] = brokers[(seed+int(idx)+r)%len(brokers)]
+		epoch := s.nextNodeEpoch()
+		nodes := make([]uint64, len(replicas))
+		for r, id := range replicas {
+			nodes[r] = RaftNodeID(id, epoch)
 		}
-		t.Partitions = append(t.Partitions, Partition{Index: idx, Shard: s.NextShard, Replicas: replicas, Leader: -1})
+		t.Partitions = append(t.Partitions, Partition{Index: idx, Shard: s.NextShard, Replicas: append([]int32(nil), replicas...), Leader: -1,
+			Nodes: nodes, Founders: append([]uint64(nil), nodes...)})
 		s.NextShard++
 	}
 }
 
 func (s *State) alterConfigs(ac *AlterConfigs) Outcome {
+	if ac.Broker {
+		return s.alterBrokerConfigs(ac)
+	}
 	t := s.Topics[ac.Name]
 	if t == nil {
 		return Outcome{Err: kerr.UnknownTopicOrPartition}
@@ -240,13 +345,61 @@ func (s *State) alterConfigs(ac *AlterConfigs) Outcome {
 	return Outcome{Topic: t}
 }
 
+func (s *State) alterBrokerConfigs(ac *AlterConfigs) Outcome {
+	if ac.Name != "" {
+		id, err := strconv.ParseInt(ac.Name, 10, 32)
+		if _, known := s.Brokers[int32(id)]; err != nil || !known {
+			return Outcome{Err: kerr.InvalidRequest}
+		}
+	}
+	next := map[string]string{}
+	if !ac.Replace {
+		for k, v := range s.BrokerConfigs[ac.Name] {
+			next[k] = v
+		}
+	}
+	for k, v := range ac.Set {
+		next[k] = v
+	}
+	for _, k := range ac.Delete {
+		delete(next, k)
+	}
+	for k, v := range next {
+		if valid, ok := brokerConfigs[k]; !ok || !valid(v) {
+			return Outcome{Err: kerr.InvalidConfig}
+		}
+	}
+	if ac.ValidateOnly {
+		return Outcome{}
+	}
+	if s.BrokerConfigs == nil {
+		s.BrokerConfigs = map[string]map[string]string{}
+	}
+	if len(next) == 0 {
+		delete(s.BrokerConfigs, ac.Name)
+	} else {
+		s.BrokerConfigs[ac.Name] = next
+	}
+	return Outcome{}
+}
+
+// BrokerConfig returns a broker config set at run time for broker id, or
+// for every broker, and whether one is.
+func (s *State) BrokerConfig(id int32, key string) (string, bool) {
+	if v, ok := s.BrokerConfigs[strconv.Itoa(int(id))][key]; ok {
+		return v, true
+	}
+	v, ok := s.BrokerConfigs[""][key]
+	return v, ok
+}
+
 func (s *State) setLeader(l *LeaderChange) Outcome {
 	for _, t := range s.Topics {
 		for i := range t.Partitions {
 			p := &t.Partitions[i]
 			if p.Shard == l.Shard {
 				if l.Epoch >= p.LeaderEpoch {
-					p.Leader, p.LeaderEpoch = l.Leader, l.Epoch
+					p.Leader, p.LeaderEpoch, p.LeaderNode = l.Leader, l.Epoch, l.Node
 				}
 				return Outcome{}
 			}

@@ -113,6 +113,11 @@ type StateMachine struct {
 	log    *Log
 	ckFile *os.File
 	ck     checkpoint
+	// closed is closed by Close: Dragonboat closes a stopped replica's
+	// state machine later, on its own goroutine, and a replica restarted
+	// on the same directory waits for it.
+	closed    chan struct{}
+	closeOnce sync.Once
 
 	source Source
 	logger *slog.Logger
@@ -163,7 +168,7 @@ func NewStateMachine(dir string, segmentBytes int64, source Source, logger *slog
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &StateMachine{dir: dir, source: source, logger: logger,
+	s := &StateMachine{dir: dir, source: source, logger: logger, closed: make(chan struct{}),
 		log: &Log{changed: make(chan struct{}), producer: producers{}}}
 	s.log.segmentBytes.Store(segmentBytes)
 	return s
@@ -651,9 +656,13 @@ func (s *StateMachine) appendFetched(data []byte, end int64) (int, error) {
 func (s *StateMachine) Close() error {
 	s.cleaning.Lock()
 	defer s.cleaning.Unlock()
+	defer s.closeOnce.Do(func() { close(s.closed) })
 	s.log.Close()
 	if s.ckFile != nil {
 		return s.ckFile.Close()
 	}
 	return nil
 }
+
+// Closed is closed once Close returned.
+func (s *StateMachine) Closed() <-chan struct{} { return s.closed }

@@ -10,8 +10,9 @@ import (
 	"github.com/raftka/raftka/broker/meta"
 )
 
-// CreatePartitions v0-v3: grows a topic; v2 flexible. Manual assignment of
-// the new partitions is refused, as in CreateTopics.
+// CreatePartitions v0-v3: grows a topic; v2 flexible. An assignment
+// places the new partitions' replicas, one entry per new partition, each
+// with the topic's replication factor.
 func init() { register(kmsg.CreatePartitions, 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(b *Broker, r *request) (kmsg.Response, error) {
@@ -25,19 +26,21 @@ func handleCreatePartitions(b *Broker, r *request) (kmsg.Response, error) {
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
 			rt.Topic = t.Topic
-			if len(t.Assignment) > 0 {
-				rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("manual replica assignment is not supported")
-				resp.Topics = append(resp.Topics, rt)
-				continue
+			cp := &meta.CreatePartitions{Name: t.Topic, Count: t.Count, ValidateOnly: req.ValidateOnly}
+			for _, a := range t.Assignment {
+				cp.Assignment = append(cp.Assignment, append([]int32{}, a.Replicas...))
 			}
-			out, err := b.proposeMeta(ctx, &meta.Command{CreatePartitions: &meta.CreatePartitions{Name: t.Topic, Count: t.Count, ValidateOnly: req.ValidateOnly}})
+			out, err := b.proposeMeta(ctx, &meta.Command{CreatePartitions: cp})
 			switch {
 			case err != nil:
 				rt.ErrorCode = kerr.RequestTimedOut.Code
 			case out.Err != nil:
 				rt.ErrorCode = errCode(out.Err)
-				if out.Err == kerr.InvalidPartitions {
+				switch out.Err {
+				case kerr.InvalidPartitions:
 					rt.ErrorMessage = kmsg.StringPtr("the partition count can only grow")
+				case kerr.InvalidReplicaAssignment:
+					rt.ErrorMessage = kmsg.StringPtr("the assignment must name one replica list per new partition, each with the topic's replication factor, each broker once, and only brokers the cluster knows")
 				}
 			default:
 				grown = append(grown, t.Topic)

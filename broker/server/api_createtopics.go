@@ -11,8 +11,9 @@ import (
 )
 
 // CreateTopics v0-v7: v5 flexible and returns the topic's configs; v7
-// returns topic ids. Manual replica assignment is refused: placement is
-// the broker's.
+// returns topic ids. A replica assignment (kafka-topics.sh
+// --replica-assignment) places the partitions as it says, with
+// partitions and replication factor left at -1, as Kafka requires.
 func init() { register(kmsg.CreateTopics, 0, 7, handleCreateTopics) }
 
 func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
@@ -26,13 +27,17 @@ func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic = t.Topic
-			if len(t.ReplicaAssignment) > 0 {
-				rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("manual replica assignment is not supported")
-				resp.Topics = append(resp.Topics, rt)
-				continue
-			}
 			ct := &meta.CreateTopic{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
 				Configs: map[string]string{}, ValidateOnly: req.ValidateOnly}
+			if len(t.ReplicaAssignment) > 0 {
+				assignment, msg := topicAssignment(t)
+				if msg != "" {
+					rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(msg)
+					resp.Topics = append(resp.Topics, rt)
+					continue
+				}
+				ct.Assignment = assignment
+			}
 			if ct.Partitions == -1 {
 				ct.Partitions = b.cfg.DefaultPartitions
 			}
@@ -65,8 +70,26 @@ func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
 	return nil, nil
 }
 
+// topicAssignment orders a CreateTopics replica assignment by partition,
+// or says what is wrong with it.
+func topicAssignment(t kmsg.CreateTopicsRequestTopic) ([][]int32, string) {
+	if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
+		return nil, "with a replica assignment, partitions and replication factor must be -1"
+	}
+	out := make([][]int32, len(t.ReplicaAssignment))
+	for _, a := range t.ReplicaAssignment {
+		if a.Partition < 0 || int(a.Partition) >= len(out) || out[a.Partition] != nil {
+			return nil, "the replica assignment must name partitions 0 to n-1 once each"
+		}
+		out[a.Partition] = append([]int32{}, a.Replicas...)
+	}
+	return out, ""
+}
+
 func createTopicMessage(err error, ct *meta.CreateTopic) string {
 	switch err {
+	case kerr.InvalidReplicaAssignment:
+		return "each partition must name the same number of replicas, each broker once, and only brokers the cluster knows"
 	case kerr.TopicAlreadyExists:
 		return "topic " + ct.Name + " already exists"
 	case kerr.InvalidReplicationFactor:

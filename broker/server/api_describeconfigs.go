@@ -70,6 +70,22 @@ func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
 			add("num.partitions", strconv.Itoa(int(b.cfg.DefaultPartitions)), src, true)
 			add("default.replication.factor", strconv.Itoa(int(b.cfg.DefaultReplicationFactor)), src, true)
 			add("log.dirs", b.cfg.DataDir, src, true)
+			b.meta.Read(func(s *meta.State) {
+				flags := map[string]int64{meta.BrokerConfigLeaderThrottledRate: b.cfg.LeaderThrottledRate,
+					meta.BrokerConfigFollowerThrottledRate: b.cfg.FollowerThrottledRate}
+				for _, key := range meta.BrokerConfigNames() {
+					value, source := strconv.FormatInt(flags[key], 10), kmsg.ConfigSourceStaticBrokerConfig
+					if flags[key] == 0 {
+						value, source = "9223372036854775807", kmsg.ConfigSourceDefaultConfig // Kafka's "no bound"
+					}
+					if v, ok := s.BrokerConfigs[strconv.Itoa(int(b.cfg.ID))][key]; ok {
+						value, source = v, kmsg.ConfigSourceDynamicBrokerConfig
+					} else if v, ok := s.BrokerConfigs[""][key]; ok {
+						value, source = v, kmsg.ConfigSourceDynamicDefaultBrokerConfig
+					}
+					add(key, value, source, false)
+				}
+			})
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
 		}

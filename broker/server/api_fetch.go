@@ -30,6 +30,10 @@ func handleFetch(b *Broker, r *request) (kmsg.Response, error) {
 		for {
 			resp, bytes, failed, wake := b.fetchOnce(req)
 			if failed || bytes >= int(req.MinBytes) || !time.Now().Before(deadline) {
+				if req.ReplicaID >= 0 || req.ReplicaState.ID >= 0 {
+					// A replica catching up: leader.replication.throttled.rate.
+					_ = b.throttle.waitLeader(b.ctx, bytes)
+				}
 				return resp
 			}
 			waitAny(wake, time.Until(deadline), b.ctx.Done())

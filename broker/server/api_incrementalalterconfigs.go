@@ -7,9 +7,10 @@ import (
 	"github.com/raftka/raftka/broker/meta"
 )
 
-// IncrementalAlterConfigs v0-v1: set and delete of topic configs; append
-// and subtract apply to list-valued configs, which topics here have none
-// of; v1 flexible.
+// IncrementalAlterConfigs v0-v1: set and delete of topic configs and of
+// the broker configs that can change at run time (the replication
+// throttles); append and subtract apply to list-valued configs, which
+// there are none of; v1 flexible.
 func init() { register(kmsg.IncrementalAlterConfigs, 0, 1, handleIncrementalAlterConfigs) }
 
 func handleIncrementalAlterConfigs(b *Broker, r *request) (kmsg.Response, error) {
@@ -32,7 +33,7 @@ func handleIncrementalAlterConfigs(b *Broker, r *request) (kmsg.Response, error)
 			}
 		}
 		if rr.ErrorCode == 0 {
-			rr.ErrorCode, rr.ErrorMessage = b.alterTopicConfigs(res.ResourceType, ac)
+			rr.ErrorCode, rr.ErrorMessage = b.alterConfigs(res.ResourceType, ac)
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}

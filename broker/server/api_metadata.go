@@ -129,7 +129,7 @@ func (b *Broker) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index
-		info := partitionInfo{shard: p.Shard, replicas: p.Replicas, leader: p.Leader, leaderEpoch: p.LeaderEpoch}
+		info := partitionInfo{shard: p.Shard, replicas: p.Replicas, leader: p.Leader, leaderEpoch: p.LeaderEpoch, leaderReplaced: leaderReplaced(&p)}
 		mp.Leader, mp.LeaderEpoch = b.currentLeader(info)
 		mp.Replicas = append([]int32(nil), p.Replicas...)
 		mp.ISR = b.inSyncReplicas(p.Shard, p.Replicas)

@@ -18,9 +18,11 @@ import (
 	dblogger "github.com/lni/dragonboat/v3/logger"
 	"github.com/lni/dragonboat/v3/raftio"
 	sm "github.com/lni/dragonboat/v3/statemachine"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/raftka/raftka/broker/frames"
 	"github.com/raftka/raftka/broker/groups"
+	"github.com/raftka/raftka/broker/identity"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/raftlog"
 )
@@ -33,6 +35,18 @@ type Broker struct {
 	meta *meta.StateMachine
 	// raftLog is the Raft log store with --raft-log-store wal, for metrics.
 	raftLog *raftlog.Store
+	// self is this broker's incarnation, settled in Start before any Raft
+	// group starts and then fixed; selfMu guards its later saves.
+	self   identity.Identity
+	selfMu sync.Mutex
+	// started is closed once the NodeHost runs; the HTTP endpoints that
+	// need it answer 503 before.
+	started chan struct{}
+	// failed carries the error that stops a running broker (Failed).
+	failed chan error
+
+	members  *memberships
+	throttle *replicationThrottle
 
 	replicas *replicaSet
 	liveness *liveness
@@ -52,12 +66,11 @@ type Broker struct {
 	peers          peerClients
 	progress       followerProgress
 
-	ln      net.Listener
-	conns   sync.WaitGroup
-	ctx     context.Context
-	cancel  context.CancelFunc
-	bg      sync.WaitGroup
-	started time.Time
+	ln     net.Listener
+	conns  sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+	bg     sync.WaitGroup
 }
 
 func init() {
@@ -73,10 +86,22 @@ func init() {
 	dblogger.GetLogger("config").SetLevel(dblogger.ERROR)
 }
 
-// nodeID is a broker's Raft node id in every shard it belongs to.
-func nodeID(broker int32) uint64 { return uint64(broker) + 1 }
+// metaNode is this broker's Raft node in the metadata group: its broker
+// id at its generation (meta.RaftNodeID).
+func (b *Broker) metaNode() uint64 { return meta.RaftNodeID(b.cfg.ID, b.self.Generation) }
 
-func brokerOf(node uint64) int32 { return int32(node) - 1 }
+// nodeIn is this broker's Raft node in a group, or 0 if it has none.
+func (b *Broker) nodeIn(shard uint64) uint64 {
+	if shard == meta.MetadataShard {
+		return b.metaNode()
+	}
+	if rep := b.replicas.get(shard); rep != nil {
+		return rep.node
+	}
+	return 0
+}
+
+func brokerOf(node uint64) int32 { return meta.BrokerOfNode(node) }
 
 // Start opens the broker's storage, joins Raft and starts serving Kafka.
 func Start(cfg Config) (*Broker, error) {
@@ -88,12 +113,36 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", cfg.ID), meta: meta.NewStateMachine(),
-		terms: map[uint64]uint64{}, leading: map[uint64]chan struct{}{}, leaderOut: make(chan raftio.LeaderInfo, 4096), ctx: ctx, cancel: cancel, started: time.Now()}
+		terms: map[uint64]uint64{}, leading: map[uint64]chan struct{}{}, leaderOut: make(chan raftio.LeaderInfo, 4096), ctx: ctx, cancel: cancel,
+		started: make(chan struct{}), failed: make(chan error, 1)}
 	b.replicas = newReplicaSet(b)
+	b.members = newMemberships(b)
+	b.throttle = newReplicationThrottle(b)
 	b.peers.b = b
 	b.liveness = newLiveness(cfg.ID)
 	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
 	b.metrics = newMetrics(b)
+	self, found, err := identity.Load(cfg.DataDir, filepath.Join(cfg.DataDir, "raft"), cfg.ID)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	b.self = self
+	// The HTTP endpoints start first: voters starting on empty disks ask
+	// each other whether the cluster exists before any of them starts Raft.
+	if cfg.HTTPListen != "" {
+		hl, err := net.Listen("tcp", cfg.HTTPListen)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("http listener: %w", err)
+		}
+		b.goBackground(func(ctx context.Context) { b.serveHTTP(ctx, hl) })
+	}
+	fail := func(err error) (*Broker, error) {
+		cancel()
+		b.bg.Wait()
+		return nil, err
+	}
 
 	logdb := dbconfig.GetTinyMemLogDBConfig()
 	logdb.Shards = 1
@@ -119,25 +168,27 @@ func Start(cfg Config) (*Broker, error) {
 		Expert:            expert,
 	})
 	if err != nil {
-		cancel()
 		if strings.Contains(err.Error(), "logdb type changed") { // Dragonboat's error is in an internal package
-			return nil, fmt.Errorf("start raft: %w: %s was written with a Raft log store other than --raft-log-store %s", err, cfg.DataDir, cfg.RaftLogStore)
+			return fail(fmt.Errorf("start raft: %w: %s was written with a Raft log store other than --raft-log-store %s", err, cfg.DataDir, cfg.RaftLogStore))
 		}
-		return nil, fmt.Errorf("start raft: %w", err)
+		return fail(fmt.Errorf("start raft: %w", err))
 	}
 	b.nh = nh
-	if err := b.startMetadata(ctx); err != nil {
+	if err := b.settleIncarnation(ctx, found); err != nil {
 		nh.Stop()
-		cancel()
-		return nil, fmt.Errorf("start metadata group: %w", err)
+		return fail(fmt.Errorf("settle this broker's incarnation: %w", err))
+	}
+	if err := b.startMetadata(); err != nil {
+		nh.Stop()
+		return fail(fmt.Errorf("start metadata group: %w", err))
 	}
 	ln, err := net.Listen("tcp", cfg.KafkaListen)
 	if err != nil {
 		nh.Stop()
-		cancel()
-		return nil, err
+		return fail(err)
 	}
 	b.ln = ln
+	close(b.started)
 	b.goBackground(b.register)
 	b.goBackground(b.replicas.run)
 	b.goBackground(b.reportLeaders)
@@ -151,31 +202,43 @@ func Start(cfg Config) (*Broker, error) {
 	b.goBackground(b.compactRaftLogs)
 	b.goBackground(b.groups.Run)
 	b.goBackground(b.balanceLeaders)
+	b.goBackground(b.members.run)
 	b.goBackground(b.serve)
-	b.goBackground(b.serveHTTP)
-	b.log.Info("broker started", "kafka", ln.Addr().String(), "raft", cfg.RaftAddr)
+	b.log.Info("broker started", "kafka", ln.Addr().String(), "raft", cfg.RaftAddr, "generation", b.self.Generation)
 	return b, nil
 }
 
-// startMetadata starts this broker's member of the metadata group: a voter
-// with the fixed voter list, or an observer that a voter first adds.
-func (b *Broker) startMetadata(ctx context.Context) error {
+// startMetadata starts this broker's member of the metadata group: a
+// voter, or an observer for a broker that is not among --metadata-voters.
+// A founder starts the group with the other voters (generation 0); every
+// other incarnation was added by a member when it joined (join.go).
+func (b *Broker) startMetadata() error {
 	create := func(uint64, uint64) sm.IConcurrentStateMachine { return b.meta }
-	cfg := shardConfig(meta.MetadataShard, nodeID(b.cfg.ID), 1000)
-	if b.cfg.isVoter() {
+	cfg := shardConfig(meta.MetadataShard, b.metaNode(), 1000)
+	cfg.IsObserver = !b.cfg.isVoter()
+	switch {
+	case b.nh.HasNodeInfo(meta.MetadataShard, b.metaNode()):
+		return b.nh.StartConcurrentCluster(nil, false, create, cfg)
+	case b.self.Original && b.cfg.isVoter():
 		voters := map[uint64]dragonboat.Target{}
 		for id, addr := range b.cfg.MetadataVoters {
-			voters[nodeID(id)] = addr
+			voters[meta.RaftNodeID(id, 0)] = addr
 		}
 		return b.nh.StartConcurrentCluster(voters, false, create, cfg)
+	default:
+		return b.nh.StartConcurrentCluster(nil, true, create, cfg)
 	}
-	cfg.IsObserver = true
-	if !b.nh.HasNodeInfo(meta.MetadataShard, nodeID(b.cfg.ID)) {
-		if err := b.requestObserverSeat(ctx); err != nil {
-			return err
-		}
+}
+
+// Failed delivers the error that stopped this broker while it ran: its
+// data directory belongs to an incarnation that a newer one replaced.
+func (b *Broker) Failed() <-chan error { return b.failed }
+
+func (b *Broker) fail(err error) {
+	select {
+	case b.failed <- err:
+	default:
 	}
-	return b.nh.StartConcurrentCluster(nil, true, create, cfg)
 }
 
 // electionRTT is the election timeout in RTTs; Dragonboat draws each
@@ -239,20 +302,35 @@ func (b *Broker) register(ctx context.Context) {
 		b.log.Error("bad advertised address", "error", err)
 		return
 	}
-	cmd := &meta.Command{RegisterBroker: &meta.Broker{ID: b.cfg.ID, Host: host, Port: port, RaftAddr: b.cfg.RaftAddr, Rack: b.cfg.Rack}}
+	cmd := &meta.Command{RegisterBroker: &meta.Broker{ID: b.cfg.ID, Host: host, Port: port, RaftAddr: b.cfg.RaftAddr, Rack: b.cfg.Rack,
+		Incarnation: b.self.Incarnation, Generation: b.self.Generation}}
 	for ctx.Err() == nil {
 		var current meta.Broker
 		var known bool
-		b.meta.Read(func(s *meta.State) { current, known = s.Brokers[b.cfg.ID] })
+		var clusterID string
+		b.meta.Read(func(s *meta.State) { current, known = s.Brokers[b.cfg.ID]; clusterID = s.ClusterID })
 		if known && current == *cmd.RegisterBroker {
+			b.recordRegistration(clusterID)
 			return
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := b.proposeMeta(pctx, cmd)
+		out, err := b.proposeMeta(pctx, cmd)
 		cancel()
-		if err == nil {
-			b.log.Info("broker registered")
+		if err == nil && errors.Is(out.Err, kerr.StaleBrokerEpoch) {
+			b.log.Error("data directory belongs to a replaced incarnation of this broker", "incarnation", b.self.Incarnation,
+				"generation", b.self.Generation, "current_generation", current.Generation)
+			b.fail(b.replacedError(current.Generation))
 			return
+		}
+		if err == nil && out.Err == nil {
+			b.log.Info("broker registered", "generation", b.self.Generation)
+			// Recorded once the registration is applied here too.
+			select {
+			case <-b.meta.Changed():
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+			continue
 		}
 		sleep(ctx, 200*time.Millisecond)
 	}

@@ -54,6 +54,9 @@ func (p peerSource) Fetch(ctx context.Context, from int64, maxBytes int32) ([]by
 		case err != nil:
 			errs = append(errs, fmt.Errorf("broker %d: %w", peer, err))
 		case len(data) > 0 || logStart > from:
+			if err := p.b.throttle.waitFollower(ctx, len(data)); err != nil {
+				return nil, 0, err
+			}
 			return data, logStart, nil
 		}
 	}

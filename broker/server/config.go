@@ -83,6 +83,11 @@ type Config struct {
 	// leader's log end and still count as in sync (Kafka's
 	// replica.lag.time.max.ms).
 	ReplicaLagMax time.Duration
+	// FollowerThrottledRate and LeaderThrottledRate bound, in bytes per
+	// second, what replicas catching up fetch and serve (throttle.go); 0
+	// is no bound. Values set at run time through the Kafka admin API take
+	// precedence.
+	FollowerThrottledRate, LeaderThrottledRate int64
 	// LogCleanerInterval is how often every replica of a compacted topic
 	// checks whether its log needs a compaction pass.
 	LogCleanerInterval time.Duration
@@ -136,6 +141,9 @@ func (c *Config) validate() error {
 		}
 		sort.Ints(ids)
 		return fmt.Errorf("broker %d is not among the metadata voters %v, so it needs join addresses to be added as an observer", c.ID, ids)
+	}
+	if len(c.MetadataVoters) > 1 && len(c.JoinAddresses) == 0 {
+		return fmt.Errorf("with %d metadata voters, --join must name their HTTP addresses: a voter that starts on an empty data directory asks the others whether the cluster exists", len(c.MetadataVoters))
 	}
 	if c.RTT <= 0 {
 		c.RTT = 50 * time.Millisecond

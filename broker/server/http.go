@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lni/dragonboat/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -18,33 +19,40 @@ import (
 )
 
 // serveHTTP serves /metrics, /readyz and /safe-to-restart for Prometheus,
-// the kubelet and the operator.
-func (b *Broker) serveHTTP(ctx context.Context) {
-	if b.cfg.HTTPListen == "" {
-		return
-	}
+// the kubelet and the operator, and the endpoints brokers ask each other
+// when they start (incarnation.go). It starts before Raft does; the
+// endpoints that need Raft answer 503 until it runs.
+func (b *Broker) serveHTTP(ctx context.Context, ln net.Listener) {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.Readiness()) })
-	mux.HandleFunc("/safe-to-restart", func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.SafeToRestart()) })
-	mux.HandleFunc("POST /internal/metadata-observers", b.handleAddObserver)
+	mux.HandleFunc("GET /internal/identity", b.handleIdentity)
+	mux.Handle("/metrics", b.afterStart(promhttp.HandlerFor(b.metrics.registry, promhttp.HandlerOpts{})))
+	mux.Handle("/readyz", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.Readiness()) })))
+	mux.Handle("/safe-to-restart", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.SafeToRestart()) })))
+	mux.Handle("POST /internal/join", b.afterStart(http.HandlerFunc(b.handleJoin)))
 	if b.cfg.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	ln, err := net.Listen("tcp", b.cfg.HTTPListen)
-	if err != nil {
-		b.log.Error("http listener failed", "address", b.cfg.HTTPListen, "error", err)
-		return
-	}
 	go func() {
 		<-ctx.Done()
 		srv.Close()
 	}()
 	_ = srv.Serve(ln)
+}
+
+// afterStart answers 503 until the broker's Raft runs.
+func (b *Broker) afterStart(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-b.started:
+			h.ServeHTTP(w, r)
+		default:
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+		}
+	})
 }
 
 // Check is the answer of a health check: OK, or the reasons it is not.
@@ -86,19 +94,37 @@ func (b *Broker) Readiness() Check {
 }
 
 // SafeToRestart is OK when every Raft group this broker belongs to keeps a
-// quorum of live members without it.
+// quorum of live voters without it. The voters are the group's members as
+// this broker's replica knows them: a replica still catching up as an
+// observer does not count, nor does the node of an incarnation its broker
+// replaced.
 func (b *Broker) SafeToRestart() Check {
 	var reasons []string
-	voters := make([]int32, 0, len(b.cfg.MetadataVoters))
-	for id := range b.cfg.MetadataVoters {
-		voters = append(voters, id)
+	voters := map[uint64][]int32{}
+	if info := b.nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true}); info != nil {
+		b.meta.Read(func(s *meta.State) {
+			for _, ci := range info.ClusterInfoList {
+				if ci.Pending {
+					continue
+				}
+				current := func(id int32) uint64 { return s.Brokers[id].Node() }
+				if _, p := findShard(s, ci.ClusterID); p != nil {
+					current = p.NodeOf
+				}
+				voters[ci.ClusterID] = voterBrokers(ci.Nodes, current)
+			}
+		})
 	}
-	if !b.keepsQuorumWithoutMe(voters) {
+	if !b.keepsQuorumWithoutMe(voters[meta.MetadataShard]) {
 		reasons = append(reasons, "metadata group would lose its quorum")
 	}
 	var lost []string
 	for _, h := range b.hostedPartitions(nil) {
-		if !b.keepsQuorumWithoutMe(h.replicas) {
+		members, known := voters[h.shard]
+		if !known {
+			members = h.replicas
+		}
+		if !b.keepsQuorumWithoutMe(members) {
 			lost = append(lost, h.topic+"-"+itoa(h.index))
 		}
 	}
@@ -110,6 +136,21 @@ func (b *Broker) SafeToRestart() Check {
 		reasons = append(reasons, "partitions would lose their quorum: "+joinComma(lost))
 	}
 	return Check{OK: len(reasons) == 0, Reasons: reasons}
+}
+
+// voterBrokers names the broker of each voter node, or -1 for a node
+// its broker no longer runs (current names the node it runs), which never
+// answers again.
+func voterBrokers(nodes map[uint64]string, current func(broker int32) uint64) []int32 {
+	out := make([]int32, 0, len(nodes))
+	for n := range nodes {
+		if id := meta.BrokerOfNode(n); current(id) == n {
+			out = append(out, id)
+		} else {
+			out = append(out, -1)
+		}
+	}
+	return out
 }
 
 func (b *Broker) keepsQuorumWithoutMe(members []int32) bool {
@@ -187,6 +228,10 @@ var (
 	descSnapshotBytes = prometheus.NewDesc("raftka_partition_snapshot_fetched_bytes_total", "Record bytes fetched from peers by replicas recovering from snapshots since the broker started: only what they lacked.", nil, nil)
 	descLeadersWon    = prometheus.NewDesc("raftka_partition_leaderships_won_total", "Partition leaderships this broker took since it started, by election or transfer.", nil, nil)
 	descReplicas      = prometheus.NewDesc("raftka_hosted_replicas", "Partition replicas this broker hosts.", nil, nil)
+	descLeaderless    = prometheus.NewDesc("raftka_partitions_without_leader", "Hosted partitions whose Raft group has had no leader for several election timeouts: fewer than a quorum of their replicas are up with their data.", nil, nil)
+	descObservers     = prometheus.NewDesc("raftka_observer_replicas", "Hosted partition replicas that are non-voting observers, catching up before their promotion.", nil, nil)
+	descGeneration    = prometheus.NewDesc("raftka_broker_generation", "This broker's incarnation number: it grows each time the broker starts on an empty data directory.", nil, nil)
+	descMemberChanges = prometheus.NewDesc("raftka_partition_membership_changes_total", "Raft membership changes this broker made as a partition leader: replaced incarnations removed, new ones added and promoted.", nil, nil)
 
 	descRaftLogFiles     = prometheus.NewDesc("raftka_raft_log_files", "Files of the Raft log store (--raft-log-store wal).", nil, nil)
 	descRaftLogBytes     = prometheus.NewDesc("raftka_raft_log_bytes", "Bytes in the Raft log store's files.", nil, nil)
@@ -201,6 +246,7 @@ type partitionCollector struct{ b *Broker }
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas, descSnapshots, descSnapshotBytes, descLeadersWon,
+		descLeaderless, descObservers, descGeneration, descMemberChanges,
 		descRaftLogFiles, descRaftLogBytes, descRaftLogSpares, descRaftLogReused, descRaftLogSyncs, descRaftLogSyncSecs, descRaftLogRelocated} {
 		ch <- d
 	}
@@ -208,11 +254,14 @@ func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	b := c.b
-	leaders, under := 0, 0
+	leaders, under, observers := 0, 0, 0
 	for _, h := range b.hostedPartitions(nil) {
 		rep := b.replicas.get(h.shard)
 		if rep == nil {
 			continue
+		}
+		if rep.observer.Load() {
+			observers++
 		}
 		l := rep.sm.Log()
 		start, end := l.Offsets()
@@ -230,6 +279,10 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descUnder, prometheus.GaugeValue, float64(under))
 	ch <- prometheus.MustNewConstMetric(descLeaders, prometheus.GaugeValue, float64(leaders))
 	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(b.replicas.count()))
+	ch <- prometheus.MustNewConstMetric(descLeaderless, prometheus.GaugeValue, float64(b.members.withoutLeader(time.Now())))
+	ch <- prometheus.MustNewConstMetric(descObservers, prometheus.GaugeValue, float64(observers))
+	ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(b.self.Generation))
+	ch <- prometheus.MustNewConstMetric(descMemberChanges, prometheus.CounterValue, float64(b.members.changes.Load()))
 	ch <- prometheus.MustNewConstMetric(descSnapshots, prometheus.CounterValue, float64(partition.SnapshotsRecovered.Load()))
 	ch <- prometheus.MustNewConstMetric(descLeadersWon, prometheus.CounterValue, float64(b.leadershipsWon.Load()))
 	ch <- prometheus.MustNewConstMetric(descSnapshotBytes, prometheus.CounterValue, float64(partition.SnapshotBytesFetched.Load()))

@@ -151,6 +151,14 @@ func (f *followerProgress) update(now time.Time, led map[uint64]int64, ends map[
 	}
 }
 
+// forget drops what was seen of a follower of a shard: a new incarnation
+// of its broker starts from nothing.
+func (f *followerProgress) forget(shard uint64, id int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.caughtUp[shard], id)
+}
+
 // inSync reports whether follower id of a shard this broker leads has kept
 // up within lagMax; a leader new to the shard gives every follower that
 // long to show it.
@@ -175,8 +183,8 @@ func (f *followerProgress) seenCaughtUp(now time.Time, shard uint64, id int32, l
 }
 
 // inSyncReplicas returns the replicas of a shard that are in sync: on its
-// leader, those on live brokers that kept up; elsewhere, those on live
-// brokers.
+// leader, those on live brokers that kept up and whose current incarnation
+// votes in the group; elsewhere, those on live brokers.
 func (b *Broker) inSyncReplicas(shard uint64, replicas []int32) []int32 {
 	live := b.liveReplicas(replicas)
 	if !b.isLeader(shard) {
@@ -185,7 +193,7 @@ func (b *Broker) inSyncReplicas(shard uint64, replicas []int32) []int32 {
 	now := time.Now()
 	out := live[:0:0]
 	for _, id := range live {
-		if id == b.cfg.ID || b.progress.inSync(now, shard, id, b.cfg.ReplicaLagMax) {
+		if id == b.cfg.ID || (b.progress.inSync(now, shard, id, b.cfg.ReplicaLagMax) && b.members.mayVote(shard, id)) {
 			out = append(out, id)
 		}
 	}

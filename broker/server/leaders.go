@@ -30,7 +30,7 @@ func (b *Broker) reportLeaders(ctx context.Context) {
 				var stale bool
 				b.meta.Read(func(s *meta.State) {
 					_, p := findShard(s, shard)
-					stale = p != nil && (p.Leader != b.cfg.ID || p.LeaderEpoch < epoch)
+					stale = p != nil && (p.Leader != b.cfg.ID || p.LeaderEpoch < epoch || p.LeaderNode != p.NodeOf(b.cfg.ID))
 				})
 				if stale {
 					b.reportLeader(ctx, shard, epoch)
@@ -43,7 +43,12 @@ func (b *Broker) reportLeaders(ctx context.Context) {
 func (b *Broker) reportLeader(ctx context.Context, shard uint64, epoch int32) {
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if _, err := b.proposeMeta(pctx, &meta.Command{Leader: &meta.LeaderChange{Shard: shard, Leader: b.cfg.ID, Epoch: epoch}}); err != nil {
+	rep := b.replicas.get(shard)
+	if rep == nil {
+		return
+	}
+	change := &meta.LeaderChange{Shard: shard, Leader: b.cfg.ID, Epoch: epoch, Node: rep.node}
+	if _, err := b.proposeMeta(pctx, &meta.Command{Leader: change}); err != nil {
 		b.log.Debug("leader report failed", "shard", shard, "error", err)
 	}
 }
@@ -62,7 +67,7 @@ func findShard(s *meta.State, shard uint64) (*meta.Topic, *meta.Partition) {
 // isLeader reports whether this broker leads the shard's Raft group now.
 func (b *Broker) isLeader(shard uint64) bool {
 	id, ok, err := b.nh.GetLeaderID(shard)
-	return err == nil && ok && id == nodeID(b.cfg.ID)
+	return err == nil && ok && id == b.nodeIn(shard)
 }
 
 // balanceLeaders hands leadership back to a partition's preferred replica
@@ -87,14 +92,18 @@ func (b *Broker) handBack(shard uint64, caughtUp bool) {
 		return
 	}
 	var preferred int32 = -1
+	var node uint64
 	b.meta.Read(func(s *meta.State) {
 		if _, p := findShard(s, shard); p != nil && len(p.Replicas) > 0 {
 			preferred = p.Replicas[0]
+			node = p.NodeOf(preferred)
 		}
 	})
-	if preferred >= 0 && preferred != b.cfg.ID && b.liveness.isLive(preferred) &&
+	// Only to a voter: a replica that came back as a new incarnation is an
+	// observer until it caught up (membership.go).
+	if preferred >= 0 && preferred != b.cfg.ID && b.liveness.isLive(preferred) && b.members.mayVote(shard, preferred) &&
 		(!caughtUp || b.progress.seenCaughtUp(time.Now(), shard, preferred, b.cfg.ReplicaLagMax)) {
-		_ = b.nh.RequestLeaderTransfer(shard, nodeID(preferred))
+		_ = b.nh.RequestLeaderTransfer(shard, node)
 	}
 }
 

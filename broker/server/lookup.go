@@ -22,11 +22,14 @@ type partitionInfo struct {
 	replicas    []int32
 	leader      int32
 	leaderEpoch int32
-	minISR      int
-	maxMessage  int32
-	compacted   bool
-	appendTime  bool                     // message.timestamp.type=LogAppendTime
-	codec       kgo.CompressionCodecType // compression.type; partition.CodecProducer keeps the producer's
+	// leaderReplaced: the broker last recorded as leader came back as a
+	// new incarnation since, which holds nothing it can serve as leader.
+	leaderReplaced bool
+	minISR         int
+	maxMessage     int32
+	compacted      bool
+	appendTime     bool                     // message.timestamp.type=LogAppendTime
+	codec          kgo.CompressionCodecType // compression.type; partition.CodecProducer keeps the producer's
 }
 
 // partitionFor looks a partition up in the metadata.
@@ -40,7 +43,7 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 			return
 		}
 		p := t.Partitions[index]
-		info = partitionInfo{shard: p.Shard, replicas: append([]int32(nil), p.Replicas...), leader: p.Leader, leaderEpoch: p.LeaderEpoch,
+		info = partitionInfo{shard: p.Shard, replicas: append([]int32(nil), p.Replicas...), leader: p.Leader, leaderEpoch: p.LeaderEpoch, leaderReplaced: leaderReplaced(&p),
 			minISR: int(t.Int(meta.ConfigMinInsyncReplicas)), maxMessage: int32(t.Int(meta.ConfigMaxMessageBytes)),
 			compacted: t.HasCleanupPolicy(meta.CleanupCompact), appendTime: t.Value(meta.ConfigTimestampType) == meta.TimestampLogAppendTime}
 		if codec, ok := partition.TopicCodec(t.Value(meta.ConfigCompressionType)); ok {
@@ -68,17 +71,35 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 // draw clients away from leaders that still work (the network partition
 // test saw every partition move to the cut-off broker), and its stale reads
 // would give them no error to make them look again.
+//
+// A leader recorded by an incarnation its broker has since replaced (it
+// came back on an empty disk) is named by no one: no replica of it holds
+// the partition's records, so clients are told the leader is not
+// available, as for a lost quorum.
 func (b *Broker) currentLeader(info partitionInfo) (int32, int32) {
 	if b.replicas.get(info.shard) != nil {
 		if id, ok, err := b.nh.GetLeaderID(info.shard); err == nil && ok && id != 0 {
 			return brokerOf(id), max(b.term(info.shard), info.leaderEpoch)
 		}
+		if info.leaderReplaced {
+			return -1, info.leaderEpoch
+		}
 		return info.leader, info.leaderEpoch
+	}
+	if info.leaderReplaced {
+		return b.standIn(info), info.leaderEpoch
 	}
 	if b.liveness.isLive(info.leader) {
 		return info.leader, info.leaderEpoch
 	}
 	return b.standIn(info), info.leaderEpoch
+}
+
+// leaderReplaced reports whether the replica last recorded as p's leader
+// is another node now: its broker came back on an empty disk, or the
+// replica left and came back.
+func leaderReplaced(p *meta.Partition) bool {
+	return p.Leader >= 0 && p.LeaderNode != 0 && p.NodeOf(p.Leader) != p.LeaderNode
 }
 
 // standIn names, for a partition this broker does not host whose leader it
@@ -113,7 +134,7 @@ func (b *Broker) actingReplica(topic string, index int32, standIn bool) (*replic
 	if b.isLeader(info.shard) {
 		return rep, info, nil
 	}
-	if standIn && info.leader == b.cfg.ID {
+	if standIn && info.leader == b.cfg.ID && !info.leaderReplaced {
 		return rep, info, nil
 	}
 	return rep, info, kerr.NotLeaderForPartition
@@ -243,4 +264,15 @@ func (b *Broker) leaderHintFor(topic string, index int32) (leaderHint, bool) {
 		}
 	})
 	return h, found
+}
+
+// partitionName names a partition shard as topic-index, for logs.
+func (b *Broker) partitionName(shard uint64) string {
+	name := "shard-" + strconv.FormatUint(shard, 10)
+	b.meta.Read(func(s *meta.State) {
+		if t, p := findShard(s, shard); t != nil {
+			name = t.Name + "-" + strconv.Itoa(int(p.Index))
+		}
+	})
+	return name
 }

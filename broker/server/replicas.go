@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lni/dragonboat/v3"
@@ -20,12 +22,17 @@ import (
 // replica is a partition replica hosted by this broker.
 type replica struct {
 	shard uint64
-	sm    *partition.StateMachine
-	dir   string
+	// node is the replica's Raft node (meta.Partition.Nodes).
+	node uint64
+	sm   *partition.StateMachine
+	dir  string
 	// frames is the partition's frame log, with --partition-frames.
 	frames *frames.Log
 	// compaction is owned by Broker.compactRaftLogs.
 	compaction logCompaction
+	// observer: the replica's node is a non-voting observer, catching up
+	// before its promotion (membership.go), as last seen.
+	observer atomic.Bool
 }
 
 // replicaSet starts and stops this broker's partition replicas to match the
@@ -77,7 +84,10 @@ func (r *replicaSet) run(ctx context.Context) {
 }
 
 type placement struct {
-	members                 map[uint64]string
+	// node is this broker's replica's Raft node; founders are the nodes
+	// the group was created with, and their addresses.
+	node                    uint64
+	founders                map[uint64]string
 	segmentBytes, segmentMs int64
 }
 
@@ -87,16 +97,15 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 	r.b.meta.Read(func(s *meta.State) {
 		for _, t := range s.Topics {
 			for _, p := range t.Partitions {
-				members := map[uint64]string{}
-				mine := false
-				for _, id := range p.Replicas {
-					members[nodeID(id)] = s.Brokers[id].RaftAddr
-					mine = mine || id == me
+				if !containsID(p.Replicas, me) {
+					continue
 				}
-				if mine {
-					desired[p.Shard] = placement{members: members, segmentBytes: t.Int(meta.ConfigSegmentBytes),
-						segmentMs: t.Int(meta.ConfigSegmentMs)}
+				founders := map[uint64]string{}
+				for _, n := range p.FounderNodes() {
+					founders[n] = s.Brokers[meta.BrokerOfNode(n)].RaftAddr
 				}
+				desired[p.Shard] = placement{node: p.NodeOf(me), founders: founders, segmentBytes: t.Int(meta.ConfigSegmentBytes),
+					segmentMs: t.Int(meta.ConfigSegmentMs)}
 			}
 		}
 	})
@@ -104,10 +113,14 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if rep := r.get(shard); rep != nil {
+		if rep := r.get(shard); rep != nil && rep.node == p.node {
 			// Altered segment configs apply to the segments rolled next.
 			rep.sm.SetSegmentLimits(p.segmentBytes, p.segmentMs)
 			continue
+		} else if rep != nil {
+			// The replica was moved away and back: its old node left the
+			// group, and what it held goes with it.
+			r.remove(shard)
 		}
 		if err := r.start(shard, p); err != nil {
 			r.b.log.Error("start partition replica failed", "shard", shard, "error", err)
@@ -120,9 +133,49 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 	}
 }
 
+// replicaDir is where a partition replica's node keeps its data: nodes of
+// epoch 0, from before epochs, in the shard's directory, later ones in a
+// directory of their own, so that a replica moved away and back, or
+// replaced after a lost disk, never opens an older node's files.
+func (r *replicaSet) replicaDir(shard, node uint64) string {
+	name := strconv.FormatUint(shard, 10)
+	if e := meta.EpochOfNode(node); e != 0 {
+		name += "." + strconv.FormatUint(uint64(e), 10)
+	}
+	return filepath.Join(r.b.cfg.DataDir, "partitions", name)
+}
+
+// startsAsObserver reports whether a replica's node starts as a
+// non-voting observer: a node that joined its group by a membership
+// change, until its own latest snapshot lists it as a voter. Dragonboat
+// restarts a node in the role its config gives and replays the
+// membership changes after its snapshot, its own addition as an observer
+// among them, which it refuses to apply to a voter; a promotion replayed
+// on an observer makes it a voter. With the pebble Raft log store, whose
+// snapshots the broker cannot read, replicas join as voters
+// (membership.go).
+func (r *replicaSet) startsAsObserver(shard, node uint64, founder bool) bool {
+	if founder || r.b.raftLog == nil {
+		return false
+	}
+	snaps, err := r.b.raftLog.ListSnapshots(shard, node, math.MaxUint64)
+	if err != nil || len(snaps) == 0 {
+		return true
+	}
+	latest := snaps[0]
+	for _, ss := range snaps {
+		if ss.Index > latest.Index {
+			latest = ss
+		}
+	}
+	_, voter := latest.Membership.Addresses[node]
+	return !voter
+}
+
 func (r *replicaSet) start(shard uint64, p placement) error {
-	dir := filepath.Join(r.b.cfg.DataDir, "partitions", strconv.FormatUint(shard, 10))
-	rep := &replica{shard: shard, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes, peerSource{b: r.b, shard: shard}, r.b.log.With("shard", shard))}
+	node := p.node
+	dir := r.replicaDir(shard, node)
+	rep := &replica{shard: shard, node: node, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes, peerSource{b: r.b, shard: shard}, r.b.log.With("shard", shard))}
 	rep.sm.SetSegmentLimits(p.segmentBytes, p.segmentMs)
 	if r.b.cfg.PartitionFrames && r.b.raftLog != nil {
 		// Before the group starts: the Raft log store asks for the frame
@@ -131,7 +184,6 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 		if err != nil {
 			return err
 		}
-		node := nodeID(r.b.cfg.ID)
 		rep.frames = fl
 		rep.sm.UseFrames(fl, func(index uint64, cmdLen int) (frames.Loc, bool) {
 			return r.b.raftLog.EntryCommand(shard, node, index, cmdLen)
@@ -141,7 +193,24 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 		r.mu.Unlock()
 	}
 	create := func(uint64, uint64) sm.IOnDiskStateMachine { return rep.sm }
-	err := r.b.nh.StartOnDiskCluster(toTargets(p.members), false, create, partitionShardConfig(shard, nodeID(r.b.cfg.ID), r.b.cfg.SnapshotEntries))
+	cfg := partitionShardConfig(shard, node, r.b.cfg.SnapshotEntries)
+	// A founder starts the group with the others; any other node joins it
+	// once the leader added it (membership.go).
+	_, founder := p.founders[node]
+	cfg.IsObserver = r.startsAsObserver(shard, node, founder)
+	rep.observer.Store(cfg.IsObserver)
+	var err error
+	switch {
+	case r.b.nh.HasNodeInfo(shard, node):
+		err = r.b.nh.StartOnDiskCluster(nil, false, create, cfg)
+	case founder:
+		err = r.b.nh.StartOnDiskCluster(toTargets(p.founders), false, create, cfg)
+	default:
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			err = r.b.nh.StartOnDiskCluster(nil, true, create, cfg)
+		}
+		r.b.log.Info("partition replica waits to be added to its group", "shard", shard, "node", node)
+	}
 	if err != nil && !errors.Is(err, dragonboat.ErrClusterAlreadyExist) {
 		return err
 	}
@@ -151,14 +220,39 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 	return nil
 }
 
-// remove stops a replica whose topic was deleted and deletes its data.
+// remove stops a replica that this broker no longer hosts (its topic was
+// deleted, or it moved away) and deletes its data, once Dragonboat closed
+// its state machine.
 func (r *replicaSet) remove(shard uint64) {
+	rep := r.stop(shard)
+	if rep == nil {
+		return
+	}
+	select {
+	case <-rep.sm.Closed():
+	case <-time.After(5 * time.Second):
+	}
+	if rep.frames != nil {
+		rep.frames.Close()
+	}
+	if err := r.b.nh.RemoveData(shard, rep.node); err != nil {
+		r.b.log.Warn("remove raft data failed", "shard", shard, "error", err)
+	}
+	if err := os.RemoveAll(rep.dir); err != nil {
+		r.b.log.Warn("remove partition data failed", "shard", shard, "error", err)
+	}
+	r.b.log.Info("partition replica removed", "shard", shard)
+}
+
+// stop stops a replica's Raft node and forgets the replica; its data
+// stays.
+func (r *replicaSet) stop(shard uint64) *replica {
 	r.mu.Lock()
 	rep := r.byShard[shard]
 	delete(r.byShard, shard)
 	r.mu.Unlock()
 	if rep == nil {
-		return
+		return nil
 	}
 	if err := r.b.nh.StopCluster(shard); err != nil && !errors.Is(err, dragonboat.ErrClusterNotFound) {
 		r.b.log.Error("stop partition replica failed", "shard", shard, "error", err)
@@ -166,17 +260,8 @@ func (r *replicaSet) remove(shard uint64) {
 	r.mu.Lock()
 	delete(r.frames, shard)
 	r.mu.Unlock()
-	if rep.frames != nil {
-		rep.frames.Close()
-	}
 	r.b.leftShard(shard)
-	if err := r.b.nh.RemoveData(shard, nodeID(r.b.cfg.ID)); err != nil {
-		r.b.log.Warn("remove raft data failed", "shard", shard, "error", err)
-	}
-	if err := os.RemoveAll(rep.dir); err != nil {
-		r.b.log.Warn("remove partition data failed", "shard", shard, "error", err)
-	}
-	r.b.log.Info("partition replica removed", "shard", shard)
+	return rep
 }
 
 // frameLog is the frame log of a partition's Raft group, or nil (the

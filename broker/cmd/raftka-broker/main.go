@@ -39,7 +39,7 @@ func run(args []string) error {
 		raftAddr      = fs.String("raft-address", "127.0.0.1:19092", "host:port of this broker's Raft transport; must stay the same across restarts")
 		raftListen    = fs.String("raft-listen", "", "address the Raft transport binds, such as 0.0.0.0:9093 (default: --raft-address)")
 		voters        = fs.String("metadata-voters", "", "metadata Raft group members as id=raft-host:port,... (at most 3; this broker must be one)")
-		join          = fs.String("join", "", "HTTP host:port of metadata voters, comma-separated, that can add this broker to the metadata group; required for a broker that is not a voter")
+		join          = fs.String("join", "", "HTTP host:port of the metadata voters, comma-separated: a broker that starts on an empty data directory asks them whether the cluster exists and joins it through them; required with more than one voter")
 		httpListen    = fs.String("http-listen", "127.0.0.1:8080", "address for /metrics, /readyz and /safe-to-restart (empty disables)")
 		rtt           = fs.Duration("rtt", 50*time.Millisecond, "Raft round-trip time; a leader silent for 10 to 20 RTTs is replaced, heartbeats every 2")
 		rack          = fs.String("rack", "", "rack (zone) reported to clients")
@@ -58,6 +58,8 @@ func run(args []string) error {
 		retentionTick = fs.Duration("retention-check-interval", 30*time.Second, "how often partition leaders apply retention.ms and retention.bytes")
 		pidExpiry     = fs.Duration("producer-id-expiration", 24*time.Hour, "how long an idempotent producer may be idle before its partitions forget it, which bounds their producer tables (Kafka's producer.id.expiration.ms; negative: never)")
 		pidCheck      = fs.Duration("producer-id-expiration-check-interval", 10*time.Minute, "how often partition leaders look for idle producers to forget (Kafka's producer.id.expiration.check.interval.ms)")
+		followerRate  = fs.Int64("follower-replication-throttled-rate", 0, "bytes per second this broker's replicas may fetch from their peers while catching up (after a move or a lost disk); 0 is no bound; follower.replication.throttled.rate set through the admin API takes precedence")
+		leaderRate    = fs.Int64("leader-replication-throttled-rate", 0, "bytes per second this broker may serve to other brokers' replicas catching up; 0 is no bound; leader.replication.throttled.rate set through the admin API takes precedence")
 		lagMax        = fs.Duration("replica-lag-max", 10*time.Second, "how long a follower may go without reaching its leader's log end and still count as in sync for min.insync.replicas (Kafka's replica.lag.time.max.ms)")
 		cleanerTick   = fs.Duration("log-cleaner-interval", 15*time.Second, "how often each replica of a compacted topic (cleanup.policy=compact) checks whether its log needs a compaction pass")
 		pprofOn       = fs.Bool("enable-pprof", false, "serve Go's /debug/pprof on the HTTP listener")
@@ -105,17 +107,22 @@ func run(args []string) error {
 		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
-		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, PartitionFrames: *frames, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
+		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, FollowerThrottledRate: *followerRate, LeaderThrottledRate: *leaderRate, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, PartitionFrames: *frames, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
 	})
 	if err != nil {
 		return err
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	s := <-sig
-	logger.Info("shutting down", "signal", s.String())
-	b.Close()
-	return nil
+	select {
+	case s := <-sig:
+		logger.Info("shutting down", "signal", s.String())
+		b.Close()
+		return nil
+	case err := <-b.Failed():
+		b.Close()
+		return err
+	}
 }
 
 // applyEnv sets every flag not given on the command line from RAFTKA_<NAME>.

@@ -1,0 +1,80 @@
+package meta
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+func TestPlacementSpreadsOverRacksAndLoad(t *testing.T) {
+	s := NewState()
+	racks := []string{"a", "a", "b", "b", "c", "c"}
+	for id := int32(0); id < 6; id++ {
+		s.Apply(uint64(id+1), &Command{RegisterBroker: &Broker{ID: id, RaftAddr: "r", Rack: racks[id]}})
+	}
+	if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Name: "t", Partitions: 12, ReplicationFactor: 3}}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	load, leads := map[int32]int{}, map[int32]int{}
+	for _, p := range s.Topics["t"].Partitions {
+		seen := map[string]bool{}
+		for i, id := range p.Replicas {
+			if seen[racks[id]] {
+				t.Fatalf("partition %d has two replicas on rack %s: %v", p.Index, racks[id], p.Replicas)
+			}
+			seen[racks[id]] = true
+			load[id]++
+			if i == 0 {
+				leads[id]++
+			}
+		}
+	}
+	// Greedy placement under the rack rule may leave a broker one
+	// replica above the mean; leaders spread exactly.
+	for id := int32(0); id < 6; id++ {
+		if load[id] < 5 || load[id] > 7 || leads[id] != 2 {
+			t.Fatalf("broker %d holds %d replicas and leads %d, want 6±1 and 2: %v %v", id, load[id], leads[id], load, leads)
+		}
+	}
+	// A broker added later takes the next partitions' replicas first.
+	s.Apply(20, &Command{RegisterBroker: &Broker{ID: 6, RaftAddr: "r", Rack: "d"}})
+	if out := s.Apply(21, &Command{CreatePartitions: &CreatePartitions{Name: "t", Count: 14}}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	for _, p := range s.Topics["t"].Partitions[12:] {
+		if !containsID(p.Replicas, 6) {
+			t.Errorf("new partition %d on %v leaves out the empty broker 6", p.Index, p.Replicas)
+		}
+	}
+}
+
+func TestManualAssignment(t *testing.T) {
+	s := clusterOf(3)
+	bad := [][][]int32{{}, {{}}, {{0, 0}}, {{0, 7}}, {{0, 1}, {2}}}
+	for _, a := range bad {
+		if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Name: "m", Assignment: a}}); !errors.Is(out.Err, kerr.InvalidReplicaAssignment) {
+			t.Errorf("assignment %v: %v, want INVALID_REPLICA_ASSIGNMENT", a, out.Err)
+		}
+	}
+	if s.Topics["m"] != nil {
+		t.Fatal("a refused assignment created the topic")
+	}
+	out := s.Apply(11, &Command{CreateTopic: &CreateTopic{Name: "m", Assignment: [][]int32{{2, 0}, {1, 2}}}})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	m := s.Topics["m"]
+	if m.ReplicationFactor != 2 || len(m.Partitions) != 2 || m.Partitions[0].Replicas[0] != 2 || m.Partitions[1].Replicas[1] != 2 {
+		t.Fatalf("placed %+v", m.Partitions)
+	}
+	if out := s.Apply(12, &Command{CreatePartitions: &CreatePartitions{Name: "m", Count: 4, Assignment: [][]int32{{0, 1}}}}); !errors.Is(out.Err, kerr.InvalidReplicaAssignment) {
+		t.Fatalf("one assignment for two new partitions: %v", out.Err)
+	}
+	if out := s.Apply(13, &Command{CreatePartitions: &CreatePartitions{Name: "m", Count: 3, Assignment: [][]int32{{0, 1, 2}}}}); !errors.Is(out.Err, kerr.InvalidReplicaAssignment) {
+		t.Fatalf("a new partition with another replica count: %v", out.Err)
+	}
+	if out := s.Apply(14, &Command{CreatePartitions: &CreatePartitions{Name: "m", Count: 3, Assignment: [][]int32{{0, 1}}}}); out.Err != nil || m.Partitions[2].Replicas[0] != 0 {
+		t.Fatalf("assigned new partition: %v %v", out.Err, m.Partitions)
+	}
+}

@@ -1,0 +1,144 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// ElectLeaders v0-v2 (v2 flexible): preferred leader election
+// (kafka-leader-election.sh --election-type preferred): each partition's
+// leadership goes to its first replica, by Raft leader transfer, if that
+// replica is live, votes and has caught up. Unclean election is refused:
+// Raft elects only a replica that holds every committed record. Null
+// topics ask for every partition. A broker asks, for a partition it does
+// not host, a broker that does.
+func init() { register(kmsg.ElectLeaders, 0, 2, handleElectLeaders) }
+
+const electLeadersWait = 10 * time.Second
+
+func handleElectLeaders(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ElectLeadersRequest)
+	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, time.Second), electLeadersWait)
+	r.deferred = func() kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+		ctx, cancel := context.WithTimeout(b.ctx, timeout)
+		defer cancel()
+		asked := req.Topics
+		if asked == nil {
+			asked = b.allPartitions()
+		}
+		for _, t := range asked {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = t.Topic
+			for _, index := range t.Partitions {
+				rp := kmsg.NewElectLeadersResponseTopicPartition()
+				rp.Partition = index
+				if req.ElectionType != 0 {
+					rp.ErrorCode = kerr.EligibleLeadersNotAvailable.Code
+					rp.ErrorMessage = kmsg.StringPtr("unclean leader election is not supported: Raft elects only a replica that holds every committed record")
+				} else if err, msg := b.electPreferred(ctx, t.Topic, index, req.Version); err != nil {
+					rp.ErrorCode, rp.ErrorMessage = err.Code, kmsg.StringPtr(msg)
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	return nil, nil
+}
+
+func (b *Broker) allPartitions() []kmsg.ElectLeadersRequestTopic {
+	var out []kmsg.ElectLeadersRequestTopic
+	b.meta.Read(func(s *meta.State) {
+		for _, name := range sortedTopicNames(s) {
+			rt := kmsg.NewElectLeadersRequestTopic()
+			rt.Topic = name
+			for _, p := range s.Topics[name].Partitions {
+				rt.Partitions = append(rt.Partitions, p.Index)
+			}
+			out = append(out, rt)
+		}
+	})
+	return out
+}
+
+// electPreferred moves a partition's leadership to its preferred replica
+// and waits until that replica leads.
+func (b *Broker) electPreferred(ctx context.Context, topic string, index int32, version int16) (*kerr.Error, string) {
+	info, kerr0 := b.partitionFor(topic, index)
+	if kerr0 != nil {
+		return kerr0, "unknown topic or partition"
+	}
+	if len(info.replicas) == 0 {
+		return kerr.PreferredLeaderNotAvailable, "the partition has no replicas"
+	}
+	preferred := info.replicas[0]
+	if info.leader == preferred {
+		return kerr.ElectionNotNeeded, "the preferred replica leads already"
+	}
+	if !b.liveness.isLive(preferred) {
+		return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker does not answer"
+	}
+	if b.replicas.get(info.shard) == nil {
+		return b.forwardElection(ctx, topic, index, version, preferred)
+	}
+	var node uint64
+	b.meta.Read(func(s *meta.State) {
+		if _, p := findShard(s, info.shard); p != nil {
+			node = p.NodeOf(preferred)
+		}
+	})
+	for ctx.Err() == nil {
+		if id, ok, err := b.nh.GetLeaderID(info.shard); err == nil && ok && id == node {
+			return nil, ""
+		}
+		_ = b.nh.RequestLeaderTransfer(info.shard, node)
+		sleep(ctx, 200*time.Millisecond)
+	}
+	return kerr.PreferredLeaderNotAvailable, "the preferred replica did not take the leadership in time: it may be catching up"
+}
+
+// forwardElection asks the preferred replica's broker, which hosts the
+// partition, to elect it.
+func (b *Broker) forwardElection(ctx context.Context, topic string, index int32, version int16, via int32) (*kerr.Error, string) {
+	cl, err := b.peers.client(via)
+	if err != nil {
+		return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker cannot be reached"
+	}
+	req := kmsg.NewPtrElectLeadersRequest()
+	req.Version, req.ElectionType = version, 0
+	req.TimeoutMillis = int32(time.Until(deadlineOf(ctx)) / time.Millisecond)
+	rt := kmsg.NewElectLeadersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{index}
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker did not answer: " + err.Error()
+	}
+	for _, t := range resp.(*kmsg.ElectLeadersResponse).Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 {
+				return nil, ""
+			}
+			msg := ""
+			if p.ErrorMessage != nil {
+				msg = *p.ErrorMessage
+			}
+			return kafkaError(kerr.ErrorForCode(p.ErrorCode), kerr.UnknownServerError), msg
+		}
+	}
+	return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker gave no answer for the partition"
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(electLeadersWait)
+}
