@@ -83,15 +83,17 @@ run: build ## a local 3-broker cluster on 127.0.0.1:9092-9094 in the foreground 
 
 bench: build envtest ## benchmarks of the broker and the operator; writes docs/benchmarks.md
 	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/
+	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/moves/
 	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./controllers/
 
 FUZZTIME ?= 60s
-fuzz: ## run each fuzz target for FUZZTIME (request decoding, partition state machine, snapshot catch-up, log compaction, Raft log replay)
+fuzz: ## run each fuzz target for FUZZTIME (request decoding, partition and metadata state machines, snapshot catch-up, log compaction, Raft log replay)
 	cd broker/server && $(GO) test -run '^$$' -fuzz FuzzParseRequest -fuzztime $(FUZZTIME) .
 	cd broker/partition && $(GO) test -run '^$$' -fuzz FuzzUpdate -fuzztime $(FUZZTIME) .
 	cd broker/partition && $(GO) test -run '^$$' -fuzz FuzzSnapshotCatchUp -fuzztime $(FUZZTIME) .
 	cd broker/partition && $(GO) test -run '^$$' -fuzz FuzzCompactBatch -fuzztime $(FUZZTIME) .
 	cd broker/raftlog && $(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) .
+	cd broker/meta && $(GO) test -run '^$$' -fuzz FuzzApply -fuzztime $(FUZZTIME) .
 
 fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')

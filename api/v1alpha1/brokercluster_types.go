@@ -35,7 +35,9 @@ type BrokerClusterSpec struct {
 	// raft-snapshot-entries, raft-log-retain-bytes, raft-log-write-buffer,
 	// retention-check-interval, log-cleaner-interval, replica-lag-max,
 	// group-initial-rebalance-delay, producer-id-expiration,
-	// producer-id-expiration-check-interval, raft-log-max-bytes.
+	// producer-id-expiration-check-interval, raft-log-max-bytes,
+	// controlled-shutdown-timeout, follower-replication-throttled-rate,
+	// leader-replication-throttled-rate.
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
 

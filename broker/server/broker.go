@@ -283,8 +283,10 @@ func (b *Broker) goBackground(fn func(ctx context.Context)) {
 // Addr is the address the Kafka listener is bound to.
 func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
 
-// Close stops serving and closes Raft; data stays on disk.
+// Close hands off the leadership of the groups it leads (shutdown.go),
+// stops serving and closes Raft; data stays on disk.
 func (b *Broker) Close() {
+	b.handOffLeadership(b.cfg.ControlledShutdownTimeout)
 	b.cancel()
 	b.ln.Close()
 	b.bg.Wait()

@@ -83,6 +83,9 @@ type Config struct {
 	// leader's log end and still count as in sync (Kafka's
 	// replica.lag.time.max.ms).
 	ReplicaLagMax time.Duration
+	// ControlledShutdownTimeout bounds how long a stopping broker tries to
+	// hand the leadership of its groups to other voters; 0 stops at once.
+	ControlledShutdownTimeout time.Duration
 	// FollowerThrottledRate and LeaderThrottledRate bound, in bytes per
 	// second, what replicas catching up fetch and serve (throttle.go); 0
 	// is no bound. Values set at run time through the Kafka admin API take

@@ -88,6 +88,7 @@ var brokerFlags = map[string]bool{
 	"retention-check-interval": true, "group-initial-rebalance-delay": true, "raft-log-write-buffer": true,
 	"raft-log-retain-bytes": true, "log-cleaner-interval": true, "replica-lag-max": true,
 	"producer-id-expiration": true, "producer-id-expiration-check-interval": true, "raft-log-max-bytes": true,
+	"controlled-shutdown-timeout": true, "follower-replication-throttled-rate": true, "leader-replication-throttled-rate": true,
 }
 
 // ValidateConfig rejects spec.config keys the broker does not know.

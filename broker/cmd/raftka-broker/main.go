@@ -58,6 +58,7 @@ func run(args []string) error {
 		retentionTick = fs.Duration("retention-check-interval", 30*time.Second, "how often partition leaders apply retention.ms and retention.bytes")
 		pidExpiry     = fs.Duration("producer-id-expiration", 24*time.Hour, "how long an idempotent producer may be idle before its partitions forget it, which bounds their producer tables (Kafka's producer.id.expiration.ms; negative: never)")
 		pidCheck      = fs.Duration("producer-id-expiration-check-interval", 10*time.Minute, "how often partition leaders look for idle producers to forget (Kafka's producer.id.expiration.check.interval.ms)")
+		shutdownWait  = fs.Duration("controlled-shutdown-timeout", 10*time.Second, "on SIGTERM, how long to try handing the leadership of every Raft group this broker leads to another in-sync voter before stopping (a rolling restart then costs producers a leader transfer, not an election timeout); 0 stops at once")
 		followerRate  = fs.Int64("follower-replication-throttled-rate", 0, "bytes per second this broker's replicas may fetch from their peers while catching up (after a move or a lost disk); 0 is no bound; follower.replication.throttled.rate set through the admin API takes precedence")
 		leaderRate    = fs.Int64("leader-replication-throttled-rate", 0, "bytes per second this broker may serve to other brokers' replicas catching up; 0 is no bound; leader.replication.throttled.rate set through the admin API takes precedence")
 		lagMax        = fs.Duration("replica-lag-max", 10*time.Second, "how long a follower may go without reaching its leader's log end and still count as in sync for min.insync.replicas (Kafka's replica.lag.time.max.ms)")
@@ -107,7 +108,7 @@ func run(args []string) error {
 		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
-		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, FollowerThrottledRate: *followerRate, LeaderThrottledRate: *leaderRate, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, PartitionFrames: *frames, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
+		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, FollowerThrottledRate: *followerRate, ControlledShutdownTimeout: *shutdownWait, LeaderThrottledRate: *leaderRate, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, PartitionFrames: *frames, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
 	})
 	if err != nil {
 		return err

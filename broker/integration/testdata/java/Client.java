@@ -15,14 +15,17 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
@@ -35,6 +38,9 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.ConsumerGroupState;
+import org.apache.kafka.common.ElectionType;
+import org.apache.kafka.common.errors.ElectionNotNeededException;
+import org.apache.kafka.common.errors.NoReassignmentInProgressException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -209,6 +215,50 @@ public class Client {
             if (low != 10 || earliest != 10) {
                 throw new IllegalStateException("deleteRecords: low watermark " + low + ", earliest " + earliest);
             }
+            reassign(admin, topic + "-moved");
+        }
+    }
+
+    // reassign makes the calls of kafka-topics.sh --replica-assignment,
+    // kafka-reassign-partitions.sh (with --throttle) and
+    // kafka-leader-election.sh: TOPIC is created on brokers [2,1] and
+    // [0,2], grows a partition on [1,2], and its partition 0 moves to [0,1].
+    static void reassign(Admin admin, String moved) throws Exception {
+        admin.createTopics(List.of(new NewTopic(moved, Map.of(0, List.of(2, 1), 1, List.of(0, 2))))).all().get();
+        admin.createPartitions(Map.of(moved, NewPartitions.increaseTo(3, List.of(List.of(1, 2))))).all().get();
+        ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER, "0");
+        admin.incrementalAlterConfigs(Map.of(broker, List.of(new AlterConfigOp(
+                new ConfigEntry("follower.replication.throttled.rate", "10000000"), AlterConfigOp.OpType.SET)))).all().get();
+        TopicPartition first = new TopicPartition(moved, 0);
+        try {
+            admin.alterPartitionReassignments(Map.of(first, Optional.empty())).all().get();
+            throw new IllegalStateException("cancelled a move that did not exist");
+        } catch (ExecutionException e) {
+            if (!(e.getCause() instanceof NoReassignmentInProgressException)) {
+                throw e;
+            }
+        }
+        admin.alterPartitionReassignments(Map.of(first, Optional.of(new NewPartitionReassignment(List.of(0, 1))))).all().get();
+        for (int i = 0; !admin.listPartitionReassignments().reassignments().get().isEmpty(); i++) {
+            if (i > 300) {
+                throw new IllegalStateException("the move did not finish in 30 s");
+            }
+            Thread.sleep(100);
+        }
+        TopicDescription described = admin.describeTopics(List.of(moved)).allTopicNames().get().get(moved);
+        List<Integer> replicas = described.partitions().get(0).replicas().stream().map(n -> n.id()).collect(Collectors.toList());
+        List<Integer> grown = described.partitions().get(2).replicas().stream().map(n -> n.id()).collect(Collectors.toList());
+        if (!replicas.equals(List.of(0, 1)) || !grown.equals(List.of(1, 2))) {
+            throw new IllegalStateException("replicas after the move " + replicas + ", of the new partition " + grown);
+        }
+        try {
+            admin.electLeaders(ElectionType.PREFERRED, Set.of(first)).partitions().get().get(first).ifPresent(e -> {
+                if (!(e instanceof ElectionNotNeededException)) {
+                    throw new IllegalStateException("electLeaders: " + e);
+                }
+            });
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("electLeaders", e);
         }
     }
 }

@@ -1,0 +1,131 @@
+package meta
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// commandsFrom turns fuzz bytes into metadata commands over a small
+// universe of brokers, topics and partitions, so that most of them apply.
+func commandsFrom(data []byte) []Command {
+	var out []Command
+	next := func() int {
+		if len(data) == 0 {
+			return 0
+		}
+		v := int(data[0])
+		data = data[1:]
+		return v
+	}
+	brokerList := func() []int32 {
+		n := next() % 5
+		ids := make([]int32, n)
+		for i := range ids {
+			ids[i] = int32(next() % 6)
+		}
+		return ids
+	}
+	topics := []string{"a", "b"}
+	for len(data) > 0 {
+		topic := topics[next()%2]
+		switch next() % 9 {
+		case 0:
+			out = append(out, Command{RegisterBroker: &Broker{ID: int32(next() % 5), RaftAddr: "r", Incarnation: string(rune('a' + next()%3)), Generation: uint32(next() % 3)}})
+		case 1:
+			out = append(out, Command{JoinBroker: &Broker{ID: int32(next() % 5), RaftAddr: "r", Incarnation: string(rune('a' + next()%4))}})
+		case 2:
+			out = append(out, Command{CreateTopic: &CreateTopic{Name: topic, Partitions: int32(next()%4) - 1, ReplicationFactor: int16(next() % 4)}})
+		case 3:
+			var assignment [][]int32
+			for i := next() % 3; i > 0; i-- {
+				assignment = append(assignment, brokerList())
+			}
+			out = append(out, Command{CreateTopic: &CreateTopic{Name: topic, Assignment: assignment}})
+		case 4:
+			out = append(out, Command{CreatePartitions: &CreatePartitions{Name: topic, Count: int32(next() % 6)}})
+		case 5:
+			out = append(out, Command{Reassign: &Reassign{Topic: topic, Partition: int32(next()%3) - 1, Target: brokerList(), Cancel: next()%4 == 0}})
+		case 6:
+			out = append(out, Command{CompleteReassignment: &CompleteReassignment{Shard: FirstPartitionShard + uint64(next()%6), Target: brokerList()}})
+		case 7:
+			out = append(out, Command{RenewReplicaNode: &RenewReplicaNode{Shard: FirstPartitionShard + uint64(next()%6), Broker: int32(next() % 5), Node: RaftNodeID(int32(next()%5), uint32(next()%4))}})
+		case 8:
+			out = append(out, Command{Leader: &LeaderChange{Shard: FirstPartitionShard + uint64(next()%6), Leader: int32(next() % 5), Epoch: int32(next() % 4), Node: RaftNodeID(int32(next()%5), uint32(next()%4))}})
+		}
+	}
+	return out
+}
+
+// FuzzApply applies command sequences to the metadata: it never panics;
+// two replicas applying the same entries, one of them recovering from a
+// snapshot halfway, end in the same state; and placement stays sound:
+// every partition's replicas are distinct known brokers with a node each
+// of their own broker, no two alike, and a move's target is among them.
+func FuzzApply(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 2, 0, 0, 0, 2, 0, 2, 3, 2, 1, 5, 2, 3, 1, 2, 3, 0, 1, 6, 1, 3, 1, 2, 3})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 2, 2, 0, 1, 3, 0, 2, 2, 1, 2, 3, 0, 0, 1, 1, 3, 3, 1, 4, 0, 5, 0, 1, 4, 2, 0, 3, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cmds := commandsFrom(data)
+		a, b := NewState(), NewState()
+		for i, c := range cmds {
+			ca, cb := c, c // Apply may keep pointers; each replica decodes its own
+			a.Apply(uint64(i+1), decoded(t, &ca))
+			b.Apply(uint64(i+1), decoded(t, &cb))
+			if i == len(cmds)/2 {
+				b = recovered(t, b)
+			}
+		}
+		if !reflect.DeepEqual(snapshotOf(t, a), snapshotOf(t, b)) {
+			t.Fatalf("replicas diverged:\n%s\n%s", snapshotOf(t, a), snapshotOf(t, b))
+		}
+		for _, topic := range a.Topics {
+			for _, p := range topic.Partitions {
+				seen := map[int32]bool{}
+				nodes := map[uint64]bool{}
+				for _, id := range p.Replicas {
+					n := p.NodeOf(id)
+					if seen[id] || BrokerOfNode(n) != id || nodes[n] {
+						t.Fatalf("partition %s-%d: replicas %v nodes %v", topic.Name, p.Index, p.Replicas, p.Nodes)
+					}
+					seen[id], nodes[n] = true, true
+				}
+				if p.Nodes != nil && len(p.Nodes) != len(p.Replicas) {
+					t.Fatalf("partition %s-%d: %d nodes for %d replicas", topic.Name, p.Index, len(p.Nodes), len(p.Replicas))
+				}
+				if r := p.Reassignment; r != nil {
+					for _, id := range append(append([]int32(nil), r.Target...), r.Original...) {
+						if !seen[id] {
+							t.Fatalf("partition %s-%d: move %+v names %d outside replicas %v", topic.Name, p.Index, r, id, p.Replicas)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+func decoded(t *testing.T, c *Command) *Command {
+	var out Command
+	if err := json.Unmarshal(c.Encode(), &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}
+
+func snapshotOf(t *testing.T, s *State) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func recovered(t *testing.T, s *State) *State {
+	out := NewState()
+	if err := json.Unmarshal([]byte(snapshotOf(t, s)), out); err != nil {
+		t.Fatal(err)
+	}
+	out.reindex()
+	return out
+}

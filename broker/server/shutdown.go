@@ -1,0 +1,95 @@
+package server
+
+import (
+	"time"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// A broker that is asked to stop (SIGTERM, a rolling restart) first hands
+// the leadership of every Raft group it leads, the metadata group's
+// included, to a voter that is live and, for a partition, seen caught up,
+// as Kafka's controlled shutdown moves leaders off a broker before it
+// stops: producers then wait for a leader transfer, a few round trips,
+// instead of an election timeout. It tries for --controlled-shutdown-
+// timeout at most, then stops whatever it still leads.
+
+// handOffLeadership moves away the leadership of the groups this broker
+// leads, until it leads none or bound passes.
+func (b *Broker) handOffLeadership(bound time.Duration) {
+	if bound <= 0 {
+		return
+	}
+	deadline := time.Now().Add(bound)
+	asked := map[uint64]bool{}
+	for {
+		led := b.ledGroups()
+		if len(led) == 0 {
+			b.log.Info("leadership handed off before stopping", "groups", len(asked))
+			return
+		}
+		if time.Now().After(deadline) {
+			b.log.Warn("stopping while still leading", "groups", len(led))
+			return
+		}
+		targets := 0
+		for _, shard := range led {
+			if target := b.handOffTarget(shard); target != 0 {
+				_ = b.nh.RequestLeaderTransfer(shard, target)
+				asked[shard] = true
+				targets++
+			}
+		}
+		if targets == 0 {
+			b.log.Warn("stopping while still leading: no other voter is live and caught up", "groups", len(led))
+			return
+		}
+		time.Sleep(4 * b.cfg.RTT)
+	}
+}
+
+// ledGroups are the Raft groups this broker leads now.
+func (b *Broker) ledGroups() []uint64 {
+	var out []uint64
+	if id, ok := b.metaLeader(); ok && id == b.cfg.ID {
+		out = append(out, meta.MetadataShard)
+	}
+	for _, shard := range b.replicas.shards() {
+		if b.isLeader(shard) {
+			out = append(out, shard)
+		}
+	}
+	return out
+}
+
+// handOffTarget picks the node to hand a group's leadership to: a live
+// voter, for a partition one whose replica the probes saw caught up (a
+// transfer to a replica behind waits for it to catch up, or fails); 0 if
+// there is none.
+func (b *Broker) handOffTarget(shard uint64) uint64 {
+	now := time.Now()
+	var target uint64
+	b.meta.Read(func(s *meta.State) {
+		if shard == meta.MetadataShard {
+			for _, id := range s.BrokerIDs() {
+				if _, voter := b.cfg.MetadataVoters[id]; voter && id != b.cfg.ID && b.liveness.isLive(id) {
+					target = s.Brokers[id].Node()
+					return
+				}
+			}
+			return
+		}
+		_, p := findShard(s, shard)
+		if p == nil {
+			return
+		}
+		for _, id := range p.Replicas {
+			if id != b.cfg.ID && b.liveness.isLive(id) && b.members.mayVote(shard, id) &&
+				b.progress.seenCaughtUp(now, shard, id, b.cfg.ReplicaLagMax) {
+				target = p.NodeOf(id)
+				return
+			}
+		}
+	})
+	return target
+}
