@@ -81,6 +81,9 @@ func FuzzApply(f *testing.F) {
 		}
 		for _, topic := range a.Topics {
 			for _, p := range topic.Partitions {
+				if t2, p2 := a.PartitionOfShard(p.Shard); t2 != topic || p2.Index != p.Index {
+					t.Fatalf("shard %d indexes %v, want %s-%d", p.Shard, p2, topic.Name, p.Index)
+				}
 				seen := map[int32]bool{}
 				nodes := map[uint64]bool{}
 				for _, id := range p.Replicas {

@@ -234,7 +234,7 @@ func (s *State) validateAssignment(replicas []int32) error {
 }
 
 func (s *State) completeReassignment(c *CompleteReassignment) Outcome {
-	t, p := s.partitionOfShard(c.Shard)
+	t, p := s.PartitionOfShard(c.Shard)
 	if p == nil {
 		return Outcome{Err: kerr.UnknownTopicOrPartition}
 	}
@@ -258,7 +258,7 @@ func (s *State) completeReassignment(c *CompleteReassignment) Outcome {
 }
 
 func (s *State) renewReplicaNode(c *RenewReplicaNode) Outcome {
-	_, p := s.partitionOfShard(c.Shard)
+	_, p := s.PartitionOfShard(c.Shard)
 	if p == nil {
 		return Outcome{Err: kerr.UnknownTopicOrPartition}
 	}
@@ -291,17 +291,6 @@ func (p *Partition) reorder(first []int32) {
 			p.Nodes = append(p.Nodes, n)
 		}
 	}
-}
-
-func (s *State) partitionOfShard(shard uint64) (*Topic, *Partition) {
-	for _, t := range s.Topics {
-		for i := range t.Partitions {
-			if t.Partitions[i].Shard == shard {
-				return t, &t.Partitions[i]
-			}
-		}
-	}
-	return nil, nil
 }
 
 // without returns the ids of a that b lacks, in a's order.

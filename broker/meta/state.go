@@ -77,19 +77,29 @@ type State struct {
 	// topicsByID indexes Topics by id for Fetch and Produce v13+, which
 	// name topics by id in every request; derived, so not in snapshots.
 	topicsByID map[[16]byte]*Topic
+	// shards indexes partitions by their Raft shard; derived too.
+	shards map[uint64]shardRef
+}
+
+// shardRef locates a partition: its topic and index.
+type shardRef struct {
+	topic *Topic
+	index int
 }
 
 // NewState returns an empty cluster.
 func NewState() *State {
 	return &State{Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}, NextShard: FirstPartitionShard,
-		NextProducerID: 1000, Offsets: map[string]map[string]map[int32]GroupOffset{}, topicsByID: map[[16]byte]*Topic{}}
+		NextProducerID: 1000, Offsets: map[string]map[string]map[int32]GroupOffset{}, topicsByID: map[[16]byte]*Topic{}, shards: map[uint64]shardRef{}}
 }
 
 // reindex rebuilds the derived topic-id index, after a snapshot is read.
 func (s *State) reindex() {
 	s.topicsByID = make(map[[16]byte]*Topic, len(s.Topics))
+	s.shards = map[uint64]shardRef{}
 	for _, t := range s.Topics {
 		s.topicsByID[t.ID] = t
+		s.indexShards(t)
 	}
 }
 
@@ -105,6 +115,22 @@ func (s *State) BrokerIDs() []int32 {
 
 // TopicByID finds a topic by its id.
 func (s *State) TopicByID(id [16]byte) *Topic { return s.topicsByID[id] }
+
+// PartitionOfShard finds the partition a Raft shard replicates, or nils.
+// The partition must not be kept past the read that found it.
+func (s *State) PartitionOfShard(shard uint64) (*Topic, *Partition) {
+	ref, ok := s.shards[shard]
+	if !ok {
+		return nil, nil
+	}
+	return ref.topic, &ref.topic.Partitions[ref.index]
+}
+
+func (s *State) indexShards(t *Topic) {
+	for i, p := range t.Partitions {
+		s.shards[p.Shard] = shardRef{topic: t, index: i}
+	}
+}
 
 // Apply applies one command at Raft index index and returns its outcome.
 func (s *State) Apply(index uint64, c *Command) Outcome {
@@ -122,6 +148,9 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		}
 		delete(s.Topics, c.DeleteTopic)
 		delete(s.topicsByID, t.ID)
+		for _, p := range t.Partitions {
+			delete(s.shards, p.Shard)
+		}
 		return Outcome{Topic: t}
 	case c.CreatePartitions != nil:
 		return s.createPartitions(c.CreatePartitions)
@@ -267,6 +296,7 @@ func (s *State) createTopic(index uint64, ct *CreateTopic) Outcome {
 	if !ct.ValidateOnly {
 		s.Topics[ct.Name] = t
 		s.topicsByID[t.ID] = t
+		s.indexShards(t)
 	} else {
 		s.NextShard -= uint64(ct.Partitions)
 		s.NextNodeEpoch -= uint32(ct.Partitions)
@@ -294,6 +324,7 @@ func (s *State) createPartitions(cp *CreatePartitions) Outcome {
 		return Outcome{Topic: t}
 	}
 	s.addPartitions(t, cp.Count-int32(len(t.Partitions)), cp.Assignment)
+	s.indexShards(t)
 	return Outcome{Topic: t}
 }
 
@@ -394,18 +425,14 @@ func (s *State) BrokerConfig(id int32, key string) (string, bool) {
 }
 
 func (s *State) setLeader(l *LeaderChange) Outcome {
-	for _, t := range s.Topics {
-		for i := range t.Partitions {
-			p := &t.Partitions[i]
-			if p.Shard == l.Shard {
-				if l.Epoch >= p.LeaderEpoch {
-					p.Leader, p.LeaderEpoch, p.LeaderNode = l.Leader, l.Epoch, l.Node
-				}
-				return Outcome{}
-			}
-		}
+	_, p := s.PartitionOfShard(l.Shard)
+	if p == nil {
+		return Outcome{Err: kerr.UnknownTopicOrPartition}
 	}
-	return Outcome{Err: kerr.UnknownTopicOrPartition}
+	if l.Epoch >= p.LeaderEpoch {
+		p.Leader, p.LeaderEpoch, p.LeaderNode = l.Leader, l.Epoch, l.Node
+	}
+	return Outcome{}
 }
 
 // topicID derives a stable, unique id from the name and the creating entry,

@@ -90,7 +90,7 @@ func (b *Broker) electPreferred(ctx context.Context, topic string, index int32, 
 	}
 	var node uint64
 	b.meta.Read(func(s *meta.State) {
-		if _, p := findShard(s, info.shard); p != nil {
+		if _, p := s.PartitionOfShard(info.shard); p != nil {
 			node = p.NodeOf(preferred)
 		}
 	})

@@ -39,7 +39,7 @@ func (p peerSource) Fetch(ctx context.Context, from int64, maxBytes int32) ([]by
 		leader   int32
 	)
 	p.b.meta.Read(func(s *meta.State) {
-		if t, part := findShard(s, p.shard); t != nil {
+		if t, part := s.PartitionOfShard(p.shard); t != nil {
 			topic, topicID, index, leader = t.Name, t.ID, part.Index, part.Leader
 			replicas = append(replicas, part.Replicas...)
 		}

@@ -108,7 +108,7 @@ func (b *Broker) SafeToRestart() Check {
 					continue
 				}
 				current := func(id int32) uint64 { return s.Brokers[id].Node() }
-				if _, p := findShard(s, ci.ClusterID); p != nil {
+				if _, p := s.PartitionOfShard(ci.ClusterID); p != nil {
 					current = p.NodeOf
 				}
 				voters[ci.ClusterID] = voterBrokers(ci.Nodes, current)

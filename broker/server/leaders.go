@@ -29,7 +29,7 @@ func (b *Broker) reportLeaders(ctx context.Context) {
 				epoch := b.term(shard)
 				var stale bool
 				b.meta.Read(func(s *meta.State) {
-					_, p := findShard(s, shard)
+					_, p := s.PartitionOfShard(shard)
 					stale = p != nil && (p.Leader != b.cfg.ID || p.LeaderEpoch < epoch || p.LeaderNode != p.NodeOf(b.cfg.ID))
 				})
 				if stale {
@@ -51,17 +51,6 @@ func (b *Broker) reportLeader(ctx context.Context, shard uint64, epoch int32) {
 	if _, err := b.proposeMeta(pctx, &meta.Command{Leader: change}); err != nil {
 		b.log.Debug("leader report failed", "shard", shard, "error", err)
 	}
-}
-
-func findShard(s *meta.State, shard uint64) (*meta.Topic, *meta.Partition) {
-	for _, t := range s.Topics {
-		for i := range t.Partitions {
-			if t.Partitions[i].Shard == shard {
-				return t, &t.Partitions[i]
-			}
-		}
-	}
-	return nil, nil
 }
 
 // isLeader reports whether this broker leads the shard's Raft group now.
@@ -94,7 +83,7 @@ func (b *Broker) handBack(shard uint64, caughtUp bool) {
 	var preferred int32 = -1
 	var node uint64
 	b.meta.Read(func(s *meta.State) {
-		if _, p := findShard(s, shard); p != nil && len(p.Replicas) > 0 {
+		if _, p := s.PartitionOfShard(shard); p != nil && len(p.Replicas) > 0 {
 			preferred = p.Replicas[0]
 			node = p.NodeOf(preferred)
 		}
@@ -191,7 +180,7 @@ func (b *Broker) enforceRetention(ctx context.Context) {
 			}
 			var retentionMs, retentionBytes int64 = -1, -1
 			b.meta.Read(func(s *meta.State) {
-				if t, _ := findShard(s, shard); t != nil && t.HasCleanupPolicy(meta.CleanupDelete) {
+				if t, _ := s.PartitionOfShard(shard); t != nil && t.HasCleanupPolicy(meta.CleanupDelete) {
 					retentionMs, retentionBytes = t.Int(meta.ConfigRetentionMs), t.Int(meta.ConfigRetentionBytes)
 				}
 			})

@@ -270,7 +270,7 @@ func (b *Broker) leaderHintFor(topic string, index int32) (leaderHint, bool) {
 func (b *Broker) partitionName(shard uint64) string {
 	name := "shard-" + strconv.FormatUint(shard, 10)
 	b.meta.Read(func(s *meta.State) {
-		if t, p := findShard(s, shard); t != nil {
+		if t, p := s.PartitionOfShard(shard); t != nil {
 			name = t.Name + "-" + strconv.Itoa(int(p.Index))
 		}
 	})

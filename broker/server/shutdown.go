@@ -79,7 +79,7 @@ func (b *Broker) handOffTarget(shard uint64) uint64 {
 			}
 			return
 		}
-		_, p := findShard(s, shard)
+		_, p := s.PartitionOfShard(shard)
 		if p == nil {
 			return
 		}
