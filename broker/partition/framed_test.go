@@ -308,3 +308,54 @@ func TestFramedSegmentKeepsMarksNotRecords(t *testing.T) {
 		t.Fatalf("%d records, %d marks in memory for %d bytes of batches", count, marks, size)
 	}
 }
+
+// TestFramedReplicaRecoveringFromASnapshotKeepsNothingStale: a framed
+// replica whose log ends before the leader's snapshot starts (records
+// deleted everywhere since) recovers from the snapshot by starting empty
+// at its log start; its own framed segments must not survive that reset,
+// before or after it reopens.
+func TestFramedReplicaRecoveringFromASnapshotKeepsNothingStale(t *testing.T) {
+	src, _ := openSM(t, t.TempDir(), 200)
+	for i := 0; i < 20; i++ {
+		apply(t, src, uint64(i+1), produce(2, 5, 0, int32(i), "value"))
+	}
+	apply(t, src, 21, DeleteRecordsCommand(4))
+	snap := snapshotOf(t, src)
+
+	tw := newFramedTwin(t, 200, 1<<20)
+	for i := 0; i < 2; i++ {
+		tw.apply(produce(1, -1, 0, 0, "stale"))
+	}
+	if !hasFramedSegments(tw.framed.Log()) {
+		t.Fatal("the replica kept no framed segments to begin with")
+	}
+	tw.framed.source = &peerLog{log: src.Log()}
+	if err := tw.framed.RecoverFromSnapshot(snap, nil); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, l *Log) {
+		t.Helper()
+		if s, e := l.Offsets(); s != 4 || e != 20 {
+			t.Fatalf("%s: offsets [%d, %d), want [4, 20)", when, s, e)
+		}
+		want, _ := readValues(t, src.Log(), 4)
+		if got, _ := readValues(t, l, 4); !equal(got, want) {
+			t.Fatalf("%s: read %v, want %v", when, got, want)
+		}
+		stale, _ := filepath.Glob(filepath.Join(tw.framedDir, "log", "*"+framedSuffix))
+		if len(stale) > 0 {
+			t.Fatalf("%s: framed segments of the replaced log remain: %v", when, stale)
+		}
+	}
+	check("recovered", tw.framed.Log())
+	if err := tw.framed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened := NewStateMachine(filepath.Join(tw.framedDir, "log"), 200, nil, nil)
+	reopened.UseFrames(tw.frames, func(uint64, int) (frames.Loc, bool) { return frames.Loc{}, false })
+	if _, err := reopened.Open(nil); err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	check("reopened", reopened.Log())
+}

@@ -537,7 +537,12 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 // applying nothing: should this stop half way, the next open starts from
 // the snapshot again rather than from a log that no longer matches.
 func (s *StateMachine) reset(offset int64) error {
+	// Written and framed segments alike: a framed segment of the replaced
+	// log below offset would otherwise be opened again as part of the new
+	// one and serve its stale batches.
 	names, _ := filepath.Glob(filepath.Join(s.dir, "*.log"))
+	framed, _ := filepath.Glob(filepath.Join(s.dir, "*"+framedSuffix))
+	names = append(names, framed...)
 	ck := checkpoint{NextOffset: offset, LogStartOffset: offset}
 	if err := s.commitCheckpoint(ck); err != nil {
 		return err
