@@ -2,6 +2,7 @@ package meta
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -238,7 +239,7 @@ func (s *State) completeReassignment(c *CompleteReassignment) Outcome {
 	if p == nil {
 		return Outcome{Err: kerr.UnknownTopicOrPartition}
 	}
-	if p.Reassignment == nil || !equalIDs(p.Reassignment.Target, c.Target) {
+	if p.Reassignment == nil || !slices.Equal(p.Reassignment.Target, c.Target) {
 		return Outcome{Err: kerr.InvalidRequest} // a stale completion
 	}
 	nodes := make([]uint64, len(c.Target))
@@ -297,36 +298,15 @@ func (p *Partition) reorder(first []int32) {
 func without(a, b []int32) []int32 {
 	var out []int32
 	for _, id := range a {
-		if !containsID(b, id) {
+		if !slices.Contains(b, id) {
 			out = append(out, id)
 		}
 	}
 	return out
 }
 
-func containsID(ids []int32, id int32) bool {
-	for _, v := range ids {
-		if v == id {
-			return true
-		}
-	}
-	return false
-}
-
 func sameIDs(a, b []int32) bool {
 	return len(a) == len(b) && len(without(a, b)) == 0 && len(without(b, a)) == 0
-}
-
-func equalIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // validateAssignments checks a manual placement of partitions: each as
@@ -409,7 +389,7 @@ func (s *State) placeReplicas(t *Topic, n, rf int) [][]int32 {
 func pickBroker(ring, taken []int32, cost func(int32) [2]int, avoid func(int32) bool) int32 {
 	best, bestKey := int32(-1), [3]int{}
 	for _, id := range ring {
-		if containsID(taken, id) {
+		if slices.Contains(taken, id) {
 			continue
 		}
 		c := cost(id)

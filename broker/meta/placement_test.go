@@ -2,6 +2,7 @@ package meta
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -43,7 +44,7 @@ func TestPlacementSpreadsOverRacksAndLoad(t *testing.T) {
 		t.Fatal(out.Err)
 	}
 	for _, p := range s.Topics["t"].Partitions[12:] {
-		if !containsID(p.Replicas, 6) {
+		if !slices.Contains(p.Replicas, 6) {
 			t.Errorf("new partition %d on %v leaves out the empty broker 6", p.Index, p.Replicas)
 		}
 	}

@@ -3,6 +3,7 @@ package meta
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,7 +41,7 @@ func TestReassignValidatesAndTracksTheMove(t *testing.T) {
 	}
 	var target []int32
 	for id := int32(0); id < 5 && len(target) < 2; id++ {
-		if !containsID(orig, id) {
+		if !slices.Contains(orig, id) {
 			target = append(target, id)
 		}
 	}
@@ -74,7 +75,7 @@ func TestReassignValidatesAndTracksTheMove(t *testing.T) {
 	qOrig, qNodes := append([]int32(nil), q.Replicas...), append([]uint64(nil), q.Nodes...)
 	var grow []int32
 	for id := int32(0); id < 5; id++ {
-		if !containsID(qOrig, id) {
+		if !slices.Contains(qOrig, id) {
 			grow = append(grow, id)
 		}
 	}

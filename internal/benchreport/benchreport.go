@@ -56,3 +56,18 @@ func WriteSection(path, name, title, intro string, t *Table, notes string) error
 	}
 	return os.WriteFile(path, []byte(doc), 0o644)
 }
+
+// Main runs a benchmark package's tests and benchmarks, then, if
+// RAFTKA_BENCH_REPORT names a report and t has rows, writes t as section
+// name there (WriteSection); it exits with the run's code, or 1 if the
+// report could not be written.
+func Main(m interface{ Run() int }, t *Table, name, title, intro, notes string) {
+	code := m.Run()
+	if path := os.Getenv("RAFTKA_BENCH_REPORT"); path != "" && t.Len() > 0 {
+		if err := WriteSection(path, name, title, intro, t, notes); err != nil {
+			fmt.Fprintln(os.Stderr, "write report:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

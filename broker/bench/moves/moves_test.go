@@ -23,16 +23,8 @@ var report benchreport.Table
 func row(name, value string) { report.Add(name, value) }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if path := os.Getenv("RAFTKA_BENCH_REPORT"); path != "" && report.Len() > 0 {
-		if err := benchreport.WriteSection(path, "moves", "Restarts and replica moves",
-			"Real `raftka-broker` processes on 127.0.0.1 and a real franz-go client, package `broker/bench/moves`.",
-			&report, notes); err != nil {
-			fmt.Fprintln(os.Stderr, "write report:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	benchreport.Main(m, &report, "moves", "Restarts and replica moves",
+		"Real `raftka-broker` processes on 127.0.0.1 and a real franz-go client, package `broker/bench/moves`.", notes)
 }
 
 const notes = `### Reproduce
