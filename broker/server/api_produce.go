@@ -203,11 +203,11 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	appendTime := int64(-1)
 	if info.appendTime {
 		appendTime = time.Now().UnixMilli()
-		cmd = partition.ProduceAppendTimeCommand(b.term(info.shard), appendTime, records)
+		cmd = partition.ProduceAppendTimeCommand(b.leaders.term(info.shard), appendTime, records)
 	} else {
-		cmd = partition.ProduceCommand(b.term(info.shard), records)
+		cmd = partition.ProduceCommand(b.leaders.term(info.shard), records)
 	}
-	deposed := b.deposed(info.shard) // before proposing, to see a step-down that follows
+	deposed := b.leaders.deposed(info.shard) // before proposing, to see a step-down that follows
 	deadline := time.Now().Add(timeout)
 	for {
 		rs, err := b.nh.Propose(b.nh.GetNoOPSession(info.shard), cmd, time.Until(deadline))

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lni/dragonboat/v3"
@@ -53,18 +52,10 @@ type Broker struct {
 	groups   *groups.Coordinator
 	pids     producerIDs
 	metrics  *metrics
-	leaderMu sync.Mutex
-	terms    map[uint64]uint64 // shard -> latest term seen in a leader event
-	// leading has a channel per shard this broker leads, closed when it
-	// stops leading it (see deposed).
-	leading map[uint64]chan struct{}
-	// leadershipsWon counts partition leaderships this broker took, by
-	// election or transfer.
-	leadershipsWon atomic.Int64
-	leaderOut      chan raftio.LeaderInfo
-	free           freeSpace
-	peers          peerClients
-	progress       followerProgress
+	leaders  *leaderEvents
+	free     freeSpace
+	peers    peerClients
+	progress followerProgress
 
 	ln     net.Listener
 	conns  sync.WaitGroup
@@ -113,7 +104,7 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", cfg.ID), meta: meta.NewStateMachine(),
-		terms: map[uint64]uint64{}, leading: map[uint64]chan struct{}{}, leaderOut: make(chan raftio.LeaderInfo, 4096), ctx: ctx, cancel: cancel,
+		leaders: newLeaderEvents(), ctx: ctx, cancel: cancel,
 		started: make(chan struct{}), failed: make(chan error, 1)}
 	b.replicas = newReplicaSet(b)
 	b.members = newMemberships(b)
@@ -371,7 +362,7 @@ var errDeposed = errors.New("this broker stopped leading the Raft group")
 // cut off from its followers would otherwise hold its callers until their
 // timeout.
 func (b *Broker) untilDeposed(ctx context.Context, shard uint64) (context.Context, func()) {
-	lost := b.deposed(shard)
+	lost := b.leaders.deposed(shard)
 	ctx, cancel := context.WithCancelCause(ctx)
 	if lost == nil {
 		return ctx, func() { cancel(nil) }
@@ -415,73 +406,18 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // LeaderUpdated implements raftio.IRaftEventListener. It runs on Dragonboat's
 // goroutines, so it only records and queues.
 func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
-	b.leaderMu.Lock()
-	if info.Term > b.terms[info.ClusterID] {
-		b.terms[info.ClusterID] = info.Term
-		if info.ClusterID != meta.MetadataShard && info.LeaderID == info.NodeID && info.LeaderID != 0 {
-			b.leadershipsWon.Add(1)
-		}
-	}
-	if ch, leading := b.leading[info.ClusterID]; info.LeaderID == info.NodeID && info.LeaderID != 0 {
-		if !leading {
-			b.leading[info.ClusterID] = make(chan struct{})
-		}
-	} else if leading {
-		b.stopLeadingLocked(info.ClusterID, ch)
-	}
-	b.leaderMu.Unlock()
+	b.leaders.observe(info)
 	if info.ClusterID == meta.MetadataShard && info.LeaderID != info.NodeID {
 		// Group membership lives on the metadata leader only; a broker
 		// that lost that role must not answer for stale groups later.
 		b.groups.Reset()
 	}
-	if info.ClusterID != meta.MetadataShard && info.LeaderID == info.NodeID && info.LeaderID != 0 {
-		select {
-		case b.leaderOut <- info:
-		default: // the periodic sweep in reportLeaders catches up
-		}
-	}
-}
-
-// deposed returns a channel that closes once this broker stops leading a
-// shard: a leader cut off from its followers steps down when it misses a
-// quorum for an election timeout, and the writes it has pending can then
-// commit only if a new leader got them. Nil if it does not lead the shard,
-// as far as leader events have told.
-func (b *Broker) deposed(shard uint64) <-chan struct{} {
-	b.leaderMu.Lock()
-	defer b.leaderMu.Unlock()
-	return b.leading[shard]
-}
-
-// leftShard forgets a partition shard this broker no longer hosts.
-func (b *Broker) leftShard(shard uint64) {
-	b.leaderMu.Lock()
-	defer b.leaderMu.Unlock()
-	if ch, ok := b.leading[shard]; ok {
-		b.stopLeadingLocked(shard, ch)
-	}
-}
-
-// stopLeadingLocked tells the waiters on deposed(shard) that this broker no
-// longer leads it; leaderMu is held.
-func (b *Broker) stopLeadingLocked(shard uint64, ch chan struct{}) {
-	close(ch)
-	delete(b.leading, shard)
 }
 
 // stepDownGrace is how long a leader that stepped down still waits for
 // what it proposed: an election timeout, time for a new leader to commit
 // what it got, as after a leadership transfer.
 func (b *Broker) stepDownGrace() time.Duration { return electionRTT * b.cfg.RTT }
-
-// term is the latest Raft term this broker saw for a shard: the Kafka
-// leader epoch of a partition.
-func (b *Broker) term(shard uint64) int32 {
-	b.leaderMu.Lock()
-	defer b.leaderMu.Unlock()
-	return int32(b.terms[shard])
-}
 
 // metaLeader returns the broker leading the metadata group, which is also
 // the group coordinator.

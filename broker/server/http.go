@@ -284,7 +284,7 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(b.self.Generation))
 	ch <- prometheus.MustNewConstMetric(descMemberChanges, prometheus.CounterValue, float64(b.members.changes.Load()))
 	ch <- prometheus.MustNewConstMetric(descSnapshots, prometheus.CounterValue, float64(partition.SnapshotsRecovered.Load()))
-	ch <- prometheus.MustNewConstMetric(descLeadersWon, prometheus.CounterValue, float64(b.leadershipsWon.Load()))
+	ch <- prometheus.MustNewConstMetric(descLeadersWon, prometheus.CounterValue, float64(b.leaders.won.Load()))
 	ch <- prometheus.MustNewConstMetric(descSnapshotBytes, prometheus.CounterValue, float64(partition.SnapshotBytesFetched.Load()))
 	if b.raftLog != nil {
 		st := b.raftLog.Stats()

@@ -18,7 +18,7 @@ func (b *Broker) reportLeaders(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case info := <-b.leaderOut:
+		case info := <-b.leaders.out:
 			b.reportLeader(ctx, info.ClusterID, int32(info.Term))
 			b.handBackNewPartition(info.ClusterID)
 		case <-sweep.C:
@@ -26,7 +26,7 @@ func (b *Broker) reportLeaders(ctx context.Context) {
 				if !b.isLeader(shard) {
 					continue
 				}
-				epoch := b.term(shard)
+				epoch := b.leaders.term(shard)
 				var stale bool
 				b.meta.Read(func(s *meta.State) {
 					_, p := s.PartitionOfShard(shard)

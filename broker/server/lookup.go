@@ -79,7 +79,7 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 func (b *Broker) currentLeader(info partitionInfo) (int32, int32) {
 	if b.replicas.get(info.shard) != nil {
 		if id, ok, err := b.nh.GetLeaderID(info.shard); err == nil && ok && id != 0 {
-			return brokerOf(id), max(b.term(info.shard), info.leaderEpoch)
+			return brokerOf(id), max(b.leaders.term(info.shard), info.leaderEpoch)
 		}
 		if info.leaderReplaced {
 			return -1, info.leaderEpoch

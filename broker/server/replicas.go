@@ -260,7 +260,7 @@ func (r *replicaSet) stop(shard uint64) *replica {
 	r.mu.Lock()
 	delete(r.frames, shard)
 	r.mu.Unlock()
-	r.b.leftShard(shard)
+	r.b.leaders.forget(shard)
 	return rep
 }
 
