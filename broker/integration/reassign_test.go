@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -209,16 +210,30 @@ func TestReassignmentChangesReplicationFactor(t *testing.T) {
 	}
 	waitMoved(ctx, t, admin, "grow", 0, three)
 	// With the original replica's broker down, the two new ones hold and
-	// serve everything.
+	// serve everything, and the move back to two replicas drops it.
 	c.Kill(int(one[0]))
 	produceAcked(ctx, t, c, acks, "grow", "three", 300)
-	c.Restart(int(one[0]))
-	c.WaitReady(int(one[0]))
 	two := three[1:]
 	if err := reassign(ctx, t, admin, "grow", 0, two); err != nil {
 		t.Fatal(err)
 	}
 	waitMoved(ctx, t, admin, "grow", 0, two)
+	// Back, it finds its replica gone from the metadata and deletes the
+	// data it still had.
+	c.Restart(int(one[0]))
+	c.WaitReady(int(one[0]))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		dirs, _ := filepath.Glob(filepath.Join(c.Brokers[one[0]].DataDir, "partitions", "*"))
+		hosted, _ := c.Metric(int(one[0]), "raftka_hosted_replicas")
+		if len(dirs) == int(hosted) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("broker %d keeps %d partition directories for %v hosted replicas", one[0], len(dirs), hosted)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	produceAcked(ctx, t, c, acks, "grow", "two", 300)
 	acks.VerifyExactlyOnce(t, "grow", c.Client)
 

@@ -43,6 +43,10 @@ type Broker struct {
 	started chan struct{}
 	// failed carries the error that stops a running broker (Failed).
 	failed chan error
+	// registered is closed once this broker's registration is applied
+	// here.
+	registered     chan struct{}
+	registeredOnce sync.Once
 
 	members  *memberships
 	throttle *replicationThrottle
@@ -105,7 +109,7 @@ func Start(cfg Config) (*Broker, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", cfg.ID), meta: meta.NewStateMachine(),
 		leaders: newLeaderEvents(), ctx: ctx, cancel: cancel,
-		started: make(chan struct{}), failed: make(chan error, 1)}
+		started: make(chan struct{}), failed: make(chan error, 1), registered: make(chan struct{})}
 	b.replicas = newReplicaSet(b)
 	b.members = newMemberships(b)
 	b.throttle = newReplicationThrottle(b)

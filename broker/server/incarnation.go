@@ -342,6 +342,7 @@ func (b *Broker) recordRegistration(clusterID string) {
 		b.fail(fmt.Errorf("data directory %s belongs to cluster %s, but the metadata group is cluster %s", b.cfg.DataDir, b.self.ClusterID, clusterID))
 		return
 	}
+	defer b.registeredOnce.Do(func() { close(b.registered) })
 	if b.self.Registered && b.self.ClusterID == clusterID {
 		b.selfMu.Unlock()
 		return

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,9 +72,18 @@ func (r *replicaSet) shards() []uint64 {
 }
 
 func (r *replicaSet) run(ctx context.Context) {
+	swept := false
 	for {
 		changed := r.b.meta.Changed()
 		r.reconcile(ctx)
+		select {
+		case <-r.b.registered:
+			if !swept {
+				r.sweepStale()
+				swept = true
+			}
+		default:
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -242,6 +252,49 @@ func (r *replicaSet) remove(shard uint64) {
 		r.b.log.Warn("remove partition data failed", "shard", shard, "error", err)
 	}
 	r.b.log.Info("partition replica removed", "shard", shard)
+}
+
+// sweepStale deletes the data of partition replicas this broker no longer
+// hosts that it did not remove itself: a replica moved away, or a topic
+// deleted, while the broker was down. It runs once the broker's own
+// registration is applied, so the metadata it reads is at least that
+// recent; a directory stays if the metadata gives this broker that node.
+func (r *replicaSet) sweepStale() {
+	root := filepath.Join(r.b.cfg.DataDir, "partitions")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	wanted := map[string]bool{}
+	r.b.meta.Read(func(s *meta.State) {
+		for _, t := range s.Topics {
+			for _, p := range t.Partitions {
+				if node := p.NodeOf(r.b.cfg.ID); node != 0 {
+					wanted[filepath.Base(r.replicaDir(p.Shard, node))] = true
+				}
+			}
+		}
+	})
+	for _, e := range entries {
+		shardText, epochText, _ := strings.Cut(e.Name(), ".")
+		shard, err := strconv.ParseUint(shardText, 10, 64)
+		epoch, eerr := strconv.ParseUint("0"+epochText, 10, 32)
+		if !e.IsDir() || err != nil || eerr != nil || wanted[e.Name()] {
+			continue
+		}
+		if rep := r.get(shard); rep != nil && filepath.Base(rep.dir) == e.Name() {
+			continue
+		}
+		node := meta.RaftNodeID(r.b.cfg.ID, uint32(epoch))
+		if err := r.b.nh.RemoveData(shard, node); err != nil && !errors.Is(err, dragonboat.ErrClusterNotStopped) {
+			r.b.log.Warn("remove stale raft data failed", "shard", shard, "node", node, "error", err)
+		}
+		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+			r.b.log.Warn("remove stale partition data failed", "dir", e.Name(), "error", err)
+			continue
+		}
+		r.b.log.Info("stale partition replica data removed", "dir", e.Name())
+	}
 }
 
 // stop stops a replica's Raft node and forgets the replica; its data
