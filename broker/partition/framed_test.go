@@ -356,6 +356,6 @@ func TestFramedReplicaRecoveringFromASnapshotKeepsNothingStale(t *testing.T) {
 	if _, err := reopened.Open(nil); err != nil {
 		t.Fatal(err)
 	}
-	defer reopened.Close()
+	defer func() { _ = reopened.Close() }()
 	check("reopened", reopened.Log())
 }

@@ -121,17 +121,17 @@ func (b *Broker) forwardElection(ctx context.Context, topic string, index int32,
 	if err != nil {
 		return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker did not answer: " + err.Error()
 	}
-	for _, t := range resp.(*kmsg.ElectLeadersResponse).Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode == 0 {
-				return nil, ""
-			}
-			msg := ""
-			if p.ErrorMessage != nil {
-				msg = *p.ErrorMessage
-			}
-			return kafkaError(kerr.ErrorForCode(p.ErrorCode), kerr.UnknownServerError), msg
+	topics := resp.(*kmsg.ElectLeadersResponse).Topics
+	if len(topics) == 1 && len(topics[0].Partitions) == 1 {
+		p := topics[0].Partitions[0]
+		if p.ErrorCode == 0 {
+			return nil, ""
 		}
+		msg := ""
+		if p.ErrorMessage != nil {
+			msg = *p.ErrorMessage
+		}
+		return kafkaError(kerr.ErrorForCode(p.ErrorCode), kerr.UnknownServerError), msg
 	}
 	return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker gave no answer for the partition"
 }
