@@ -1,5 +1,7 @@
 // Package raftlog is a broker's Raft log store: Dragonboat's raftio.ILogDB
 // as one write-ahead log that every Raft group of the NodeHost appends to.
+// A Raft group is a shard here as in the rest of the broker (Dragonboat's
+// API calls it a cluster).
 //
 // It owns the files under the NodeHost's log directory and an in-memory
 // index of them: per Raft node its bootstrap record, hard state, snapshot

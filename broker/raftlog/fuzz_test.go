@@ -54,8 +54,8 @@ func FuzzOpen(f *testing.F) {
 			return
 		}
 		for k := range s.nodes {
-			_, _, _ = s.IterateEntries(nil, 0, k.cluster, k.node, 0, 100, 1<<20)
-			_, _ = s.ReadRaftState(k.cluster, k.node, 0)
+			_, _, _ = s.IterateEntries(nil, 0, k.shard, k.node, 0, 100, 1<<20)
+			_, _ = s.ReadRaftState(k.shard, k.node, 0)
 		}
 		_ = s.Close()
 	})

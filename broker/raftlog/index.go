@@ -10,7 +10,7 @@ import (
 	"github.com/raftka/raftka/broker/frames"
 )
 
-type nodeKey struct{ cluster, node uint64 }
+type nodeKey struct{ shard, node uint64 }
 
 // loc is where one marshaled entry lies: [off, off+size) in file, which
 // is the store's own file, or, with framedFile set, a file of the group's

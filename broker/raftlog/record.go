@@ -76,7 +76,7 @@ func appendBytes(buf, b []byte) []byte {
 }
 
 func appendNode(buf []byte, k nodeKey) []byte {
-	buf = binary.AppendUvarint(buf, k.cluster)
+	buf = binary.AppendUvarint(buf, k.shard)
 	return binary.AppendUvarint(buf, k.node)
 }
 
@@ -146,7 +146,7 @@ func (d *decoder) bytes() ([]byte, int) {
 }
 
 func (d *decoder) node() nodeKey {
-	return nodeKey{cluster: d.uvarint(), node: d.uvarint()}
+	return nodeKey{shard: d.uvarint(), node: d.uvarint()}
 }
 
 // message reads the next length-prefixed protobuf into m; an empty field

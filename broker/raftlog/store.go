@@ -51,7 +51,7 @@ type Factory struct {
 	// keeps it to itself otherwise, and the broker reports its Stats.
 	Opened func(*Store)
 	// Frames, if set, is given to the store's SetFrames.
-	Frames func(cluster uint64) *frames.Log
+	Frames func(shard uint64) *frames.Log
 }
 
 // Name implements config.LogDBFactory.
@@ -143,7 +143,7 @@ type Store struct {
 
 	// framesOf gives the frame log that keeps a Raft group's entries in
 	// files of its own (broker/frames), or nil to keep them here.
-	framesOf func(cluster uint64) *frames.Log
+	framesOf func(shard uint64) *frames.Log
 }
 
 // SetFrames makes the store keep the entries of the Raft groups that
@@ -151,21 +151,21 @@ type Store struct {
 // its own records: a partition's entries are then written once, into files
 // its state machine reads too. It must be set before any such group saves
 // or reads an entry.
-func (s *Store) SetFrames(framesOf func(cluster uint64) *frames.Log) {
+func (s *Store) SetFrames(framesOf func(shard uint64) *frames.Log) {
 	s.mu.Lock()
 	s.framesOf = framesOf
 	s.mu.Unlock()
 }
 
-// frameLog is the frame log of cluster, or nil.
-func (s *Store) frameLog(cluster uint64) *frames.Log {
+// frameLog is the frame log of shard, or nil.
+func (s *Store) frameLog(shard uint64) *frames.Log {
 	s.mu.RLock()
 	framesOf := s.framesOf
 	s.mu.RUnlock()
 	if framesOf == nil {
 		return nil
 	}
-	return framesOf(cluster)
+	return framesOf(shard)
 }
 
 // spare is emptied file no, kept to be written over; w is its retired
@@ -425,7 +425,7 @@ func (s *Store) checkLocations() error {
 			}
 			w := s.files[l.file]
 			if w == nil || l.off+int64(l.size) > w.size {
-				return fmt.Errorf("raftlog: entry of cluster %d node %d is missing from file %d", k.cluster, k.node, l.file)
+				return fmt.Errorf("raftlog: entry of shard %d node %d is missing from file %d", k.shard, k.node, l.file)
 			}
 		}
 	}
@@ -566,7 +566,7 @@ func (s *Store) relocate(w *walFile) error {
 }
 
 // GroupsPinningOldest returns, for a store held to budget bytes, the Raft
-// groups (cluster IDs) with live entries in its oldest files, those that
+// groups (shards) with live entries in its oldest files, those that
 // must go for the rest to fit; none when the files fit. Once those groups
 // have compacted their logs past them, Reclaim deletes the files.
 func (s *Store) GroupsPinningOldest(budget int64) []uint64 {
@@ -593,7 +593,7 @@ func (s *Store) GroupsPinningOldest(budget int64) []uint64 {
 	for k, n := range s.nodes {
 		for _, l := range n.locs {
 			if doomed[l.file] {
-				groups = append(groups, k.cluster)
+				groups = append(groups, k.shard)
 				break
 			}
 		}
@@ -778,7 +778,7 @@ func (s *Store) ListNodeInfo() ([]raftio.NodeInfo, error) {
 	infos := []raftio.NodeInfo{}
 	for k, n := range s.nodes {
 		if n.bootstrap != nil {
-			infos = append(infos, raftio.GetNodeInfo(k.cluster, k.node))
+			infos = append(infos, raftio.GetNodeInfo(k.shard, k.node))
 		}
 	}
 	sort.Slice(infos, func(i, j int) bool {
@@ -791,21 +791,21 @@ func (s *Store) ListNodeInfo() ([]raftio.NodeInfo, error) {
 }
 
 // SaveBootstrapInfo implements raftio.ILogDB.
-func (s *Store) SaveBootstrapInfo(clusterID, nodeID uint64, bs pb.Bootstrap) error {
+func (s *Store) SaveBootstrapInfo(shard, nodeID uint64, bs pb.Bootstrap) error {
 	b, err := bs.Marshal()
 	if err != nil {
 		return err
 	}
 	rec := newRecord(kindBootstrap, len(b)+24)
-	rec = appendNode(rec, nodeKey{clusterID, nodeID})
+	rec = appendNode(rec, nodeKey{shard, nodeID})
 	rec = appendBytes(rec, b)
 	return s.appendRecord(seal(rec))
 }
 
 // GetBootstrapInfo implements raftio.ILogDB.
-func (s *Store) GetBootstrapInfo(clusterID, nodeID uint64) (pb.Bootstrap, error) {
+func (s *Store) GetBootstrapInfo(shard, nodeID uint64) (pb.Bootstrap, error) {
 	s.mu.RLock()
-	n := s.nodes[nodeKey{clusterID, nodeID}]
+	n := s.nodes[nodeKey{shard, nodeID}]
 	var b []byte
 	if n != nil {
 		b = n.bootstrap
@@ -869,7 +869,7 @@ func (s *Store) saveFrames(updates []pb.Update) (framed [][]frames.Loc, settle f
 		}
 		locs, err := fl.Append(payloads)
 		if err != nil {
-			return nil, settle, s.fail(fmt.Errorf("raftlog: frames of cluster %d: %w", ud.ClusterID, err))
+			return nil, settle, s.fail(fmt.Errorf("raftlog: frames of shard %d: %w", ud.ClusterID, err))
 		}
 		unsettled = append(unsettled, appended{fl, locs[0].File})
 		if framed == nil {
@@ -966,9 +966,9 @@ func updatesRecord(updates []pb.Update, framed [][]frames.Loc) ([]byte, error) {
 // IterateEntries implements raftio.ILogDB: the entries from low on, below
 // high and up to the last saved index, stopping after the first entry that
 // takes the size past maxSize.
-func (s *Store) IterateEntries(ents []pb.Entry, size uint64, clusterID, nodeID, low, high, maxSize uint64) ([]pb.Entry, uint64, error) {
+func (s *Store) IterateEntries(ents []pb.Entry, size uint64, shard, nodeID, low, high, maxSize uint64) ([]pb.Entry, uint64, error) {
 	s.mu.RLock()
-	n := s.nodes[nodeKey{clusterID, nodeID}]
+	n := s.nodes[nodeKey{shard, nodeID}]
 	if n == nil || !n.hasMax {
 		s.mu.RUnlock()
 		return ents, size, nil
@@ -1001,17 +1001,17 @@ func (s *Store) IterateEntries(ents []pb.Entry, size uint64, clusterID, nodeID, 
 		var buf []byte
 		var err error
 		if l.framed() {
-			buf, err = readFrame(framesOf, clusterID, l)
+			buf, err = readFrame(framesOf, shard, l)
 		} else {
 			buf = make([]byte, l.size)
 			_, err = files[i].f.ReadAt(buf, l.off)
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("raftlog: read entry of cluster %d: %w", clusterID, err)
+			return nil, 0, fmt.Errorf("raftlog: read entry of shard %d: %w", shard, err)
 		}
 		var e pb.Entry
 		if err := e.Unmarshal(buf); err != nil {
-			return nil, 0, fmt.Errorf("raftlog: entry of cluster %d node %d: %w", clusterID, nodeID, err)
+			return nil, 0, fmt.Errorf("raftlog: entry of shard %d node %d: %w", shard, nodeID, err)
 		}
 		ents = append(ents, e)
 		size += uint64(e.SizeUpperLimit())
@@ -1025,10 +1025,10 @@ func (s *Store) IterateEntries(ents []pb.Entry, size uint64, clusterID, nodeID, 
 // EntryCommand is where the command (cmdLen bytes) of entry index of a
 // Raft node lies in its group's frame log, if the entry lies there: a
 // partition's state machine keeps the batches it applies where they are.
-func (s *Store) EntryCommand(cluster, node, index uint64, cmdLen int) (frames.Loc, bool) {
+func (s *Store) EntryCommand(shard, node, index uint64, cmdLen int) (frames.Loc, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	n := s.nodes[nodeKey{cluster, node}]
+	n := s.nodes[nodeKey{shard, node}]
 	if n == nil || !n.has(index) {
 		return frames.Loc{}, false
 	}
@@ -1049,10 +1049,10 @@ func CommandIn(entry frames.Loc, cmdLen int) (frames.Loc, bool) {
 }
 
 // readFrame reads a framed entry from its group's frame log.
-func readFrame(framesOf func(uint64) *frames.Log, cluster uint64, l loc) ([]byte, error) {
+func readFrame(framesOf func(uint64) *frames.Log, shard uint64, l loc) ([]byte, error) {
 	var fl *frames.Log
 	if framesOf != nil {
-		fl = framesOf(cluster)
+		fl = framesOf(shard)
 	}
 	if fl == nil {
 		return nil, errors.New("its frame log is not open")
@@ -1061,10 +1061,10 @@ func readFrame(framesOf func(uint64) *frames.Log, cluster uint64, l loc) ([]byte
 }
 
 // ReadRaftState implements raftio.ILogDB.
-func (s *Store) ReadRaftState(clusterID, nodeID, snapshotIndex uint64) (raftio.RaftState, error) {
+func (s *Store) ReadRaftState(shard, nodeID, snapshotIndex uint64) (raftio.RaftState, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	n := s.nodes[nodeKey{clusterID, nodeID}]
+	n := s.nodes[nodeKey{shard, nodeID}]
 	if n == nil {
 		return raftio.RaftState{}, raftio.ErrNoSavedLog
 	}
@@ -1081,13 +1081,13 @@ func (s *Store) ReadRaftState(clusterID, nodeID, snapshotIndex uint64) (raftio.R
 // RemoveEntriesTo implements raftio.ILogDB. The removal is not written:
 // a replay that brings removed entries back finds them intact, since a
 // file is deleted only after a durable checkpoint no longer points into it.
-func (s *Store) RemoveEntriesTo(clusterID, nodeID, index uint64) error {
+func (s *Store) RemoveEntriesTo(shard, nodeID, index uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n := s.nodes[nodeKey{clusterID, nodeID}]; n != nil {
+	if n := s.nodes[nodeKey{shard, nodeID}]; n != nil {
 		n.removeBefore(index)
 		if s.framesOf != nil {
-			if fl := s.framesOf(clusterID); fl != nil {
+			if fl := s.framesOf(shard); fl != nil {
 				fl.ReleaseRaft(n.firstFrameFile())
 			}
 		}
@@ -1097,7 +1097,7 @@ func (s *Store) RemoveEntriesTo(clusterID, nodeID, index uint64) error {
 
 // CompactEntriesTo implements raftio.ILogDB: space comes back when files
 // roll, so there is nothing to wait for.
-func (s *Store) CompactEntriesTo(clusterID, nodeID, index uint64) (<-chan struct{}, error) {
+func (s *Store) CompactEntriesTo(shard, nodeID, index uint64) (<-chan struct{}, error) {
 	done := make(chan struct{})
 	close(done)
 	return done, nil
@@ -1126,20 +1126,20 @@ func (s *Store) SaveSnapshots(updates []pb.Update) error {
 }
 
 // DeleteSnapshot implements raftio.ILogDB.
-func (s *Store) DeleteSnapshot(clusterID, nodeID, index uint64) error {
+func (s *Store) DeleteSnapshot(shard, nodeID, index uint64) error {
 	rec := newRecord(kindDeleteSnapshot, 24)
-	rec = appendNode(rec, nodeKey{clusterID, nodeID})
+	rec = appendNode(rec, nodeKey{shard, nodeID})
 	rec = binary.AppendUvarint(rec, index)
 	return s.appendRecord(seal(rec))
 }
 
 // ListSnapshots implements raftio.ILogDB: the snapshots at or below index,
 // oldest first.
-func (s *Store) ListSnapshots(clusterID, nodeID, index uint64) ([]pb.Snapshot, error) {
+func (s *Store) ListSnapshots(shard, nodeID, index uint64) ([]pb.Snapshot, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := []pb.Snapshot{}
-	if n := s.nodes[nodeKey{clusterID, nodeID}]; n != nil {
+	if n := s.nodes[nodeKey{shard, nodeID}]; n != nil {
 		for _, ss := range n.snapshots {
 			if ss.Index <= index {
 				out = append(out, ss)
@@ -1150,9 +1150,9 @@ func (s *Store) ListSnapshots(clusterID, nodeID, index uint64) ([]pb.Snapshot, e
 }
 
 // RemoveNodeData implements raftio.ILogDB.
-func (s *Store) RemoveNodeData(clusterID, nodeID uint64) error {
+func (s *Store) RemoveNodeData(shard, nodeID uint64) error {
 	rec := newRecord(kindRemoveNode, 24)
-	rec = appendNode(rec, nodeKey{clusterID, nodeID})
+	rec = appendNode(rec, nodeKey{shard, nodeID})
 	return s.appendRecord(seal(rec))
 }
 

@@ -57,9 +57,9 @@ func save(t *testing.T, s *Store, uds ...pb.Update) {
 	}
 }
 
-func read(t *testing.T, s *Store, cluster, low, high uint64) []pb.Entry {
+func read(t *testing.T, s *Store, shard, low, high uint64) []pb.Entry {
 	t.Helper()
-	ents, _, err := s.IterateEntries(nil, 0, cluster, 1, low, high, 1<<40)
+	ents, _, err := s.IterateEntries(nil, 0, shard, 1, low, high, 1<<40)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestTornTailIsDropped(t *testing.T) {
 }
 
 // closedStore is the directory of a closed store holding entries 1 to 5
-// of cluster 1.
+// of shard 1.
 func closedStore(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -528,7 +528,7 @@ func storeMatchesAModel(t *testing.T, framesOf func(uint64) *frames.Log) {
 					want = append(want, e)
 				}
 			}
-			sameEntries(t, fmt.Sprintf("step %d, cluster %d", step, c), read(t, s, c, max(m.removed, 1), m.maxIndex+5), want)
+			sameEntries(t, fmt.Sprintf("step %d, shard %d", step, c), read(t, s, c, max(m.removed, 1), m.maxIndex+5), want)
 		}
 	}
 	if files := walFiles(t, dir); len(files) > 8 {

@@ -194,7 +194,7 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	b.goBackground(b.cleanLogs)
 	b.goBackground(b.trackFollowers)
-	b.goBackground(b.compactRaftLogs)
+	b.goBackground(raftLogTrimmer{b}.run)
 	b.goBackground(b.groups.Run)
 	b.goBackground(leadership{b}.balanceLeaders)
 	b.goBackground(b.members.run)
@@ -257,7 +257,7 @@ func shardConfig(shard, node uint64, snapshotEntries uint64) dbconfig.Config {
 }
 
 // partitionShardConfig is shardConfig for a partition group. Dragonboat's
-// compaction after each log compaction (see compactRaftLogs) would force
+// compaction after each log compaction (see raftLogTrimmer) would force
 // the log store to flush its memtable to disk tables, entries that are
 // about to be deleted included; the store's background compactions reclaim
 // the deleted ranges instead.

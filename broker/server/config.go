@@ -54,7 +54,7 @@ type Config struct {
 	PartitionFrames bool
 	// RaftLogMaxBytes bounds the wal store's files: above it, every
 	// partition replica that applied entries since its last snapshot takes
-	// one and compacts its whole Raft log (see compactRaftLogs). 0 is no
+	// one and compacts its whole Raft log (see raftLogTrimmer). 0 is no
 	// bound.
 	RaftLogMaxBytes int64
 	// RaftLogWriteBuffer is the memtable size of the pebble Raft log

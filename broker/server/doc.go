@@ -8,7 +8,7 @@
 // top, registered in one dispatch table (dispatch.go).
 //
 // It also owns what keeps replicas cheap to run: each partition replica's
-// Raft log is compacted by bytes (logcompaction.go), and a replica catching
+// Raft log is trimmed by bytes (raftlogtrim.go), and a replica catching
 // up from a snapshot gets the records it lacks from its peers through
 // follower fetches (catchup.go).
 package server

@@ -29,8 +29,8 @@ type replica struct {
 	dir  string
 	// frames is the partition's frame log, with --partition-frames.
 	frames *frames.Log
-	// compaction is owned by Broker.compactRaftLogs.
-	compaction logCompaction
+	// raftLogTrim is owned by raftLogTrimmer.
+	raftLogTrim raftLogTrim
 	// observer: the replica's node is a non-voting observer, catching up
 	// before its promotion (membership.go), as last seen.
 	observer atomic.Bool

@@ -43,28 +43,34 @@ import (
 // that a default broker's gigabyte holds.
 
 const (
-	raftLogCompactionTick = 100 * time.Millisecond
+	raftLogTrimTick       = 100 * time.Millisecond
 	snapshotTimeout       = 10 * time.Second
 	budgetCheckInterval   = 250 * time.Millisecond
 	otherSnapshotInterval = 5 * time.Second
 )
 
-// logCompaction is the snapshot bookkeeping of one replica, owned by the
-// compactRaftLogs loop.
-type logCompaction struct {
+// raftLogTrim is the snapshot bookkeeping of one replica, owned by the
+// raftLogTrimmer loop.
+type raftLogTrim struct {
 	index, bytes uint64 // applied index and bytes at the last snapshot
 	pending      *dragonboat.RequestState
 	pendingIndex uint64
 	pendingBytes uint64
 }
 
-func (b *Broker) compactRaftLogs(ctx context.Context) {
+// raftLogTrimmer keeps the broker's Raft logs short by taking snapshots,
+// after which Dragonboat compacts the log (Raft's word; Kafka's log
+// compaction, cleanup.policy=compact, is the log cleaner's: logcleaner.go).
+type raftLogTrimmer struct{ b *Broker }
+
+func (t raftLogTrimmer) run(ctx context.Context) {
+	b := t.b
 	if b.cfg.RaftLogRetainBytes <= 0 {
 		return
 	}
 	var lastBudgetCheck time.Time
 	otherSnapshots := map[uint64]time.Time{} // groups that are not partitions: the metadata group
-	for sleep(ctx, raftLogCompactionTick) {
+	for sleep(ctx, raftLogTrimTick) {
 		var pinning map[uint64]bool
 		if b.raftLog != nil && b.cfg.RaftLogMaxBytes > 0 && time.Since(lastBudgetCheck) >= budgetCheckInterval &&
 			b.raftLog.Stats().Bytes > b.cfg.RaftLogMaxBytes {
@@ -79,23 +85,24 @@ func (b *Broker) compactRaftLogs(ctx context.Context) {
 				pinning[g] = true
 				if b.replicas.get(g) == nil && time.Since(otherSnapshots[g]) >= otherSnapshotInterval {
 					otherSnapshots[g] = time.Now()
-					b.requestFullCompaction(g)
+					t.trimWhole(g)
 				}
 			}
 		}
 		for _, shard := range b.replicas.shards() {
 			if rep := b.replicas.get(shard); rep != nil {
-				b.compactRaftLog(rep, pinning[shard])
+				t.trim(rep, pinning[shard])
 			}
 		}
 	}
 }
 
-// requestFullCompaction asks a group that is not a partition (the
-// metadata group, whose snapshots copy its whole state, so at most every
+// trimWhole asks a group that is not a partition (the metadata group,
+// whose snapshots copy its whole state, so at most every
 // otherSnapshotInterval) for a snapshot that compacts its whole Raft log,
 // without waiting for it.
-func (b *Broker) requestFullCompaction(shard uint64) {
+func (t raftLogTrimmer) trimWhole(shard uint64) {
+	b := t.b
 	if _, err := b.nh.RequestSnapshot(shard, dragonboat.SnapshotOption{OverrideCompactionOverhead: true}, snapshotTimeout); err != nil {
 		b.log.Debug("snapshot not requested", "shard", shard, "error", err)
 		return
@@ -103,10 +110,11 @@ func (b *Broker) requestFullCompaction(shard uint64) {
 	b.metrics.budgetSnapshots.Inc()
 }
 
-// compactRaftLog advances one replica's snapshot bookkeeping without
-// waiting: a snapshot request is checked on later ticks.
-func (b *Broker) compactRaftLog(rep *replica, pinsOldFiles bool) {
-	c := &rep.compaction
+// trim advances one replica's snapshot bookkeeping without waiting: a
+// snapshot request is checked on later ticks.
+func (t raftLogTrimmer) trim(rep *replica, pinsOldFiles bool) {
+	b := t.b
+	c := &rep.raftLogTrim
 	if c.pending != nil {
 		select {
 		case res := <-c.pending.ResultC():
