@@ -3,6 +3,7 @@ package meta
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -124,6 +125,18 @@ func (s *State) PartitionOfShard(shard uint64) (*Topic, *Partition) {
 		return nil, nil
 	}
 	return ref.topic, &ref.topic.Partitions[ref.index]
+}
+
+// EachPartitionOf calls fn with every partition that has a replica on
+// broker, and its topic; neither may be kept past the read.
+func (s *State) EachPartitionOf(broker int32, fn func(*Topic, *Partition)) {
+	for _, t := range s.Topics {
+		for i := range t.Partitions {
+			if p := &t.Partitions[i]; slices.Contains(p.Replicas, broker) {
+				fn(t, p)
+			}
+		}
+	}
 }
 
 func (s *State) indexShards(t *Topic) {

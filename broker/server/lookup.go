@@ -165,13 +165,11 @@ type hostedPartition struct {
 func (b *Broker) hostedPartitions(want func(topic string, index int32) bool) []hostedPartition {
 	var out []hostedPartition
 	b.meta.Read(func(s *meta.State) {
-		for _, t := range s.Topics {
-			for _, p := range t.Partitions {
-				if containsID(p.Replicas, b.cfg.ID) && (want == nil || want(t.Name, p.Index)) {
-					out = append(out, hostedPartition{t.Name, p.Index, p.Shard, append([]int32(nil), p.Replicas...)})
-				}
+		s.EachPartitionOf(b.cfg.ID, func(t *meta.Topic, p *meta.Partition) {
+			if want == nil || want(t.Name, p.Index) {
+				out = append(out, hostedPartition{t.Name, p.Index, p.Shard, append([]int32(nil), p.Replicas...)})
 			}
-		}
+		})
 	})
 	return out
 }

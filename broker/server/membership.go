@@ -180,19 +180,13 @@ type groupPlan struct {
 func (m *memberships) plans() map[uint64]groupPlan {
 	out := map[uint64]groupPlan{}
 	m.b.meta.Read(func(s *meta.State) {
-		for _, t := range s.Topics {
-			for i := range t.Partitions {
-				p := &t.Partitions[i]
-				if !containsID(p.Replicas, m.b.cfg.ID) {
-					continue
-				}
-				plan := groupPlan{reassigning: p.Reassignment != nil, observersFirst: m.b.raftLog != nil}
-				for _, id := range p.TargetReplicas() {
-					plan.want = append(plan.want, replicaNode{broker: id, node: p.NodeOf(id), addr: s.Brokers[id].RaftAddr})
-				}
-				out[p.Shard] = plan
+		s.EachPartitionOf(m.b.cfg.ID, func(_ *meta.Topic, p *meta.Partition) {
+			plan := groupPlan{reassigning: p.Reassignment != nil, observersFirst: m.b.raftLog != nil}
+			for _, id := range p.TargetReplicas() {
+				plan.want = append(plan.want, replicaNode{broker: id, node: p.NodeOf(id), addr: s.Brokers[id].RaftAddr})
 			}
-		}
+			out[p.Shard] = plan
+		})
 	})
 	return out
 }

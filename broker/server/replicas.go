@@ -105,19 +105,14 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 	me := r.b.cfg.ID
 	desired := map[uint64]placement{}
 	r.b.meta.Read(func(s *meta.State) {
-		for _, t := range s.Topics {
-			for _, p := range t.Partitions {
-				if !containsID(p.Replicas, me) {
-					continue
-				}
-				founders := map[uint64]string{}
-				for _, n := range p.FounderNodes() {
-					founders[n] = s.Brokers[meta.BrokerOfNode(n)].RaftAddr
-				}
-				desired[p.Shard] = placement{node: p.NodeOf(me), founders: founders, segmentBytes: t.Int(meta.ConfigSegmentBytes),
-					segmentMs: t.Int(meta.ConfigSegmentMs)}
+		s.EachPartitionOf(me, func(t *meta.Topic, p *meta.Partition) {
+			founders := map[uint64]string{}
+			for _, n := range p.FounderNodes() {
+				founders[n] = s.Brokers[meta.BrokerOfNode(n)].RaftAddr
 			}
-		}
+			desired[p.Shard] = placement{node: p.NodeOf(me), founders: founders, segmentBytes: t.Int(meta.ConfigSegmentBytes),
+				segmentMs: t.Int(meta.ConfigSegmentMs)}
+		})
 	})
 	for shard, p := range desired {
 		if ctx.Err() != nil {
@@ -267,13 +262,9 @@ func (r *replicaSet) sweepStale() {
 	}
 	wanted := map[string]bool{}
 	r.b.meta.Read(func(s *meta.State) {
-		for _, t := range s.Topics {
-			for _, p := range t.Partitions {
-				if node := p.NodeOf(r.b.cfg.ID); node != 0 {
-					wanted[filepath.Base(r.replicaDir(p.Shard, node))] = true
-				}
-			}
-		}
+		s.EachPartitionOf(r.b.cfg.ID, func(_ *meta.Topic, p *meta.Partition) {
+			wanted[filepath.Base(r.replicaDir(p.Shard, p.NodeOf(r.b.cfg.ID)))] = true
+		})
 	})
 	for _, e := range entries {
 		shardText, epochText, _ := strings.Cut(e.Name(), ".")
