@@ -41,7 +41,7 @@ func (b *Broker) handOffLeadership(bound time.Duration) {
 			}
 		}
 		if targets == 0 {
-			b.log.Warn("stopping while still leading: no other voter is live and caught up", "groups", len(led))
+			b.log.Warn("stopping while still leading: no other voter is live", "groups", len(led))
 			return
 		}
 		time.Sleep(4 * b.cfg.RTT)
@@ -63,9 +63,10 @@ func (b *Broker) ledGroups() []uint64 {
 }
 
 // handOffTarget picks the node to hand a group's leadership to: a live
-// voter, for a partition one whose replica the probes saw caught up (a
-// transfer to a replica behind waits for it to catch up, or fails); 0 if
-// there is none.
+// voter, for a partition preferably one whose replica the probes saw
+// caught up, else any live voter (a leader that took over moments ago has
+// not seen its followers yet; Raft hands over once the target has the
+// log); 0 if there is none.
 func (b *Broker) handOffTarget(shard uint64) uint64 {
 	now := time.Now()
 	var target uint64
@@ -83,11 +84,13 @@ func (b *Broker) handOffTarget(shard uint64) uint64 {
 		if p == nil {
 			return
 		}
-		for _, id := range p.Replicas {
-			if id != b.cfg.ID && b.liveness.isLive(id) && b.members.mayVote(shard, id) &&
-				b.progress.seenCaughtUp(now, shard, id, b.cfg.ReplicaLagMax) {
-				target = p.NodeOf(id)
-				return
+		for _, caughtUpOnly := range []bool{true, false} {
+			for _, id := range p.Replicas {
+				if id != b.cfg.ID && b.liveness.isLive(id) && b.members.mayVote(shard, id) &&
+					(!caughtUpOnly || b.progress.seenCaughtUp(now, shard, id, b.cfg.ReplicaLagMax)) {
+					target = p.NodeOf(id)
+					return
+				}
 			}
 		}
 	})
