@@ -29,7 +29,12 @@ import (
 // a quorum of them has no leader to do any of this: it stays unavailable
 // until enough of them return.
 
-const membershipInterval = time.Second
+const (
+	membershipInterval = time.Second
+	// membershipParallelism bounds the groups whose membership a broker
+	// changes at once.
+	membershipParallelism = 16
+)
 
 // memberships keeps the members of the partition groups this broker leads
 // in step with the metadata, and notes when its own observers become
@@ -64,6 +69,10 @@ func (m *memberships) run(ctx context.Context) {
 		}
 		plans := m.plans()
 		voters := map[uint64]map[int32]bool{}
+		// Groups change one at a time each, many groups at once: a broker
+		// back on an empty disk has every replica it held replaced.
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, membershipParallelism)
 		for _, ci := range info.ClusterInfoList {
 			if ci.ClusterID == meta.MetadataShard || ci.Pending {
 				continue
@@ -78,9 +87,15 @@ func (m *memberships) run(ctx context.Context) {
 			plan.self = ci.NodeID
 			voters[ci.ClusterID] = plan.votingBrokers(ci.Nodes)
 			if plan.reassigning || len(voters[ci.ClusterID]) < len(plan.want) || len(ci.Nodes) > len(plan.want) {
-				m.reconcile(ctx, ci.ClusterID, plan)
+				wg.Add(1)
+				slots <- struct{}{}
+				go func(shard uint64, plan groupPlan) {
+					defer func() { <-slots; wg.Done() }()
+					m.reconcile(ctx, shard, plan)
+				}(ci.ClusterID, plan)
 			}
 		}
+		wg.Wait()
 		m.mu.Lock()
 		m.voters = voters
 		m.mu.Unlock()
