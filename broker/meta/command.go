@@ -42,7 +42,24 @@ type CreateTopic struct {
 	// the preferred leader) instead of the broker's placement; Partitions
 	// and ReplicationFactor then follow from it.
 	Assignment [][]int32 `json:",omitempty"`
+	// Placement is the placement rules the proposer asked for
+	// (PlacementEpochs); 0 in commands from before, which replay as they
+	// were applied then.
+	Placement int `json:",omitempty"`
 }
+
+// The placement rules of CreateTopic and CreatePartitions. Commands stay
+// in the metadata group's log across upgrades, and a replica that replays
+// one must place the partitions where the version that first applied it
+// did, since their Raft groups exist with those nodes.
+const (
+	// PlacementLegacy: round-robin from a point the topic id picks, the
+	// replicas' nodes at epoch 0 (Partition.Nodes nil).
+	PlacementLegacy = 0
+	// PlacementEpochs: least loaded and rack-aware (placeReplicas), each
+	// partition's nodes at a new epoch.
+	PlacementEpochs = 1
+)
 
 // CreatePartitions grows a topic to Count partitions.
 type CreatePartitions struct {
@@ -51,6 +68,8 @@ type CreatePartitions struct {
 	ValidateOnly bool `json:",omitempty"`
 	// Assignment, if set, places the new partitions' replicas.
 	Assignment [][]int32 `json:",omitempty"`
+	// Placement: as in CreateTopic.
+	Placement int `json:",omitempty"`
 }
 
 // AlterConfigs changes a topic's configs: Replace drops every key not set

@@ -35,15 +35,15 @@ func commandsFrom(data []byte) []Command {
 		case 1:
 			out = append(out, Command{JoinBroker: &Broker{ID: int32(next() % 5), RaftAddr: "r", Incarnation: string(rune('a' + next()%4))}})
 		case 2:
-			out = append(out, Command{CreateTopic: &CreateTopic{Name: topic, Partitions: int32(next()%4) - 1, ReplicationFactor: int16(next() % 4)}})
+			out = append(out, Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: topic, Partitions: int32(next()%4) - 1, ReplicationFactor: int16(next() % 4)}})
 		case 3:
 			var assignment [][]int32
 			for i := next() % 3; i > 0; i-- {
 				assignment = append(assignment, brokerList())
 			}
-			out = append(out, Command{CreateTopic: &CreateTopic{Name: topic, Assignment: assignment}})
+			out = append(out, Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: topic, Assignment: assignment}})
 		case 4:
-			out = append(out, Command{CreatePartitions: &CreatePartitions{Name: topic, Count: int32(next() % 6)}})
+			out = append(out, Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: topic, Count: int32(next() % 6)}})
 		case 5:
 			out = append(out, Command{Reassign: &Reassign{Topic: topic, Partition: int32(next()%3) - 1, Target: brokerList(), Cancel: next()%4 == 0}})
 		case 6:

@@ -80,10 +80,10 @@ func TestLegacyRegistrationAdoptsAnIncarnation(t *testing.T) {
 
 func TestNewIncarnationsGetNewNodesInEveryPartition(t *testing.T) {
 	s := clusterOf(3)
-	if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Name: "t", Partitions: 3, ReplicationFactor: 2}}); out.Err != nil {
+	if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "t", Partitions: 3, ReplicationFactor: 2}}); out.Err != nil {
 		t.Fatal(out.Err)
 	}
-	if out := s.Apply(11, &Command{CreateTopic: &CreateTopic{Name: "u", Partitions: 1, ReplicationFactor: 3}}); out.Err != nil {
+	if out := s.Apply(11, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "u", Partitions: 1, ReplicationFactor: 3}}); out.Err != nil {
 		t.Fatal(out.Err)
 	}
 	seen := map[uint64]bool{}

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
 	"testing"
@@ -14,7 +15,7 @@ func TestPlacementSpreadsOverRacksAndLoad(t *testing.T) {
 	for id := int32(0); id < 6; id++ {
 		s.Apply(uint64(id+1), &Command{RegisterBroker: &Broker{ID: id, RaftAddr: "r", Rack: racks[id]}})
 	}
-	if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Name: "t", Partitions: 12, ReplicationFactor: 3}}); out.Err != nil {
+	if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "t", Partitions: 12, ReplicationFactor: 3}}); out.Err != nil {
 		t.Fatal(out.Err)
 	}
 	load, leads := map[int32]int{}, map[int32]int{}
@@ -40,7 +41,7 @@ func TestPlacementSpreadsOverRacksAndLoad(t *testing.T) {
 	}
 	// A broker added later takes the next partitions' replicas first.
 	s.Apply(20, &Command{RegisterBroker: &Broker{ID: 6, RaftAddr: "r", Rack: "d"}})
-	if out := s.Apply(21, &Command{CreatePartitions: &CreatePartitions{Name: "t", Count: 14}}); out.Err != nil {
+	if out := s.Apply(21, &Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "t", Count: 14}}); out.Err != nil {
 		t.Fatal(out.Err)
 	}
 	for _, p := range s.Topics["t"].Partitions[12:] {
@@ -54,14 +55,14 @@ func TestManualAssignment(t *testing.T) {
 	s := clusterOf(3)
 	bad := [][][]int32{{}, {{}}, {{0, 0}}, {{0, 7}}, {{0, 1}, {2}}}
 	for _, a := range bad {
-		if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Name: "m", Assignment: a}}); !errors.Is(out.Err, kerr.InvalidReplicaAssignment) {
+		if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "m", Assignment: a}}); !errors.Is(out.Err, kerr.InvalidReplicaAssignment) {
 			t.Errorf("assignment %v: %v, want INVALID_REPLICA_ASSIGNMENT", a, out.Err)
 		}
 	}
 	if s.Topics["m"] != nil {
 		t.Fatal("a refused assignment created the topic")
 	}
-	out := s.Apply(11, &Command{CreateTopic: &CreateTopic{Name: "m", Assignment: [][]int32{{2, 0}, {1, 2}}}})
+	out := s.Apply(11, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "m", Assignment: [][]int32{{2, 0}, {1, 2}}}})
 	if out.Err != nil {
 		t.Fatal(out.Err)
 	}
@@ -69,13 +70,36 @@ func TestManualAssignment(t *testing.T) {
 	if m.ReplicationFactor != 2 || len(m.Partitions) != 2 || m.Partitions[0].Replicas[0] != 2 || m.Partitions[1].Replicas[1] != 2 {
 		t.Fatalf("placed %+v", m.Partitions)
 	}
-	if out := s.Apply(12, &Command{CreatePartitions: &CreatePartitions{Name: "m", Count: 4, Assignment: [][]int32{{0, 1}}}}); !errors.Is(out.Err, kerr.InvalidReplicaAssignment) {
+	if out := s.Apply(12, &Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "m", Count: 4, Assignment: [][]int32{{0, 1}}}}); !errors.Is(out.Err, kerr.InvalidReplicaAssignment) {
 		t.Fatalf("one assignment for two new partitions: %v", out.Err)
 	}
-	if out := s.Apply(13, &Command{CreatePartitions: &CreatePartitions{Name: "m", Count: 3, Assignment: [][]int32{{0, 1, 2}}}}); !errors.Is(out.Err, kerr.InvalidReplicaAssignment) {
+	if out := s.Apply(13, &Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "m", Count: 3, Assignment: [][]int32{{0, 1, 2}}}}); !errors.Is(out.Err, kerr.InvalidReplicaAssignment) {
 		t.Fatalf("a new partition with another replica count: %v", out.Err)
 	}
-	if out := s.Apply(14, &Command{CreatePartitions: &CreatePartitions{Name: "m", Count: 3, Assignment: [][]int32{{0, 1}}}}); out.Err != nil || m.Partitions[2].Replicas[0] != 0 {
+	if out := s.Apply(14, &Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "m", Count: 3, Assignment: [][]int32{{0, 1}}}}); out.Err != nil || m.Partitions[2].Replicas[0] != 0 {
 		t.Fatalf("assigned new partition: %v %v", out.Err, m.Partitions)
+	}
+}
+
+// TestCommandsFromBeforeEpochsReplayAsApplied: a CreateTopic or
+// CreatePartitions from a metadata log written before placement epochs
+// (Placement 0) places its partitions round-robin with nodes at epoch 0,
+// as the version that applied it first did: their Raft groups exist with
+// those nodes.
+func TestCommandsFromBeforeEpochsReplayAsApplied(t *testing.T) {
+	s := clusterOf(3)
+	if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Name: "old", Partitions: 3, ReplicationFactor: 2}}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	s.Apply(11, &Command{CreatePartitions: &CreatePartitions{Name: "old", Count: 4}})
+	if s.NextNodeEpoch != 0 {
+		t.Fatalf("legacy commands took node epochs: next %d", s.NextNodeEpoch)
+	}
+	seed := int(binary.BigEndian.Uint32(s.Topics["old"].ID[:4]) % 3)
+	for _, p := range s.Topics["old"].Partitions {
+		want := []int32{int32((seed + int(p.Index)) % 3), int32((seed + int(p.Index) + 1) % 3)}
+		if !slices.Equal(p.Replicas, want) || p.Nodes != nil || p.Founders != nil || p.NodeOf(want[0]) != RaftNodeID(want[0], 0) {
+			t.Fatalf("partition %d: replicas %v nodes %v founders %v, want %v at epoch 0", p.Index, p.Replicas, p.Nodes, p.Founders, want)
+		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 func TestReassignValidatesAndTracksTheMove(t *testing.T) {
 	s := clusterOf(5)
-	if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Name: "t", Partitions: 2, ReplicationFactor: 3,
+	if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "t", Partitions: 2, ReplicationFactor: 3,
 		Configs: map[string]string{ConfigMinInsyncReplicas: "2"}}}); out.Err != nil {
 		t.Fatal(out.Err)
 	}

@@ -3,6 +3,7 @@ package meta
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"slices"
 	"sort"
 	"strconv"
@@ -305,14 +306,14 @@ func (s *State) createTopic(index uint64, ct *CreateTopic) Outcome {
 		return Outcome{Err: err}
 	}
 	t := &Topic{Name: ct.Name, ID: topicID(ct.Name, index), ReplicationFactor: ct.ReplicationFactor, Configs: ct.Configs}
-	s.addPartitions(t, ct.Partitions, ct.Assignment)
+	nextShard, nextEpoch := s.NextShard, s.NextNodeEpoch
+	s.addPartitions(t, ct.Partitions, ct.Assignment, ct.Placement)
 	if !ct.ValidateOnly {
 		s.Topics[ct.Name] = t
 		s.topicsByID[t.ID] = t
 		s.indexShards(t)
 	} else {
-		s.NextShard -= uint64(ct.Partitions)
-		s.NextNodeEpoch -= uint32(ct.Partitions)
+		s.NextShard, s.NextNodeEpoch = nextShard, nextEpoch
 	}
 	return Outcome{Topic: t}
 }
@@ -336,14 +337,18 @@ func (s *State) createPartitions(cp *CreatePartitions) Outcome {
 	if cp.ValidateOnly {
 		return Outcome{Topic: t}
 	}
-	s.addPartitions(t, cp.Count-int32(len(t.Partitions)), cp.Assignment)
+	s.addPartitions(t, cp.Count-int32(len(t.Partitions)), cp.Assignment, cp.Placement)
 	s.indexShards(t)
 	return Outcome{Topic: t}
 }
 
 // addPartitions adds n partitions to t, placed as assignment says or, if
-// it is nil, by placeReplicas.
-func (s *State) addPartitions(t *Topic, n int32, assignment [][]int32) {
+// it is nil, by the placement rules the command asked for.
+func (s *State) addPartitions(t *Topic, n int32, assignment [][]int32, placement int) {
+	if placement == PlacementLegacy && assignment == nil {
+		s.addLegacyPartitions(t, n)
+		return
+	}
 	if assignment == nil {
 		assignment = s.placeReplicas(t, int(n), int(t.ReplicationFactor))
 	}
@@ -356,6 +361,23 @@ func (s *State) addPartitions(t *Topic, n int32, assignment [][]int32) {
 		}
 		t.Partitions = append(t.Partitions, Partition{Index: idx, Shard: s.NextShard, Replicas: append([]int32(nil), replicas...), Leader: -1,
 			Nodes: nodes, Founders: append([]uint64(nil), nodes...)})
+		s.NextShard++
+	}
+}
+
+// addLegacyPartitions places partitions as commands from before
+// PlacementEpochs did: round-robin, each topic starting at a broker its id
+// picks, with the replicas' nodes at epoch 0.
+func (s *State) addLegacyPartitions(t *Topic, n int32) {
+	brokers := s.BrokerIDs()
+	seed := int(binary.BigEndian.Uint32(t.ID[:4]) % uint32(len(brokers)))
+	for i := int32(0); i < n; i++ {
+		idx := int32(len(t.Partitions))
+		replicas := make([]int32, t.ReplicationFactor)
+		for r := range replicas {
+			replicas[r] = brokers[(seed+int(idx)+r)%len(brokers)]
+		}
+		t.Partitions = append(t.Partitions, Partition{Index: idx, Shard: s.NextShard, Replicas: replicas, Leader: -1})
 		s.NextShard++
 	}
 }

@@ -16,7 +16,7 @@ func clusterOf(n int32) *State {
 
 func TestCreateTopicPlacesReplicasOnDistinctBrokersAndSpreadsLeaders(t *testing.T) {
 	s := clusterOf(3)
-	out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Name: "orders", Partitions: 6, ReplicationFactor: 3}})
+	out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "orders", Partitions: 6, ReplicationFactor: 3}})
 	if out.Err != nil {
 		t.Fatal(out.Err)
 	}
@@ -49,23 +49,23 @@ func TestTopicCommandsValidate(t *testing.T) {
 		cmd  Command
 		want error
 	}{
-		{"rf above brokers", Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 1, ReplicationFactor: 4}}, kerr.InvalidReplicationFactor},
-		{"zero partitions", Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 0, ReplicationFactor: 1}}, kerr.InvalidPartitions},
-		{"bad name", Command{CreateTopic: &CreateTopic{Name: "a/b", Partitions: 1, ReplicationFactor: 1}}, kerr.InvalidTopicException},
-		{"unknown config", Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{"bogus": "1"}}}, kerr.InvalidConfig},
-		{"min isr above rf", Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 1, ReplicationFactor: 2, Configs: map[string]string{ConfigMinInsyncReplicas: "3"}}}, kerr.InvalidConfig},
-		{"unknown cleanup policy", Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{ConfigCleanupPolicy: "compact,archive"}}}, kerr.InvalidConfig},
-		{"dirty ratio above 1", Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{ConfigMinCleanableRatio: "1.5"}}}, kerr.InvalidConfig},
-		{"exists", Command{CreateTopic: &CreateTopic{Name: "taken", Partitions: 1, ReplicationFactor: 1}}, kerr.TopicAlreadyExists},
-		{"shrink", Command{CreatePartitions: &CreatePartitions{Name: "taken", Count: 1}}, kerr.InvalidPartitions},
-		{"grow unknown", Command{CreatePartitions: &CreatePartitions{Name: "nope", Count: 3}}, kerr.UnknownTopicOrPartition},
+		{"rf above brokers", Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "a", Partitions: 1, ReplicationFactor: 4}}, kerr.InvalidReplicationFactor},
+		{"zero partitions", Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "a", Partitions: 0, ReplicationFactor: 1}}, kerr.InvalidPartitions},
+		{"bad name", Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "a/b", Partitions: 1, ReplicationFactor: 1}}, kerr.InvalidTopicException},
+		{"unknown config", Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "a", Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{"bogus": "1"}}}, kerr.InvalidConfig},
+		{"min isr above rf", Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "a", Partitions: 1, ReplicationFactor: 2, Configs: map[string]string{ConfigMinInsyncReplicas: "3"}}}, kerr.InvalidConfig},
+		{"unknown cleanup policy", Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "a", Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{ConfigCleanupPolicy: "compact,archive"}}}, kerr.InvalidConfig},
+		{"dirty ratio above 1", Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "a", Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{ConfigMinCleanableRatio: "1.5"}}}, kerr.InvalidConfig},
+		{"exists", Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "taken", Partitions: 1, ReplicationFactor: 1}}, kerr.TopicAlreadyExists},
+		{"shrink", Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "taken", Count: 1}}, kerr.InvalidPartitions},
+		{"grow unknown", Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "nope", Count: 3}}, kerr.UnknownTopicOrPartition},
 		{"alter bad value", Command{AlterConfigs: &AlterConfigs{Name: "taken", Set: map[string]string{ConfigRetentionMs: "soon"}}}, kerr.InvalidConfig},
 		{"delete unknown", Command{DeleteTopic: "nope"}, kerr.UnknownTopicOrPartition},
 		{"empty command", Command{}, kerr.InvalidRequest},
 	}
 	for _, c := range cases {
 		s := clusterOf(3)
-		s.Apply(9, &Command{CreateTopic: &CreateTopic{Name: "taken", Partitions: 2, ReplicationFactor: 1}})
+		s.Apply(9, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "taken", Partitions: 2, ReplicationFactor: 1}})
 		before := s.NextShard
 		if got := s.Apply(10, &c.cmd).Err; got != c.want {
 			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
@@ -78,7 +78,7 @@ func TestTopicCommandsValidate(t *testing.T) {
 
 func TestValidateOnlyChangesNothing(t *testing.T) {
 	s := clusterOf(3)
-	if out := s.Apply(5, &Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 3, ReplicationFactor: 3, ValidateOnly: true}}); out.Err != nil || out.Topic == nil {
+	if out := s.Apply(5, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "a", Partitions: 3, ReplicationFactor: 3, ValidateOnly: true}}); out.Err != nil || out.Topic == nil {
 		t.Fatalf("validate only: %+v", out)
 	}
 	if len(s.Topics) != 0 || s.NextShard != FirstPartitionShard {
@@ -88,7 +88,7 @@ func TestValidateOnlyChangesNothing(t *testing.T) {
 
 func TestLeaderChangesOnlyMoveForward(t *testing.T) {
 	s := clusterOf(3)
-	s.Apply(5, &Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 1, ReplicationFactor: 3}})
+	s.Apply(5, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "a", Partitions: 1, ReplicationFactor: 3}})
 	shard := s.Topics["a"].Partitions[0].Shard
 	s.Apply(6, &Command{Leader: &LeaderChange{Shard: shard, Leader: 2, Epoch: 5}})
 	s.Apply(7, &Command{Leader: &LeaderChange{Shard: shard, Leader: 1, Epoch: 4}}) // late report of an older term
@@ -108,13 +108,13 @@ func TestProducerIDBlocksDoNotOverlap(t *testing.T) {
 
 func TestTopicIDsAreDeterministicAndDistinct(t *testing.T) {
 	a, b := clusterOf(1), clusterOf(1)
-	ida := a.Apply(7, &Command{CreateTopic: &CreateTopic{Name: "x", Partitions: 1, ReplicationFactor: 1}}).Topic.ID
-	idb := b.Apply(7, &Command{CreateTopic: &CreateTopic{Name: "x", Partitions: 1, ReplicationFactor: 1}}).Topic.ID
+	ida := a.Apply(7, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "x", Partitions: 1, ReplicationFactor: 1}}).Topic.ID
+	idb := b.Apply(7, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "x", Partitions: 1, ReplicationFactor: 1}}).Topic.ID
 	if ida != idb {
 		t.Fatal("replicas derived different topic ids from the same entry")
 	}
 	a.Apply(8, &Command{DeleteTopic: "x"})
-	if again := a.Apply(9, &Command{CreateTopic: &CreateTopic{Name: "x", Partitions: 1, ReplicationFactor: 1}}).Topic.ID; again == ida {
+	if again := a.Apply(9, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "x", Partitions: 1, ReplicationFactor: 1}}).Topic.ID; again == ida {
 		t.Fatal("a re-created topic reused the old topic id")
 	}
 }

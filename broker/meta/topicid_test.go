@@ -13,7 +13,7 @@ func TestTopicByIDFollowsCreateSnapshotAndDelete(t *testing.T) {
 	m := NewStateMachine()
 	cmds := []*Command{
 		{RegisterBroker: &Broker{ID: 0, Host: "127.0.0.1", Port: 9092, RaftAddr: "r"}},
-		{CreateTopic: &CreateTopic{Name: "orders", Partitions: 1, ReplicationFactor: 1}},
+		{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "orders", Partitions: 1, ReplicationFactor: 1}},
 	}
 	for i, c := range cmds {
 		if _, err := m.Update([]sm.Entry{{Index: uint64(i + 1), Cmd: c.Encode()}}); err != nil {

@@ -26,7 +26,7 @@ func handleCreatePartitions(b *Broker, r *request) (kmsg.Response, error) {
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
 			rt.Topic = t.Topic
-			cp := &meta.CreatePartitions{Name: t.Topic, Count: t.Count, ValidateOnly: req.ValidateOnly}
+			cp := &meta.CreatePartitions{Placement: meta.PlacementEpochs, Name: t.Topic, Count: t.Count, ValidateOnly: req.ValidateOnly}
 			for _, a := range t.Assignment {
 				cp.Assignment = append(cp.Assignment, append([]int32{}, a.Replicas...))
 			}

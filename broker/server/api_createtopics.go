@@ -27,7 +27,7 @@ func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic = t.Topic
-			ct := &meta.CreateTopic{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
+			ct := &meta.CreateTopic{Placement: meta.PlacementEpochs, Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
 				Configs: map[string]string{}, ValidateOnly: req.ValidateOnly}
 			if len(t.ReplicaAssignment) > 0 {
 				assignment, msg := topicAssignment(t)

@@ -38,6 +38,9 @@ type Broker struct {
 	// group starts and then fixed; selfMu guards its later saves.
 	self   identity.Identity
 	selfMu sync.Mutex
+	// legacyData: the data directory held Raft data from before
+	// identities, so it belongs to an established cluster.
+	legacyData bool
 	// started is closed once the NodeHost runs; the HTTP endpoints that
 	// need it answer 503 before.
 	started chan struct{}
@@ -123,6 +126,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.self = self
+	b.legacyData = found == identity.Legacy
 	// The HTTP endpoints start first: voters starting on empty disks ask
 	// each other whether the cluster exists before any of them starts Raft.
 	if cfg.HTTPListen != "" {

@@ -66,7 +66,7 @@ type identityAnswer struct {
 
 func (b *Broker) identityAnswer(asked int32) identityAnswer {
 	b.selfMu.Lock()
-	a := identityAnswer{BrokerID: b.cfg.ID, ClusterID: b.self.ClusterID, Established: b.self.Registered}
+	a := identityAnswer{BrokerID: b.cfg.ID, ClusterID: b.self.ClusterID, Established: b.self.Registered || b.legacyData}
 	b.selfMu.Unlock()
 	b.meta.Read(func(s *meta.State) {
 		a.Established = a.Established || s.Established()
