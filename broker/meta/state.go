@@ -278,6 +278,19 @@ func (s *State) foundCluster(index uint64, b *Broker) {
 	s.ClusterID = base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
+// AllBrokersRecordIncarnations reports whether every registered broker
+// registered with an incarnation, which brokers from before incarnations
+// do not: only then do all of them apply the commands that came with
+// incarnations (placement epochs, reassignments) as their proposers do.
+func (s *State) AllBrokersRecordIncarnations() bool {
+	for _, b := range s.Brokers {
+		if b.Incarnation == "" {
+			return false
+		}
+	}
+	return true
+}
+
 // Established reports whether the cluster has ever registered a broker: a
 // metadata replica that has not is at most a founder still starting.
 func (s *State) Established() bool { return len(s.Brokers) > 0 }

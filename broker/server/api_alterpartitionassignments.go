@@ -46,6 +46,9 @@ func handleAlterPartitionAssignments(b *Broker, r *request) (kmsg.Response, erro
 }
 
 func (b *Broker) reassign(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition) (*kerr.Error, string) {
+	if b.placementRules() != meta.PlacementEpochs {
+		return kerr.InvalidRequest, "brokers from before replica moves are still running: finish the upgrade first"
+	}
 	if p.Replicas != nil && req.Version >= 1 && !req.AllowReplicationFactorChange {
 		current := -1
 		b.meta.Read(func(s *meta.State) {

@@ -26,9 +26,15 @@ func handleCreatePartitions(b *Broker, r *request) (kmsg.Response, error) {
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
 			rt.Topic = t.Topic
-			cp := &meta.CreatePartitions{Placement: meta.PlacementEpochs, Name: t.Topic, Count: t.Count, ValidateOnly: req.ValidateOnly}
+			cp := &meta.CreatePartitions{Placement: b.placementRules(), Name: t.Topic, Count: t.Count, ValidateOnly: req.ValidateOnly}
 			for _, a := range t.Assignment {
 				cp.Assignment = append(cp.Assignment, append([]int32{}, a.Replicas...))
+			}
+			if cp.Assignment != nil && cp.Placement != meta.PlacementEpochs {
+				rt.ErrorCode = kerr.InvalidRequest.Code
+				rt.ErrorMessage = kmsg.StringPtr("brokers from before replica assignments are still running: finish the upgrade first")
+				resp.Topics = append(resp.Topics, rt)
+				continue
 			}
 			out, err := b.proposeMeta(ctx, &meta.Command{CreatePartitions: cp})
 			switch {

@@ -27,10 +27,13 @@ func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic = t.Topic
-			ct := &meta.CreateTopic{Placement: meta.PlacementEpochs, Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
+			ct := &meta.CreateTopic{Placement: b.placementRules(), Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
 				Configs: map[string]string{}, ValidateOnly: req.ValidateOnly}
 			if len(t.ReplicaAssignment) > 0 {
 				assignment, msg := topicAssignment(t)
+				if msg == "" && ct.Placement != meta.PlacementEpochs {
+					msg = "brokers from before replica assignments are still running: finish the upgrade first"
+				}
 				if msg != "" {
 					rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(msg)
 					resp.Topics = append(resp.Topics, rt)
@@ -68,6 +71,19 @@ func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
 		return resp
 	}
 	return nil, nil
+}
+
+// placementRules are the newest placement rules every broker applies:
+// while brokers from before placement epochs run (a rolling upgrade), the
+// rules they know, so that every replica of the metadata places alike.
+func (b *Broker) placementRules() int {
+	rules := meta.PlacementLegacy
+	b.meta.Read(func(s *meta.State) {
+		if s.AllBrokersRecordIncarnations() {
+			rules = meta.PlacementEpochs
+		}
+	})
+	return rules
 }
 
 // topicAssignment orders a CreateTopics replica assignment by partition,

@@ -105,7 +105,7 @@ func (b *Broker) autoCreate(names []string, resp *kmsg.MetadataResponse) {
 		if mt.Topic == nil || mt.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 			continue
 		}
-		_, err := b.proposeMeta(ctx, &meta.Command{CreateTopic: &meta.CreateTopic{Placement: meta.PlacementEpochs, Name: *mt.Topic,
+		_, err := b.proposeMeta(ctx, &meta.Command{CreateTopic: &meta.CreateTopic{Placement: b.placementRules(), Name: *mt.Topic,
 			Partitions: b.cfg.DefaultPartitions, ReplicationFactor: b.cfg.DefaultReplicationFactor}})
 		if err == nil {
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code
