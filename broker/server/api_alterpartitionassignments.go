@@ -21,7 +21,7 @@ func init() { register(kmsg.AlterPartitionAssignments, 0, 1, handleAlterPartitio
 
 func handleAlterPartitionAssignments(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AlterPartitionAssignmentsRequest)
-	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, time.Second), 60*time.Second)
+	timeout := adminTimeout(req.TimeoutMillis, 60*time.Second)
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 		resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange

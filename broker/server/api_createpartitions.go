@@ -17,7 +17,7 @@ func init() { register(kmsg.CreatePartitions, 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.CreatePartitionsRequest)
-	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, time.Second), 60*time.Second)
+	timeout := adminTimeout(req.TimeoutMillis, 60*time.Second)
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 		ctx, cancel := context.WithTimeout(b.ctx, timeout)

@@ -18,7 +18,7 @@ func init() { register(kmsg.CreateTopics, 0, 7, handleCreateTopics) }
 
 func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.CreateTopicsRequest)
-	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, time.Second), 60*time.Second)
+	timeout := adminTimeout(req.TimeoutMillis, 60*time.Second)
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		ctx, cancel := context.WithTimeout(b.ctx, timeout)

@@ -17,7 +17,7 @@ func init() { register(kmsg.DeleteRecords, 0, 2, handleDeleteRecords) }
 func handleDeleteRecords(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
-	ctx, cancel := context.WithTimeout(b.ctx, min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, time.Second), 60*time.Second))
+	ctx, cancel := context.WithTimeout(b.ctx, adminTimeout(req.TimeoutMillis, 60*time.Second))
 	defer cancel()
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()

@@ -25,7 +25,7 @@ func handleDeleteTopics(b *Broker, r *request) (kmsg.Response, error) {
 			topics = append(topics, t)
 		}
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, time.Second), 60*time.Second))
+	ctx, cancel := context.WithTimeout(b.ctx, adminTimeout(req.TimeoutMillis, 60*time.Second))
 	defer cancel()
 	for _, t := range topics {
 		rt := kmsg.NewDeleteTopicsResponseTopic()

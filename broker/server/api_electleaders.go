@@ -23,7 +23,7 @@ const electLeadersWait = 10 * time.Second
 
 func handleElectLeaders(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ElectLeadersRequest)
-	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, time.Second), electLeadersWait)
+	timeout := adminTimeout(req.TimeoutMillis, electLeadersWait)
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 		ctx, cancel := context.WithTimeout(b.ctx, timeout)

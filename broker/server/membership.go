@@ -325,18 +325,17 @@ func (v groupView) sortedMembers() []uint64 {
 // (see the top of this file). caughtUp reports whether the leader's probes
 // saw a broker's replica reach its log end lately.
 func nextMemberChange(v groupView, plan groupPlan, caughtUp func(int32) bool) memberChange {
-	wantByBroker := map[int32]replicaNode{}
 	wanted := map[uint64]bool{}
 	for _, w := range plan.want {
-		wantByBroker[w.broker], wanted[w.node] = w, true
+		wanted[w.node] = true
 	}
 	members := v.sortedMembers()
 	// Nodes of a wanted broker older than its wanted one hold nothing
 	// that counts: the broker lost its disk, or the replica left and came
 	// back.
-	for _, n := range members {
-		if w, ok := wantByBroker[meta.BrokerOfNode(n)]; ok && n != plan.self && n != w.node && meta.EpochOfNode(n) < meta.EpochOfNode(w.node) {
-			return memberChange{kind: removeNode, broker: w.broker, node: n}
+	for _, w := range plan.want {
+		if old, ok := olderNodeOf(v.voters, v.observers, w.broker, w.node); ok && old != plan.self {
+			return memberChange{kind: removeNode, broker: w.broker, node: old}
 		}
 	}
 	for _, w := range plan.want {

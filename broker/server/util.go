@@ -3,6 +3,7 @@ package server
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,3 +20,9 @@ func plural(n int, one, many string) string {
 }
 
 func apiName(key int16) string { return kmsg.NameForKey(key) }
+
+// adminTimeout is how long an admin request may take: what the client
+// asked, at least a second and at most most.
+func adminTimeout(millis int32, most time.Duration) time.Duration {
+	return min(max(time.Duration(millis)*time.Millisecond, time.Second), most)
+}
