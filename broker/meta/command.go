@@ -22,6 +22,8 @@ type Command struct {
 	Reassign             *Reassign             `json:",omitempty"`
 	CompleteReassignment *CompleteReassignment `json:",omitempty"`
 	RenewReplicaNode     *RenewReplicaNode     `json:",omitempty"`
+	RecoverPartition     *RecoverPartition     `json:",omitempty"`
+	CompleteRecovery     *CompleteRecovery     `json:",omitempty"`
 }
 
 // DeleteOffsets deletes some of a group's committed offsets: topic ->

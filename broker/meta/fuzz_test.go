@@ -29,7 +29,7 @@ func commandsFrom(data []byte) []Command {
 	topics := []string{"a", "b"}
 	for len(data) > 0 {
 		topic := topics[next()%2]
-		switch next() % 9 {
+		switch next() % 11 {
 		case 0:
 			out = append(out, Command{RegisterBroker: &Broker{ID: int32(next() % 5), RaftAddr: "r", Incarnation: string(rune('a' + next()%3)), Generation: uint32(next() % 3)}})
 		case 1:
@@ -50,6 +50,14 @@ func commandsFrom(data []byte) []Command {
 			out = append(out, Command{CompleteReassignment: &CompleteReassignment{Shard: FirstPartitionShard + uint64(next()%6), Target: brokerList()}})
 		case 7:
 			out = append(out, Command{RenewReplicaNode: &RenewReplicaNode{Shard: FirstPartitionShard + uint64(next()%6), Broker: int32(next() % 5), Node: RaftNodeID(int32(next()%5), uint32(next()%4))}})
+		case 9:
+			var voters []uint64
+			for i := next() % 4; i > 0; i-- {
+				voters = append(voters, RaftNodeID(int32(next()%5), uint32(next()%4)))
+			}
+			out = append(out, Command{RecoverPartition: &RecoverPartition{Shard: FirstPartitionShard + uint64(next()%6), Node: RaftNodeID(int32(next()%5), uint32(next()%4)), Voters: voters, CommittedEnd: int64(next())}})
+		case 10:
+			out = append(out, Command{CompleteRecovery: &CompleteRecovery{Shard: FirstPartitionShard + uint64(next()%6), Node: RaftNodeID(int32(next()%5), uint32(next()%4)), RecoveredEnd: int64(next())}})
 		case 8:
 			out = append(out, Command{Leader: &LeaderChange{Shard: FirstPartitionShard + uint64(next()%6), Leader: int32(next() % 5), Epoch: int32(next() % 4), Node: RaftNodeID(int32(next()%5), uint32(next()%4))}})
 		}

@@ -47,6 +47,8 @@ type Partition struct {
 	Founders []uint64 `json:",omitempty"`
 	// Reassignment is the move of its replicas under way, if any.
 	Reassignment *Reassignment `json:",omitempty"`
+	// Recovery is the partition's latest forced recovery (recovery.go).
+	Recovery *Recovery `json:",omitempty"`
 }
 
 // NodeOf returns the Raft node of broker's replica, or 0 if broker holds

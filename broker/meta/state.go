@@ -26,6 +26,9 @@ type Broker struct {
 	Host     string
 	Port     int32
 	RaftAddr string
+	// HTTPAddr is the broker's HTTP endpoint (empty before it was
+	// recorded, or without one), which peers ask of its replicas' state.
+	HTTPAddr string `json:",omitempty"`
 	Rack     string `json:",omitempty"`
 	// Incarnation names the data directory the broker runs on (package
 	// identity); empty for a broker registered before incarnations were
@@ -178,6 +181,10 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		return s.completeReassignment(c.CompleteReassignment)
 	case c.RenewReplicaNode != nil:
 		return s.renewReplicaNode(c.RenewReplicaNode)
+	case c.RecoverPartition != nil:
+		return s.recoverPartition(c.RecoverPartition)
+	case c.CompleteRecovery != nil:
+		return s.completeRecovery(c.CompleteRecovery)
 	case c.AllocateProducerIDs:
 		first := s.NextProducerID
 		s.NextProducerID += ProducerIDBlock

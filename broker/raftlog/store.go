@@ -1186,3 +1186,106 @@ func (s *Store) ImportSnapshot(ss pb.Snapshot, nodeID uint64) error {
 	rec = appendNodeImage(rec, k, image)
 	return s.appendRecord(seal(rec))
 }
+
+// RestartAlone rewrites a stopped Raft node's state for a forced recovery
+// of its group (meta.RecoverPartition), which lost a quorum of its voters'
+// data: the membership of its latest snapshot becomes the node alone, at
+// addr, every other member removed for good, so that it elects itself and
+// commits what it holds. Its entries after the snapshot, which it did not
+// know to be committed, are kept up to the first membership change among
+// them: applied, that change would bring back a voter that no longer
+// exists. The snapshot must cover every entry the node knew committed.
+// It returns the index of the last entry kept.
+func (s *Store) RestartAlone(shard, node uint64, addr string) (uint64, error) {
+	k := nodeKey{shard, node}
+	s.mu.RLock()
+	n := s.nodes[k]
+	if n == nil || len(n.snapshots) == 0 {
+		s.mu.RUnlock()
+		return 0, fmt.Errorf("raftlog: shard %d node %d has no snapshot", shard, node)
+	}
+	latest := n.snapshots[len(n.snapshots)-1]
+	if latest.Index < n.state.Commit {
+		s.mu.RUnlock()
+		return 0, fmt.Errorf("raftlog: shard %d node %d: snapshot at %d is behind commit %d", shard, node, latest.Index, n.state.Commit)
+	}
+	maxIndex := latest.Index
+	if n.hasMax && n.maxIndex > maxIndex {
+		maxIndex = n.maxIndex
+	}
+	s.mu.RUnlock()
+	keep := latest.Index
+	for low := latest.Index + 1; low <= maxIndex; {
+		ents, _, err := s.IterateEntries(nil, 0, shard, node, low, maxIndex+1, 1<<20)
+		if err != nil {
+			return 0, err
+		}
+		if len(ents) == 0 {
+			break
+		}
+		for _, e := range ents {
+			if e.Type == pb.ConfigChangeEntry {
+				low = maxIndex + 1
+				break
+			}
+			keep = e.Index
+		}
+		if low <= maxIndex {
+			low = ents[len(ents)-1].Index + 1
+		}
+	}
+	ss := latest
+	ss.Membership = aloneIn(latest.Membership, node, addr)
+	s.mu.RLock()
+	image := &nodeLog{bootstrap: n.bootstrap, state: n.state, hasState: n.hasState, maxIndex: keep, hasMax: true,
+		snapshots: append([]pb.Snapshot(nil), n.snapshots[:len(n.snapshots)-1]...), first: n.first, locs: append([]loc(nil), n.locs...)}
+	s.mu.RUnlock()
+	image.truncateAfter(keep)
+	image.addSnapshot(ss)
+	rec := newRecord(kindNodeImage, 256)
+	rec = appendNodeImage(rec, k, image)
+	return keep, s.appendRecord(seal(rec))
+}
+
+// aloneIn is membership m with node its only voter and every other member
+// removed.
+func aloneIn(m pb.Membership, node uint64, addr string) pb.Membership {
+	out := pb.Membership{ConfigChangeId: m.ConfigChangeId, Addresses: map[uint64]string{node: addr}, Removed: map[uint64]bool{}}
+	for id := range m.Removed {
+		out.Removed[id] = true
+	}
+	for _, members := range []map[uint64]string{m.Addresses, m.Observers, m.Witnesses} {
+		for id := range members {
+			if id != node {
+				out.Removed[id] = true
+			}
+		}
+	}
+	return out
+}
+
+// LastEntry is the index and term of a Raft node's last entry, or of its
+// latest snapshot when no entry follows it; zeros for a node it does not
+// hold.
+func (s *Store) LastEntry(shard, node uint64) (index, term uint64, err error) {
+	s.mu.RLock()
+	n := s.nodes[nodeKey{shard, node}]
+	if n == nil {
+		s.mu.RUnlock()
+		return 0, 0, nil
+	}
+	if len(n.snapshots) > 0 {
+		ss := n.snapshots[len(n.snapshots)-1]
+		index, term = ss.Index, ss.Term
+	}
+	last, hasMax := n.maxIndex, n.hasMax
+	s.mu.RUnlock()
+	if !hasMax || last <= index {
+		return index, term, nil
+	}
+	ents, _, err := s.IterateEntries(nil, 0, shard, node, last, last+1, 1)
+	if err != nil || len(ents) == 0 {
+		return index, term, err
+	}
+	return ents[0].Index, ents[0].Term, nil
+}

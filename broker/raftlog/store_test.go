@@ -698,3 +698,46 @@ func TestEntryCommandIsTheCommandsBytes(t *testing.T) {
 		t.Fatal("a location for an entry never saved")
 	}
 }
+
+func TestRestartAloneKeepsTheLogUpToAMembershipChange(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), 0)
+	ents := entries(1, 20, 2, 10)
+	ents[14].Type = pb.ConfigChangeEntry // index 15
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 2, Vote: 2, Commit: 12}, EntriesToSave: ents})
+	members := pb.Membership{ConfigChangeId: 7, Addresses: map[uint64]string{1: "a", 2: "b", 3: "c"}, Observers: map[uint64]string{4: "d"}, Removed: map[uint64]bool{9: true}}
+	if err := s.SaveSnapshots([]pb.Update{{ClusterID: 1, NodeID: 1, Snapshot: pb.Snapshot{Index: 10, Term: 2, Type: pb.OnDiskStateMachine, Membership: members}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RestartAlone(1, 1, "a"); err == nil {
+		t.Fatal("a snapshot behind the commit index was accepted: entries 11 and 12 would be dropped as uncommitted")
+	}
+	if err := s.SaveSnapshots([]pb.Update{{ClusterID: 1, NodeID: 1, Snapshot: pb.Snapshot{Index: 12, Term: 2, Type: pb.OnDiskStateMachine, Membership: members}}}); err != nil {
+		t.Fatal(err)
+	}
+	if index, term, err := s.LastEntry(1, 1); err != nil || index != 20 || term != 2 {
+		t.Fatalf("last entry %d term %d (%v), want 20 term 2", index, term, err)
+	}
+	last, err := s.RestartAlone(1, 1, "a")
+	if err != nil || last != 14 {
+		t.Fatalf("kept through %d (%v), want 14: the entries before the membership change at 15", last, err)
+	}
+	for round := 0; round < 2; round++ {
+		list, _ := s.ListSnapshots(1, 1, 100)
+		if len(list) != 2 || list[1].Index != 12 || list[0].Index != 10 {
+			t.Fatalf("snapshots %+v", list)
+		}
+		m := list[1].Membership
+		if len(m.Addresses) != 1 || m.Addresses[1] != "a" || len(m.Observers) != 0 || !m.Removed[2] || !m.Removed[3] || !m.Removed[4] || !m.Removed[9] || m.ConfigChangeId != 7 {
+			t.Fatalf("membership after the restart alone: %+v", m)
+		}
+		rs, err := s.ReadRaftState(1, 1, 12)
+		if err != nil || rs.State.Commit != 12 || rs.State.Term != 2 || rs.FirstIndex+rs.EntryCount-1 != 14 {
+			t.Fatalf("raft state %+v %v", rs, err)
+		}
+		sameEntries(t, "kept", read(t, s, 1, 1, 21), ents[:14])
+		if index, _, _ := s.LastEntry(1, 1); index != 14 {
+			t.Fatalf("last entry %d after the restart alone, want 14", index)
+		}
+		s = reopen(t, s)
+	}
+}

@@ -10,13 +10,16 @@ import (
 	"github.com/raftka/raftka/broker/meta"
 )
 
-// ElectLeaders v0-v2 (v2 flexible): preferred leader election
+// ElectLeaders v0-v2 (v2 flexible). Preferred leader election
 // (kafka-leader-election.sh --election-type preferred): each partition's
 // leadership goes to its first replica, by Raft leader transfer, if that
-// replica is live, votes and has caught up. Unclean election is refused:
-// Raft elects only a replica that holds every committed record. Null
-// topics ask for every partition. A broker asks, for a partition it does
-// not host, a broker that does.
+// replica is live, votes and has caught up; a broker asks, for a partition
+// it does not host, a broker that does. Null topics ask for every
+// partition. Unclean election (--election-type unclean) is a forced
+// recovery (recovery.go): only for a partition whose group lost a quorum
+// of its voters' data, which Raft never elects a leader in, named one by
+// one; it restarts the group from its most up-to-date surviving voter and
+// answers with what was kept and what is gone.
 func init() { register(kmsg.ElectLeaders, 0, 2, handleElectLeaders) }
 
 const electLeadersWait = 10 * time.Second
@@ -38,11 +41,23 @@ func handleElectLeaders(b *Broker, r *request) (kmsg.Response, error) {
 			for _, index := range t.Partitions {
 				rp := kmsg.NewElectLeadersResponseTopicPartition()
 				rp.Partition = index
-				if req.ElectionType != 0 {
-					rp.ErrorCode = kerr.EligibleLeadersNotAvailable.Code
-					rp.ErrorMessage = kmsg.StringPtr("unclean leader election is not supported: Raft elects only a replica that holds every committed record")
-				} else if err, msg := b.electPreferred(ctx, t.Topic, index, req.Version); err != nil {
-					rp.ErrorCode, rp.ErrorMessage = err.Code, kmsg.StringPtr(msg)
+				var err *kerr.Error
+				var msg string
+				switch {
+				case req.ElectionType == 1 && req.Topics == nil:
+					err, msg = kerr.InvalidRequest, "a forced recovery names its partitions"
+				case req.ElectionType == 1:
+					err, msg = b.recoveries.force(ctx, t.Topic, index)
+				case req.ElectionType != 0:
+					err, msg = kerr.InvalidRequest, "unknown election type"
+				default:
+					err, msg = b.electPreferred(ctx, t.Topic, index, req.Version)
+				}
+				if err != nil {
+					rp.ErrorCode = err.Code
+				}
+				if msg != "" {
+					rp.ErrorMessage = kmsg.StringPtr(msg)
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}

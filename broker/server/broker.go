@@ -52,6 +52,8 @@ type Broker struct {
 	registeredOnce sync.Once
 
 	members  *memberships
+	// recoveries runs forced recoveries (recovery.go).
+	recoveries *recoveries
 	throttle *replicationThrottle
 
 	replicas *replicaSet
@@ -115,6 +117,7 @@ func Start(cfg Config) (*Broker, error) {
 		started: make(chan struct{}), failed: make(chan error, 1), registered: make(chan struct{})}
 	b.replicas = newReplicaSet(b)
 	b.members = newMemberships(b)
+	b.recoveries = newRecoveries(b)
 	b.throttle = newReplicationThrottle(b)
 	b.peers.b = b
 	b.liveness = newLiveness(cfg.ID)
@@ -202,6 +205,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.goBackground(b.groups.Run)
 	b.goBackground(leadership{b}.balanceLeaders)
 	b.goBackground(b.members.run)
+	b.goBackground(b.recoveries.run)
 	b.goBackground(b.serve)
 	b.log.Info("broker started", "kafka", ln.Addr().String(), "raft", cfg.RaftAddr, "generation", b.self.Generation)
 	return b, nil
@@ -295,16 +299,40 @@ func (b *Broker) Close() {
 	b.peers.closeAll()
 }
 
+// selfRecord is this broker as the metadata records it.
+func (b *Broker) selfRecord() (meta.Broker, error) {
+	host, port, err := splitHostPort(b.cfg.AdvertisedKafka)
+	if err != nil {
+		return meta.Broker{}, err
+	}
+	return meta.Broker{ID: b.cfg.ID, Host: host, Port: port, RaftAddr: b.cfg.RaftAddr, HTTPAddr: advertisedHTTP(host, b.cfg.HTTPListen),
+		Rack: b.cfg.Rack, Incarnation: b.self.Incarnation}, nil
+}
+
+// advertisedHTTP is where peers reach this broker's HTTP endpoint: the
+// listen address, or the advertised Kafka host at its port when it
+// listens on every interface.
+func advertisedHTTP(kafkaHost, listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = kafkaHost
+	}
+	return net.JoinHostPort(host, port)
+}
+
 // register announces this broker's addresses through the metadata group and
 // retries until the group has a leader.
 func (b *Broker) register(ctx context.Context) {
-	host, port, err := splitHostPort(b.cfg.AdvertisedKafka)
+	self, err := b.selfRecord()
 	if err != nil {
 		b.log.Error("bad advertised address", "error", err)
 		return
 	}
-	cmd := &meta.Command{RegisterBroker: &meta.Broker{ID: b.cfg.ID, Host: host, Port: port, RaftAddr: b.cfg.RaftAddr, Rack: b.cfg.Rack,
-		Incarnation: b.self.Incarnation, Generation: b.self.Generation}}
+	self.Generation = b.self.Generation
+	cmd := &meta.Command{RegisterBroker: &self}
 	for ctx.Err() == nil {
 		var current meta.Broker
 		var known bool

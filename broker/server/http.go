@@ -30,6 +30,7 @@ func (b *Broker) serveHTTP(ctx context.Context, ln net.Listener) {
 	mux.Handle("/readyz", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.Readiness()) })))
 	mux.Handle("/safe-to-restart", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.SafeToRestart()) })))
 	mux.Handle("POST /internal/join", b.afterStart(http.HandlerFunc(b.handleJoin)))
+	mux.Handle("GET /internal/replica", b.afterStart(http.HandlerFunc(b.handleReplica)))
 	if b.cfg.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

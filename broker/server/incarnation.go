@@ -191,12 +191,11 @@ func (b *Broker) join(ctx context.Context) error {
 	if err := b.saveSelf(); err != nil {
 		return err
 	}
-	host, port, err := splitHostPort(b.cfg.AdvertisedKafka)
+	self, err := b.selfRecord()
 	if err != nil {
 		return err
 	}
-	body, _ := json.Marshal(joinRequest{Broker: meta.Broker{ID: b.cfg.ID, Host: host, Port: port, RaftAddr: b.cfg.RaftAddr,
-		Rack: b.cfg.Rack, Incarnation: b.self.Incarnation}})
+	body, _ := json.Marshal(joinRequest{Broker: self})
 	client := &http.Client{Timeout: 20 * time.Second}
 	for attempt := 0; ; attempt++ {
 		for _, addr := range b.cfg.JoinAddresses {

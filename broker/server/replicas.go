@@ -39,8 +39,11 @@ type replica struct {
 // replicaSet starts and stops this broker's partition replicas to match the
 // placement in the metadata.
 type replicaSet struct {
-	b       *Broker
-	mu      sync.RWMutex
+	b *Broker
+	// lifecycle serializes starting and stopping replicas: reconcile, and
+	// a forced recovery's restart of one (recovery.go).
+	lifecycle sync.Mutex
+	mu        sync.RWMutex
 	byShard map[uint64]*replica
 	frames  map[uint64]*frames.Log // with --partition-frames
 }
@@ -101,7 +104,8 @@ type placement struct {
 	segmentBytes, segmentMs int64
 }
 
-func (r *replicaSet) reconcile(ctx context.Context) {
+// desired is where the metadata places this broker's replicas, by shard.
+func (r *replicaSet) desired() map[uint64]placement {
 	me := r.b.cfg.ID
 	desired := map[uint64]placement{}
 	r.b.meta.Read(func(s *meta.State) {
@@ -114,6 +118,13 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 				segmentMs: t.Int(meta.ConfigSegmentMs)}
 		})
 	})
+	return desired
+}
+
+func (r *replicaSet) reconcile(ctx context.Context) {
+	r.lifecycle.Lock()
+	defer r.lifecycle.Unlock()
+	desired := r.desired()
 	for shard, p := range desired {
 		if ctx.Err() != nil {
 			return
@@ -301,11 +312,17 @@ func (r *replicaSet) stop(shard uint64) *replica {
 	if err := r.b.nh.StopCluster(shard); err != nil && !errors.Is(err, dragonboat.ErrClusterNotFound) {
 		r.b.log.Error("stop partition replica failed", "shard", shard, "error", err)
 	}
+	r.forget(shard)
+	return rep
+}
+
+// forget drops a stopped replica from the set.
+func (r *replicaSet) forget(shard uint64) {
 	r.mu.Lock()
+	delete(r.byShard, shard)
 	delete(r.frames, shard)
 	r.mu.Unlock()
 	r.b.leaders.forget(shard)
-	return rep
 }
 
 // frameLog is the frame log of a partition's Raft group, or nil (the
