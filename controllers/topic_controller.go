@@ -101,6 +101,11 @@ func (r *TopicReconciler) reconcile(ctx context.Context, topic *raftkav1.Topic) 
 			r.notReady(topic, raftkav1.ReasonNotSupported, err.Error())
 			return ctrl.Result{RequeueAfter: r.Resync}, nil
 		}
+		var tooFew errNotEnoughBrokers
+		if errors.As(err, &tooFew) {
+			r.notReady(topic, raftkav1.ReasonNotEnoughBrokers, err.Error())
+			return ctrl.Result{RequeueAfter: r.Resync}, nil
+		}
 		// A broker that restarts under a request (a rolling restart) is no
 		// news about the topic: ask again soon, and report it only if it lasts.
 		if r.transient.tolerate(key, err) {
@@ -111,6 +116,10 @@ func (r *TopicReconciler) reconcile(ctx context.Context, topic *raftkav1.Topic) 
 		return ctrl.Result{}, err
 	}
 	r.transient.forget(key)
+	if reason == raftkav1.ReasonReassigning {
+		r.notReady(topic, reason, movingMessage(topic))
+		return ctrl.Result{RequeueAfter: reassignPoll}, nil
+	}
 	message := fmt.Sprintf("topic %s has %d partitions", topic.KafkaName(), topic.Status.Partitions)
 	if reason == "" {
 		reason = readyReason(topic)
@@ -126,6 +135,9 @@ func readyReason(topic *raftkav1.Topic) string {
 	for _, c := range topic.Status.Conditions {
 		if c.Type == raftkav1.ConditionReady && c.Status == "True" {
 			return c.Reason
+		}
+		if c.Type == raftkav1.ConditionReady && c.Reason == raftkav1.ReasonReassigning {
+			return raftkav1.ReasonUpdated
 		}
 	}
 	return raftkav1.ReasonCreated
@@ -225,9 +237,6 @@ func (r *TopicReconciler) ensureTopic(ctx context.Context, adm *kadm.Client, top
 		return "", current.Err
 	}
 	reason := ""
-	if rf := int32(current.Partitions.NumReplicas()); rf != topic.Spec.ReplicationFactor {
-		return "", errNotSupported{fmt.Sprintf("topic %s has replication factor %d; changing it to %d is not supported", name, rf, topic.Spec.ReplicationFactor)}
-	}
 	if have := int32(len(current.Partitions)); have < topic.Spec.Partitions {
 		resp, err := adm.UpdatePartitions(ctx, int(topic.Spec.Partitions), name)
 		if err == nil {
@@ -245,6 +254,11 @@ func (r *TopicReconciler) ensureTopic(ctx context.Context, adm *kadm.Client, top
 	}
 	if changed {
 		reason = raftkav1.ReasonUpdated
+	}
+	if moving, err := r.ensureReplication(ctx, adm, topic, current); err != nil {
+		return "", err
+	} else if moving > 0 {
+		reason = raftkav1.ReasonReassigning
 	}
 	return reason, nil
 }
@@ -313,8 +327,10 @@ func (r *TopicReconciler) observe(ctx context.Context, adm *kadm.Client, topic *
 		return fmt.Errorf("topic %s: %v", name, d.Err)
 	}
 	topic.Status.Partitions = int32(len(d.Partitions))
-	topic.Status.ReplicationFactor = int32(d.Partitions.NumReplicas())
 	topic.Status.TopicID = uuid.UUID(d.ID).String()
+	if err := observeReplicas(ctx, adm, topic, d); err != nil {
+		return err
+	}
 	rcs, err := adm.DescribeTopicConfigs(ctx, name)
 	if err != nil {
 		return err

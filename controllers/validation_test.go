@@ -50,7 +50,7 @@ func TestAdmissionRejectsInvalidObjects(t *testing.T) {
 		{"rename", func(t *raftkav1.Topic) { t.Spec.TopicName = "other" }, "topicName is immutable"},
 		{"unname", func(t *raftkav1.Topic) { t.Spec.TopicName = "" }, "topicName is immutable"},
 		{"move", func(t *raftkav1.Topic) { t.Spec.ClusterRef.Name = "elsewhere" }, "clusterRef is immutable"},
-		{"replication", func(t *raftkav1.Topic) { t.Spec.ReplicationFactor = 1; t.Spec.MinInSyncReplicas = nil }, "replicationFactor is immutable"},
+		{"replication below min.insync.replicas", func(t *raftkav1.Topic) { t.Spec.ReplicationFactor = 1 }, "minInSyncReplicas must not exceed replicationFactor"},
 	}
 	for _, c := range update {
 		err := updateTopic(t, ns, "valid", c.change)

@@ -36,9 +36,11 @@ type TopicSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self >= oldSelf",message="partitions cannot decrease"
 	Partitions int32 `json:"partitions"`
 
-	// ReplicationFactor is the number of replicas of each partition.
+	// ReplicationFactor is the number of replicas of each partition. A
+	// change moves replicas (Kafka's partition reassignment): new ones are
+	// placed on the least loaded brokers, on racks the partition's other
+	// replicas are not on, and catch up before they count.
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicationFactor is immutable"
 	ReplicationFactor int32 `json:"replicationFactor"`
 
 	// MinInSyncReplicas is min.insync.replicas: acks=all writes are refused
@@ -71,24 +73,50 @@ type TopicStatus struct {
 	// spec.partitions when a ConsumerGroup's autoscaler grew the topic.
 	// +optional
 	Partitions int32 `json:"partitions,omitempty"`
-	// ReplicationFactor is the topic's actual replication factor.
+	// ReplicationFactor is the topic's actual replication factor: the
+	// fewest replicas any of its partitions has.
 	// +optional
 	ReplicationFactor int32 `json:"replicationFactor,omitempty"`
+	// Replicas lists each partition's replicas, the preferred leader
+	// first, with the move under way, if any.
+	// +optional
+	// +listType=map
+	// +listMapKey=partition
+	Replicas []PartitionReplicas `json:"replicas,omitempty"`
 	// Config is the topic's configs that are not at their defaults.
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
-	// Conditions: Ready, with reasons Created, Updated, NotSupported,
-	// ResourceConflict, ClusterNotReady, BrokerError.
+	// Conditions: Ready, with reasons Created, Updated, Reassigning,
+	// NotSupported, NotEnoughBrokers, ResourceConflict, ClusterNotReady,
+	// BrokerError.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// PartitionReplicas is a partition's replicas as the brokers report them.
+type PartitionReplicas struct {
+	Partition int32   `json:"partition"`
+	Replicas  []int32 `json:"replicas"`
+	// Adding are replicas a move under way adds, still catching up.
+	// +optional
+	Adding []int32 `json:"adding,omitempty"`
+	// Removing are replicas a move under way removes.
+	// +optional
+	Removing []int32 `json:"removing,omitempty"`
+}
+
 // Ready condition reasons of a Topic.
 const (
-	ReasonCreated          = "Created"
-	ReasonUpdated          = "Updated"
+	ReasonCreated = "Created"
+	ReasonUpdated = "Updated"
+	// ReasonReassigning: partitions are moving to reach the spec's
+	// replication factor.
+	ReasonReassigning = "Reassigning"
+	// ReasonNotEnoughBrokers: the replication factor exceeds the brokers;
+	// nothing moves until there are enough.
+	ReasonNotEnoughBrokers = "NotEnoughBrokers"
 	ReasonNotSupported     = "NotSupported"
 	ReasonResourceConflict = "ResourceConflict"
 	ReasonClusterNotReady  = "ClusterNotReady"
