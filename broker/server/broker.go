@@ -51,10 +51,10 @@ type Broker struct {
 	registered     chan struct{}
 	registeredOnce sync.Once
 
-	members  *memberships
+	members *memberships
 	// recoveries runs forced recoveries (recovery.go).
 	recoveries *recoveries
-	throttle *replicationThrottle
+	throttle   *replicationThrottle
 
 	replicas *replicaSet
 	liveness *liveness

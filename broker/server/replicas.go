@@ -44,8 +44,8 @@ type replicaSet struct {
 	// a forced recovery's restart of one (recovery.go).
 	lifecycle sync.Mutex
 	mu        sync.RWMutex
-	byShard map[uint64]*replica
-	frames  map[uint64]*frames.Log // with --partition-frames
+	byShard   map[uint64]*replica
+	frames    map[uint64]*frames.Log // with --partition-frames
 }
 
 func newReplicaSet(b *Broker) *replicaSet {
