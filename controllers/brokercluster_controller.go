@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +36,7 @@ type BrokerClusterReconciler struct {
 	// SafeToRestart asks a broker whether it may restart; by default over
 	// HTTP at the broker's stable DNS name.
 	SafeToRestart func(ctx context.Context, cluster *raftkav1.BrokerCluster, id int32) (brokerclient.Check, error)
+	Recorder      events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=raftka.io,resources=brokerclusters,verbs=get;list;watch;update;patch
@@ -44,6 +46,7 @@ type BrokerClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs the steps for one BrokerCluster.
 func (r *BrokerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -109,7 +112,12 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	if err := r.observe(ctx, c, sts, blocked, waiting); err != nil {
 		return ctrl.Result{}, err
 	}
-	if blocked != "" || waiting != "" || c.Status.ReadyReplicas < c.Spec.Replicas {
+	balance, err := r.rebalance(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	setRebalancing(c, balance)
+	if blocked != "" || waiting != "" || c.Status.ReadyReplicas < c.Spec.Replicas || balance.moving > 0 || balance.planned > 0 {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	return ctrl.Result{RequeueAfter: time.Minute}, nil

@@ -27,7 +27,8 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 	if opts.LagPeriod <= 0 {
 		opts.LagPeriod = 15 * time.Second
 	}
-	if err := (&BrokerClusterReconciler{Client: mgr.GetClient(), Brokers: brokers, SafeToRestart: opts.SafeToRestart}).SetupWithManager(mgr); err != nil {
+	if err := (&BrokerClusterReconciler{Client: mgr.GetClient(), Brokers: brokers, SafeToRestart: opts.SafeToRestart,
+		Recorder: mgr.GetEventRecorder("raftka-brokercluster")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&TopicReconciler{Client: mgr.GetClient(), Brokers: brokers, Resync: opts.TopicResync}).SetupWithManager(mgr); err != nil {

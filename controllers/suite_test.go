@@ -29,7 +29,9 @@ import (
 var (
 	k8s     client.Client
 	brokers *brokertest.Cluster
-	scheme  = runtime.NewScheme()
+	// pool is the controllers' way to the brokers.
+	pool   *brokerclient.Clients
+	scheme = runtime.NewScheme()
 )
 
 // suiteT lets brokertest, which wants a testing.TB, live for the package.
@@ -103,7 +105,7 @@ func runSuite(m *testing.M) int {
 	}
 	// Every BrokerCluster named "events", in any test namespace, is the
 	// real cluster started above.
-	pool := &brokerclient.Clients{Override: overrideAll(brokers.AllAddrs())}
+	pool = &brokerclient.Clients{Override: overrideAll(brokers.AllAddrs())}
 	defer pool.Close()
 	// envtest runs no pods: the safe-restart check asks the real brokers.
 	safe := func(ctx context.Context, _ *raftkav1.BrokerCluster, id int32) (brokerclient.Check, error) {

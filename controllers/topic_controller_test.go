@@ -21,7 +21,9 @@ import (
 func brokerCluster(ns string) *raftkav1.BrokerCluster {
 	return &raftkav1.BrokerCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns},
-		Spec: raftkav1.BrokerClusterSpec{Replicas: 3, Image: "raftka/broker:test",
+		// The BrokerClusters of every test namespace stand for the one
+		// suite cluster: only the rebalancing tests let theirs move replicas.
+		Spec: raftkav1.BrokerClusterSpec{Replicas: 3, Image: "raftka/broker:test", Rebalancing: raftkav1.RebalancingOff,
 			Storage: raftkav1.StorageSpec{Size: resource.MustParse("1Gi")}},
 	}
 }

@@ -9,8 +9,9 @@ import (
 // BrokerClusterSpec is the desired broker cluster.
 type BrokerClusterSpec struct {
 	// Replicas is the number of brokers. The first three form the metadata
-	// Raft group; more join it as observers. Scaling in waits while a broker
-	// to be removed still hosts partition replicas.
+	// Raft group; more join it as observers. A scale-in first moves the
+	// replicas off the brokers it removes (see rebalancing), and is refused
+	// while fewer brokers would stay than a partition has replicas.
 	// +kubebuilder:validation:Minimum=1
 	Replicas int32 `json:"replicas"`
 
@@ -41,11 +42,29 @@ type BrokerClusterSpec struct {
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
 
+	// Rebalancing is Auto (the default) or Off. Auto moves partition
+	// replicas with Kafka's reassignment API, a few partitions at a time,
+	// until the brokers hold an even share of replicas and preferred
+	// leaders (within one of each other, replicas on distinct racks), and
+	// off the brokers a lower replicas count removes before the
+	// StatefulSet shrinks. Off leaves placement to Kafka's tools; a
+	// scale-in then waits until the brokers to be removed hold nothing.
+	// +optional
+	// +kubebuilder:validation:Enum=Auto;Off
+	Rebalancing RebalancingMode `json:"rebalancing,omitempty"`
 	// PodTemplate adds labels, annotations, node selection, tolerations and
 	// a service account to the broker pods.
 	// +optional
 	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
 }
+
+// RebalancingMode says whether the operator spreads partition replicas.
+type RebalancingMode string
+
+const (
+	RebalancingAuto RebalancingMode = "Auto"
+	RebalancingOff  RebalancingMode = "Off"
+)
 
 // StorageSpec is a broker's persistent volume claim.
 type StorageSpec struct {

@@ -20,4 +20,8 @@ const (
 	// ConditionStalled is True when the object cannot progress until
 	// someone changes it (kstatus reads it as Failed).
 	ConditionStalled = "Stalled"
+	// ConditionRebalancing is True while a BrokerCluster's partition
+	// replicas move to spread evenly over its brokers, or off brokers a
+	// scale-in removes.
+	ConditionRebalancing = "Rebalancing"
 )

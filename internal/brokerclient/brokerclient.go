@@ -46,10 +46,22 @@ func ParseOverride(s string) (map[string][]string, error) {
 
 // Bootstrap returns the addresses to reach a cluster at.
 func (c *Clients) Bootstrap(namespace, name, inCluster string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if addrs, ok := c.Override[namespace+"/"+name]; ok {
 		return addrs
 	}
 	return []string{inCluster}
+}
+
+// SetOverride points the BrokerCluster "namespace/name" at addrs.
+func (c *Clients) SetOverride(key string, addrs []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Override == nil {
+		c.Override = map[string][]string{}
+	}
+	c.Override[key] = addrs
 }
 
 // Admin returns a cached admin client for the addresses.

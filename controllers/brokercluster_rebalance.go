@@ -1,0 +1,131 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/rebalance"
+	"github.com/raftka/raftka/internal/specs"
+)
+
+// maxClusterMoves bounds the partitions a rebalance moves at once: each
+// new replica copies its partition from its peers, within the brokers'
+// replication throttle.
+const maxClusterMoves = 8
+
+// rebalanceState is how far a cluster's rebalance is.
+type rebalanceState struct {
+	// moving partitions, and the moves planned after them.
+	moving, planned int
+	// waiting says why nothing moves yet; refused why nothing can.
+	waiting, refused string
+	// off: spec.rebalancing is Off.
+	off bool
+}
+
+// rebalance moves partition replicas with Kafka's reassignment API until
+// the brokers spec.replicas keeps hold an even share of replicas and
+// preferred leaders and the brokers beyond it (to be removed by a
+// scale-in) hold none (rebalance.Spread), maxClusterMoves partitions at a
+// time. It waits until every kept broker is up, and refuses when they are
+// too few for a partition's replicas.
+func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.BrokerCluster) (rebalanceState, error) {
+	if c.Spec.Rebalancing == raftkav1.RebalancingOff {
+		return rebalanceState{off: true}, nil
+	}
+	adm, err := r.Brokers.Admin(r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c)))
+	if err != nil {
+		return rebalanceState{}, err
+	}
+	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	md, err := adm.Metadata(mctx)
+	if err != nil {
+		return rebalanceState{waiting: "cannot ask the brokers for the partitions' replicas: " + err.Error()}, nil
+	}
+	keep := make([]int32, c.Spec.Replicas)
+	for i := range keep {
+		keep[i] = int32(i)
+	}
+	live := md.Brokers.NodeIDs()
+	for _, id := range keep {
+		if !slices.Contains(live, id) {
+			return rebalanceState{waiting: fmt.Sprintf("broker %d is not up yet", id)}, nil
+		}
+	}
+	all := kadm.TopicsSet{}
+	for name, t := range md.Topics {
+		all[name] = map[int32]struct{}{}
+		for p := range t.Partitions {
+			all[name][p] = struct{}{}
+		}
+	}
+	moves, err := adm.ListPartitionReassignments(mctx, all)
+	if err != nil {
+		return rebalanceState{waiting: "cannot list the moves under way: " + err.Error()}, nil
+	}
+	st := rebalanceState{}
+	moves.Each(func(kadm.ListPartitionReassignmentsResponse) { st.moving++ })
+	busy := func(topic string, index int32) bool { _, ok := moves[topic][index]; return ok }
+	layout := layoutOf(md)
+	plan, err := rebalance.Spread(layout, keep, busy, len(layout.Partitions))
+	if err != nil {
+		return rebalanceState{refused: fmt.Sprintf("%d brokers cannot hold every partition: %v", c.Spec.Replicas, err)}, nil
+	}
+	st.planned = len(plan)
+	start := plan[:min(len(plan), max(0, maxClusterMoves-st.moving))]
+	if len(start) == 0 {
+		return st, nil
+	}
+	var req kadm.AlterPartitionAssignmentsReq
+	for _, m := range start {
+		req.Assign(m.Topic, m.Index, m.Replicas)
+	}
+	resp, err := adm.AlterPartitionAssignments(mctx, req)
+	if err != nil {
+		return st, fmt.Errorf("move replicas: %w", err)
+	}
+	started := 0
+	resp.Each(func(pr kadm.AlterPartitionAssignmentsResponse) {
+		switch {
+		case pr.Err == nil:
+			started++
+		case errors.Is(pr.Err, kerr.ReassignmentInProgress):
+		default:
+			log.FromContext(ctx).Info("partition move refused", "topic", pr.Topic, "partition", pr.Partition, "error", pr.Err.Error(), "message", pr.ErrMessage)
+		}
+	})
+	st.moving += started
+	st.planned -= started
+	log.FromContext(ctx).Info("rebalancing", "started", started, "moving", st.moving, "planned", st.planned)
+	if r.Recorder != nil && started > 0 {
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Rebalancing", "MoveReplicas", "started moving %d partitions; %d moving, %d more planned", started, st.moving, st.planned)
+	}
+	return st, nil
+}
+
+// setRebalancing reports a rebalance in the Rebalancing condition.
+func setRebalancing(c *raftkav1.BrokerCluster, st rebalanceState) {
+	switch {
+	case st.off:
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionRebalancing, false, "Off", "spec.rebalancing is Off")
+	case st.refused != "":
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionRebalancing, false, "NotEnoughBrokers", st.refused)
+	case st.waiting != "":
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionRebalancing, false, "Waiting", st.waiting)
+	case st.moving > 0 || st.planned > 0:
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionRebalancing, true, "MovingReplicas",
+			fmt.Sprintf("%d partitions moving, %d more moves planned", st.moving, st.planned))
+	default:
+		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionRebalancing, false, "Balanced", "replicas and preferred leaders are spread evenly")
+	}
+}

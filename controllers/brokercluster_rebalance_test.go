@@ -1,0 +1,136 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+// spreadOver reports whether a cluster's replicas and preferred leaders
+// are on brokers 0..n-1 only, within one of each other, with no move
+// under way.
+func spreadOver(t *testing.T, cl *brokertest.Cluster, n int32) (bool, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	md, err := cl.Admin().Metadata(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	replicas, leaders := map[int32]int{}, map[int32]int{}
+	all := kadm.TopicsSet{}
+	for name, td := range md.Topics {
+		all[name] = map[int32]struct{}{}
+		for _, p := range td.Partitions {
+			all[name][p.Partition] = struct{}{}
+			leaders[p.Replicas[0]]++
+			for _, id := range p.Replicas {
+				if id >= n {
+					return false, fmt.Sprintf("%s-%d on %v", name, p.Partition, p.Replicas)
+				}
+				replicas[id]++
+			}
+		}
+	}
+	moves, err := cl.Admin().ListPartitionReassignments(ctx, all)
+	if err != nil || len(moves.Sorted()) > 0 {
+		return false, fmt.Sprintf("moves under way: %v %v", moves.Sorted(), err)
+	}
+	for _, count := range []map[int32]int{replicas, leaders} {
+		lo, hi := 1<<30, 0
+		for id := int32(0); id < n; id++ {
+			lo, hi = min(lo, count[id]), max(hi, count[id])
+		}
+		if hi-lo > 1 {
+			return false, fmt.Sprintf("replicas %v, preferred leaders %v", replicas, leaders)
+		}
+	}
+	return true, ""
+}
+
+// balanced is spreadOver, and the BrokerCluster says so.
+func balanced(t *testing.T, cl *brokertest.Cluster, ns string, n int32) (bool, string) {
+	if ok, why := spreadOver(t, cl, n); !ok {
+		return false, why
+	}
+	cond := rebalancingOf(t, ns)
+	return cond != nil && cond.Reason == "Balanced", fmt.Sprintf("condition %+v", cond)
+}
+
+// rebalancingOf is the BrokerCluster's Rebalancing condition, if it is
+// of its current generation.
+func rebalancingOf(t *testing.T, ns string) *metav1.Condition {
+	var c raftkav1.BrokerCluster
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "wide"}, &c); err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(c.Status.Conditions, raftkav1.ConditionRebalancing)
+	if cond == nil || cond.ObservedGeneration != c.Generation {
+		return nil
+	}
+	return cond
+}
+
+// A BrokerCluster of 3 over five running brokers moves every replica off
+// brokers 3 and 4, as a scale-in does before the StatefulSet shrinks;
+// raised to 5, it spreads replicas and preferred leaders evenly over all
+// five; lowered below the replication factor, it refuses and moves
+// nothing. An acks=all producer runs throughout: every acknowledged
+// record is read back once, in order.
+func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
+	ns := newNamespace(t)
+	wide := brokertest.Start(t, brokertest.Options{Brokers: 5})
+	pool.SetOverride(ns+"/wide", wide.AllAddrs())
+	wide.CreateTopic("spread", 6, 3, nil)
+	acks := brokertest.NewLedger()
+	stop, done := make(chan struct{}), make(chan error, 1)
+	producer := wide.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	go func() {
+		_, err := acks.ProduceUntil(producer, "spread", 6, stop)
+		done <- err
+	}()
+
+	c := brokerCluster(ns)
+	c.Name, c.Spec.Rebalancing = "wide", raftkav1.RebalancingAuto
+	mustCreate(t, c)
+	eventually2(t, 2*time.Minute, "replicas drained off brokers 3 and 4", func() (bool, string) { return balanced(t, wide, ns, 3) })
+
+	update := func(replicas int32) {
+		t.Helper()
+		var c raftkav1.BrokerCluster
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "wide"}, &c); err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.Replicas = replicas
+		if err := k8s.Update(context.Background(), &c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(5)
+	eventually2(t, 2*time.Minute, "replicas spread over 5 brokers", func() (bool, string) { return balanced(t, wide, ns, 5) })
+
+	update(2)
+	eventually(t, "a scale-in below the replication factor refused", func() (bool, string) {
+		cond := rebalancingOf(t, ns)
+		return cond != nil && cond.Reason == "NotEnoughBrokers", fmt.Sprintf("%+v", cond)
+	})
+	time.Sleep(3 * time.Second)
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	producer.Close()
+	if ok, why := spreadOver(t, wide, 5); !ok {
+		t.Errorf("replicas moved for a refused scale-in: %s", why)
+	}
+	acks.VerifyExactlyOnce(t, "spread", wide.Client)
+}
