@@ -117,6 +117,7 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 		return ctrl.Result{}, err
 	}
 	setRebalancing(c, balance)
+	r.unregisterRemoved(ctx, c, ptr.Deref(sts.Spec.Replicas, 0))
 	if blocked != "" || waiting != "" || c.Status.ReadyReplicas < c.Spec.Replicas || balance.moving > 0 || balance.planned > 0 {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}

@@ -129,3 +129,33 @@ func setRebalancing(c *raftkav1.BrokerCluster, st rebalanceState) {
 		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionRebalancing, false, "Balanced", "replicas and preferred leaders are spread evenly")
 	}
 }
+
+// unregisterRemoved forgets the brokers a finished scale-in removed, once
+// their pods stopped (UnregisterBroker), so that no new partition is
+// placed on them and their metadata nodes leave the group. A broker
+// scaled back later joins as a new incarnation.
+func (r *BrokerClusterReconciler) unregisterRemoved(ctx context.Context, c *raftkav1.BrokerCluster, stsReplicas int32) {
+	if stsReplicas != c.Spec.Replicas || c.Spec.Rebalancing == raftkav1.RebalancingOff {
+		return
+	}
+	addrs := r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c))
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	registered, err := r.Brokers.Registered(cctx, addrs)
+	if err != nil {
+		return
+	}
+	for _, b := range registered {
+		if b.ID < c.Spec.Replicas || !b.Fenced {
+			continue
+		}
+		if err := r.Brokers.Unregister(cctx, addrs, b.ID); err != nil {
+			log.FromContext(ctx).Info("unregister removed broker failed", "broker", b.ID, "error", err.Error())
+			continue
+		}
+		log.FromContext(ctx).Info("removed broker unregistered", "broker", b.ID)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "BrokerUnregistered", "Unregister", "broker %d left the cluster for good", b.ID)
+		}
+	}
+}

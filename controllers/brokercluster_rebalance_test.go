@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/broker/brokertest"
+	"github.com/raftka/raftka/internal/brokerclient"
 )
 
 // spreadOver reports whether a cluster's replicas and preferred leaders
@@ -83,7 +85,8 @@ func rebalancingOf(t *testing.T, ns string) *metav1.Condition {
 // A BrokerCluster of 3 over five running brokers moves every replica off
 // brokers 3 and 4, as a scale-in does before the StatefulSet shrinks;
 // raised to 5, it spreads replicas and preferred leaders evenly over all
-// five; lowered below the replication factor, it refuses and moves
+// five; lowered to 4, it drains broker 4 and unregisters it once it
+// stopped; lowered below the replication factor, it refuses and moves
 // nothing. An acks=all producer runs throughout: every acknowledged
 // record is read back once, in order.
 func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
@@ -118,6 +121,16 @@ func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
 	update(5)
 	eventually2(t, 2*time.Minute, "replicas spread over 5 brokers", func() (bool, string) { return balanced(t, wide, ns, 5) })
 
+	// Scaling in to 4 drains broker 4; once it stopped (its pod gone), it
+	// is unregistered.
+	update(4)
+	eventually2(t, 2*time.Minute, "broker 4 drained", func() (bool, string) { return balanced(t, wide, ns, 4) })
+	wide.Stop(4)
+	eventually(t, "broker 4 unregistered", func() (bool, string) {
+		got, err := pool.Registered(context.Background(), wide.AllAddrs()[:4])
+		return err == nil && len(got) == 4 && !slices.ContainsFunc(got, func(b brokerclient.RegisteredBroker) bool { return b.ID == 4 }), fmt.Sprint(got, err)
+	})
+
 	update(2)
 	eventually(t, "a scale-in below the replication factor refused", func() (bool, string) {
 		cond := rebalancingOf(t, ns)
@@ -129,7 +142,7 @@ func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
 		t.Fatal(err)
 	}
 	producer.Close()
-	if ok, why := spreadOver(t, wide, 5); !ok {
+	if ok, why := spreadOver(t, wide, 4); !ok {
 		t.Errorf("replicas moved for a refused scale-in: %s", why)
 	}
 	acks.VerifyExactlyOnce(t, "spread", wide.Client)

@@ -22,8 +22,15 @@ type Command struct {
 	Reassign             *Reassign             `json:",omitempty"`
 	CompleteReassignment *CompleteReassignment `json:",omitempty"`
 	RenewReplicaNode     *RenewReplicaNode     `json:",omitempty"`
+	UnregisterBroker     *UnregisterBroker     `json:",omitempty"`
 	RecoverPartition     *RecoverPartition     `json:",omitempty"`
 	CompleteRecovery     *CompleteRecovery     `json:",omitempty"`
+}
+
+// UnregisterBroker forgets a broker that left the cluster for good
+// (Kafka's UnregisterBroker), once it holds no partition replica.
+type UnregisterBroker struct {
+	ID int32
 }
 
 // DeleteOffsets deletes some of a group's committed offsets: topic ->

@@ -29,7 +29,7 @@ func commandsFrom(data []byte) []Command {
 	topics := []string{"a", "b"}
 	for len(data) > 0 {
 		topic := topics[next()%2]
-		switch next() % 11 {
+		switch next() % 12 {
 		case 0:
 			out = append(out, Command{RegisterBroker: &Broker{ID: int32(next() % 5), RaftAddr: "r", Incarnation: string(rune('a' + next()%3)), Generation: uint32(next() % 3)}})
 		case 1:
@@ -56,6 +56,8 @@ func commandsFrom(data []byte) []Command {
 				voters = append(voters, RaftNodeID(int32(next()%5), uint32(next()%4)))
 			}
 			out = append(out, Command{RecoverPartition: &RecoverPartition{Shard: FirstPartitionShard + uint64(next()%6), Node: RaftNodeID(int32(next()%5), uint32(next()%4)), Voters: voters, CommittedEnd: int64(next())}})
+		case 11:
+			out = append(out, Command{UnregisterBroker: &UnregisterBroker{ID: int32(next() % 5)}})
 		case 10:
 			out = append(out, Command{CompleteRecovery: &CompleteRecovery{Shard: FirstPartitionShard + uint64(next()%6), Node: RaftNodeID(int32(next()%5), uint32(next()%4)), RecoveredEnd: int64(next())}})
 		case 8:

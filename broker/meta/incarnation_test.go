@@ -2,6 +2,7 @@ package meta
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -125,5 +126,37 @@ func TestNewIncarnationsGetNewNodesInEveryPartition(t *testing.T) {
 	legacy := Partition{Replicas: []int32{2, 0}}
 	if got := legacy.FounderNodes(); got[0] != RaftNodeID(2, 0) || got[1] != RaftNodeID(0, 0) || legacy.NodeOf(0) != RaftNodeID(0, 0) {
 		t.Fatalf("a partition from before nodes has founders %v", got)
+	}
+}
+
+func TestUnregisterBrokerOnceItHoldsNothing(t *testing.T) {
+	s := clusterOf(3)
+	s.Apply(4, &Command{JoinBroker: &Broker{ID: 3, RaftAddr: "r", Incarnation: "first"}})
+	if out := s.Apply(5, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "t", Assignment: [][]int32{{3, 0, 1}}}}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if out := s.Apply(6, &Command{UnregisterBroker: &UnregisterBroker{ID: 3}}); !errors.Is(out.Err, kerr.InvalidRequest) {
+		t.Fatalf("unregistering a broker that holds a replica: %v", out.Err)
+	}
+	if out := s.Apply(7, &Command{UnregisterBroker: &UnregisterBroker{ID: 9}}); !errors.Is(out.Err, kerr.BrokerIDNotRegistered) {
+		t.Fatalf("unregistering an unknown broker: %v", out.Err)
+	}
+	s.Apply(8, &Command{Reassign: &Reassign{Topic: "t", Partition: 0, Target: []int32{0, 1, 2}}})
+	s.Apply(9, &Command{CompleteReassignment: &CompleteReassignment{Shard: s.Topics["t"].Partitions[0].Shard, Target: []int32{0, 1, 2}}})
+	if out := s.Apply(10, &Command{UnregisterBroker: &UnregisterBroker{ID: 3}}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if _, ok := s.Brokers[3]; ok {
+		t.Fatal("broker 3 still registered")
+	}
+	for _, p := range s.placeReplicas(s.Topics["t"], 6, 3) {
+		if slices.Contains(p, 3) {
+			t.Fatalf("a new partition placed on unregistered broker 3: %v", p)
+		}
+	}
+	// The id given to a broker again never reuses its metadata node.
+	out := s.Apply(11, &Command{JoinBroker: &Broker{ID: 3, RaftAddr: "r", Incarnation: "second"}})
+	if out.Err != nil || out.Broker.Generation != 2 {
+		t.Fatalf("rejoined as %+v (%v), want generation 2", out.Broker, out.Err)
 	}
 }

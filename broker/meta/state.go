@@ -71,7 +71,10 @@ type State struct {
 	NextShard uint64
 	// NextNodeEpoch is the epoch of the next partition replica nodes
 	// placed (RaftNodeID); 0 in a state from before, read as 1.
-	NextNodeEpoch  uint32 `json:",omitempty"`
+	NextNodeEpoch uint32 `json:",omitempty"`
+	// Retired holds the last generation of each unregistered broker id,
+	// so that a broker given that id again never reuses a metadata node.
+	Retired        map[int32]uint32 `json:",omitempty"`
 	NextProducerID int64
 	// BrokerConfigs are broker configs set at run time: broker id (or ""
 	// for every broker) -> key -> value.
@@ -181,6 +184,8 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		return s.completeReassignment(c.CompleteReassignment)
 	case c.RenewReplicaNode != nil:
 		return s.renewReplicaNode(c.RenewReplicaNode)
+	case c.UnregisterBroker != nil:
+		return s.unregisterBroker(c.UnregisterBroker)
 	case c.RecoverPartition != nil:
 		return s.recoverPartition(c.RecoverPartition)
 	case c.CompleteRecovery != nil:
@@ -264,7 +269,11 @@ func (s *State) joinBroker(index uint64, b *Broker) Outcome {
 	case known:
 		next.Generation = cur.Generation + 1
 	default:
-		next.Generation = 1
+		next.Generation = s.Retired[b.ID] + 1
+		delete(s.Retired, b.ID)
+		if len(s.Retired) == 0 {
+			s.Retired = nil // as a snapshot restores it
+		}
 	}
 	if !known || cur.Incarnation != b.Incarnation || b.Incarnation == "" {
 		s.renewNodes(b.ID)
@@ -272,6 +281,36 @@ func (s *State) joinBroker(index uint64, b *Broker) Outcome {
 	s.Brokers[b.ID] = next
 	s.foundCluster(index, &next)
 	return Outcome{Broker: &next}
+}
+
+// unregisterBroker forgets a broker that left for good; refused while it
+// holds a partition replica, a move's target included.
+func (s *State) unregisterBroker(c *UnregisterBroker) Outcome {
+	b, known := s.Brokers[c.ID]
+	if !known {
+		return Outcome{Err: kerr.BrokerIDNotRegistered}
+	}
+	if s.HostsReplicas(c.ID) {
+		return Outcome{Err: kerr.InvalidRequest}
+	}
+	delete(s.Brokers, c.ID)
+	if s.Retired == nil {
+		s.Retired = map[int32]uint32{}
+	}
+	s.Retired[c.ID] = b.Generation
+	return Outcome{Broker: &b}
+}
+
+// HostsReplicas reports whether a broker holds a replica of any partition.
+func (s *State) HostsReplicas(id int32) bool {
+	for _, t := range s.Topics {
+		for _, p := range t.Partitions {
+			if slices.Contains(p.Replicas, id) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // foundCluster names the cluster at its first registration, from the

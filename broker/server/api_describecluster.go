@@ -6,9 +6,11 @@ import (
 	"github.com/raftka/raftka/broker/meta"
 )
 
-// DescribeCluster v0-v1: the live brokers and the controller (the metadata
-// leader); flexible from v0.
-func init() { register(kmsg.DescribeCluster, 0, 1, handleDescribeCluster) }
+// DescribeCluster v0-v2: the live brokers and the controller (the metadata
+// leader); flexible from v0. v2 with IncludeFencedBrokers lists the
+// registered brokers that do not answer too, fenced, as Kafka lists the
+// brokers whose registration lapsed.
+func init() { register(kmsg.DescribeCluster, 0, 2, handleDescribeCluster) }
 
 func handleDescribeCluster(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeClusterRequest)
@@ -20,12 +22,13 @@ func handleDescribeCluster(b *Broker, r *request) (kmsg.Response, error) {
 	}
 	b.meta.Read(func(s *meta.State) {
 		for _, id := range s.BrokerIDs() {
-			if !b.liveness.isLive(id) {
+			live := b.liveness.isLive(id)
+			if !live && !req.IncludeFencedBrokers {
 				continue
 			}
 			br := s.Brokers[id]
 			rb := kmsg.NewDescribeClusterResponseBroker()
-			rb.NodeID, rb.Host, rb.Port = br.ID, br.Host, br.Port
+			rb.NodeID, rb.Host, rb.Port, rb.IsFenced = br.ID, br.Host, br.Port, !live
 			if br.Rack != "" {
 				rb.Rack = kmsg.StringPtr(br.Rack)
 			}

@@ -62,6 +62,9 @@ type identityAnswer struct {
 	// Asked is the broker the request named (?broker=), as this broker's
 	// metadata records it, if it does.
 	Asked *meta.Broker `json:"asked,omitempty"`
+	// AskedRetired is the generation the asked broker had when it was
+	// unregistered (UnregisterBroker), if it was and has not joined since.
+	AskedRetired *uint32 `json:"askedRetired,omitempty"`
 }
 
 func (b *Broker) identityAnswer(asked int32) identityAnswer {
@@ -72,6 +75,8 @@ func (b *Broker) identityAnswer(asked int32) identityAnswer {
 		a.Established = a.Established || s.Established()
 		if br, ok := s.Brokers[asked]; ok {
 			a.Asked = &br
+		} else if g, ok := s.Retired[asked]; ok {
+			a.AskedRetired = &g
 		}
 	})
 	return a
@@ -90,13 +95,22 @@ func (b *Broker) handleIdentity(w http.ResponseWriter, r *http.Request) {
 // incarnation of this broker replaced the one this data directory holds,
 // as when a volume that went missing comes back after the broker started
 // on an empty one. Its replicas were replaced by membership change, so it
-// must not start: it could only serve a stale view. A broker that no peer
-// answers starts, and its registration is refused if it was replaced.
+// must not start: it could only serve a stale view. So must a data
+// directory of an incarnation that was unregistered (UnregisterBroker),
+// whose metadata node left the group. A broker that no peer answers
+// starts, and its registration is refused if it was replaced.
 func (b *Broker) checkNotReplaced(ctx context.Context) error {
 	client := &http.Client{Timeout: time.Second}
 	for _, addr := range b.cfg.JoinAddresses {
 		a, err := peerIdentity(ctx, client, addr, b.cfg.ID)
-		if err != nil || a.BrokerID == b.cfg.ID || a.Asked == nil {
+		if err != nil || a.BrokerID == b.cfg.ID {
+			continue
+		}
+		if a.AskedRetired != nil && *a.AskedRetired >= b.self.Generation && b.self.Registered {
+			return fmt.Errorf("this data directory belongs to broker %d's incarnation of generation %d, which was unregistered from the cluster: "+
+				"start the broker on an empty data directory to join it again", b.cfg.ID, b.self.Generation)
+		}
+		if a.Asked == nil {
 			continue
 		}
 		known := a.Asked

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Clients caches one Kafka client per bootstrap address list.
@@ -66,6 +68,66 @@ func (c *Clients) SetOverride(key string, addrs []string) {
 
 // Admin returns a cached admin client for the addresses.
 func (c *Clients) Admin(addrs []string) (*kadm.Client, error) {
+	cl, err := c.client(addrs)
+	if err != nil {
+		return nil, err
+	}
+	return kadm.NewClient(cl), nil
+}
+
+// RegisteredBroker is a broker the cluster's metadata records.
+type RegisteredBroker struct {
+	ID int32
+	// Fenced: it does not answer its peers.
+	Fenced bool
+}
+
+// Registered lists the brokers the cluster records, those that do not
+// answer included (DescribeCluster v2).
+func (c *Clients) Registered(ctx context.Context, addrs []string) ([]RegisteredBroker, error) {
+	cl, err := c.client(addrs)
+	if err != nil {
+		return nil, err
+	}
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.IncludeFencedBrokers = true
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, err
+	}
+	out := make([]RegisteredBroker, 0, len(resp.Brokers))
+	for _, b := range resp.Brokers {
+		out = append(out, RegisteredBroker{ID: b.NodeID, Fenced: b.IsFenced})
+	}
+	return out, nil
+}
+
+// Unregister forgets a broker that left the cluster for good
+// (UnregisterBroker): it must be stopped and hold no partition replica.
+func (c *Clients) Unregister(ctx context.Context, addrs []string, id int32) error {
+	cl, err := c.client(addrs)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = id
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		if resp.ErrorMessage != nil {
+			return fmt.Errorf("%w: %s", err, *resp.ErrorMessage)
+		}
+		return err
+	}
+	return nil
+}
+
+func (c *Clients) client(addrs []string) (*kgo.Client, error) {
 	sorted := append([]string(nil), addrs...)
 	sort.Strings(sorted)
 	key := strings.Join(sorted, ",")
@@ -75,7 +137,7 @@ func (c *Clients) Admin(addrs []string) (*kadm.Client, error) {
 		c.clients = map[string]*kgo.Client{}
 	}
 	if cl, ok := c.clients[key]; ok {
-		return kadm.NewClient(cl), nil
+		return cl, nil
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(sorted...), kgo.ClientID("raftka-operator"),
 		kgo.MetadataMinAge(time.Second), kgo.RequestTimeoutOverhead(5*time.Second), kgo.RetryTimeout(10*time.Second))
@@ -83,7 +145,7 @@ func (c *Clients) Admin(addrs []string) (*kadm.Client, error) {
 		return nil, err
 	}
 	c.clients[key] = cl
-	return kadm.NewClient(cl), nil
+	return cl, nil
 }
 
 // Close closes every cached client.
