@@ -37,27 +37,74 @@ func init() {
 	metrics.Registry.MustRegister(lagGauge, desiredGauge, currentGauge)
 }
 
-// autoscaleStates keeps each group's decision state between syncs. It is
-// memory only: after an operator restart the stabilization windows start
-// again, which delays scale-down rather than hastening it.
-type autoscaleStates struct {
+// groupMemory is what the controller keeps of each ConsumerGroup between
+// syncs: the autoscaler's decision state, and the group id its gauges are
+// labeled with, so that both go with the object (or with a changed group
+// id). It is memory only: after an operator restart the stabilization
+// windows start again, which delays scale-down rather than hastening it.
+type groupMemory struct {
 	mu sync.Mutex
-	m  map[types.UID]autoscale.State
+	m  map[types.NamespacedName]groupEntry
 }
 
-func (s *autoscaleStates) get(uid types.UID) autoscale.State {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[uid]
+type groupEntry struct {
+	uid     types.UID
+	groupID string
+	state   autoscale.State
+	// exported are the (topic, partition) lag gauges set last.
+	exported map[[2]string]bool
 }
 
-func (s *autoscaleStates) put(uid types.UID, st autoscale.State) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[types.UID]autoscale.State{}
+// seen notes an object's group id; a new object under an old name, or a
+// changed group id, starts afresh and drops the old gauges.
+func (g *groupMemory) seen(cg *raftkav1.ConsumerGroup) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = map[types.NamespacedName]groupEntry{}
 	}
-	s.m[uid] = st
+	key := types.NamespacedName{Namespace: cg.Namespace, Name: cg.Name}
+	e, ok := g.m[key]
+	if ok && (e.uid != cg.UID || e.groupID != cg.Spec.GroupID) {
+		forgetGroupMetrics(cg.Namespace, e.groupID)
+		ok = false
+	}
+	if !ok {
+		g.m[key] = groupEntry{uid: cg.UID, groupID: cg.Spec.GroupID}
+	}
+}
+
+func (g *groupMemory) state(cg *raftkav1.ConsumerGroup) autoscale.State {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m[types.NamespacedName{Namespace: cg.Namespace, Name: cg.Name}].state
+}
+
+func (g *groupMemory) putState(cg *raftkav1.ConsumerGroup, st autoscale.State) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	key := types.NamespacedName{Namespace: cg.Namespace, Name: cg.Name}
+	if e, ok := g.m[key]; ok {
+		e.state = st
+		g.m[key] = e
+	}
+}
+
+// forget drops a deleted object's state and gauges.
+func (g *groupMemory) forget(key types.NamespacedName) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e, ok := g.m[key]; ok {
+		forgetGroupMetrics(key.Namespace, e.groupID)
+		delete(g.m, key)
+	}
+}
+
+func forgetGroupMetrics(ns, group string) {
+	labels := prometheus.Labels{"namespace": ns, "group": group}
+	lagGauge.DeletePartialMatch(labels)
+	desiredGauge.DeletePartialMatch(labels)
+	currentGauge.DeletePartialMatch(labels)
 }
 
 // policyOf applies the spec's defaults.
@@ -139,8 +186,8 @@ func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.Co
 	}
 	current := scaleReplicas(scale)
 	obs := autoscale.Observation{Now: time.Now(), Lags: lags, LedPartitions: led, CurrentReplicas: current}
-	d := autoscale.Decide(obs, policyOf(cg, r.SyncPeriod), r.states.get(cg.UID))
-	r.states.put(cg.UID, d.Next)
+	d := autoscale.Decide(obs, policyOf(cg, r.SyncPeriod), r.groups.state(cg))
+	r.groups.putState(cg, d.Next)
 	logger := log.FromContext(ctx)
 
 	for topic, n := range d.GrowPartitions {
@@ -193,8 +240,28 @@ func (r *ConsumerGroupReconciler) event(cg *raftkav1.ConsumerGroup, typ, reason,
 	}
 }
 
-func exportLag(ns, group string, lags []autoscale.PartitionLag, p autoscale.Policy) {
+// exportLag sets a group's lag gauges, and drops those of partitions it
+// no longer reads.
+func (g *groupMemory) exportLag(cg *raftkav1.ConsumerGroup, lags []autoscale.PartitionLag, p autoscale.Policy) {
+	ns, group := cg.Namespace, cg.Spec.GroupID
+	now := map[[2]string]bool{}
 	for _, l := range lags {
-		lagGauge.WithLabelValues(ns, group, l.Topic, strconv.Itoa(int(l.Partition))).Set(float64(p.Lag(l)))
+		part := strconv.Itoa(int(l.Partition))
+		lagGauge.WithLabelValues(ns, group, l.Topic, part).Set(float64(p.Lag(l)))
+		now[[2]string{l.Topic, part}] = true
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	key := types.NamespacedName{Namespace: cg.Namespace, Name: cg.Name}
+	e, ok := g.m[key]
+	if !ok {
+		return
+	}
+	for tp := range e.exported {
+		if !now[tp] {
+			lagGauge.DeleteLabelValues(ns, group, tp[0], tp[1])
+		}
+	}
+	e.exported = now
+	g.m[key] = e
 }

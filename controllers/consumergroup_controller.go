@@ -27,7 +27,7 @@ type ConsumerGroupReconciler struct {
 	Recorder events.EventRecorder
 	// SyncPeriod is how often lag is measured.
 	SyncPeriod time.Duration
-	states     autoscaleStates
+	groups     groupMemory
 }
 
 // +kubebuilder:rbac:groups=raftka.io,resources=consumergroups,verbs=get;list;watch
@@ -39,8 +39,12 @@ type ConsumerGroupReconciler struct {
 func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cg raftkav1.ConsumerGroup
 	if err := r.Get(ctx, req.NamespacedName, &cg); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.groups.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.groups.seen(&cg)
 	before := cg.DeepCopy()
 	err := r.measure(ctx, &cg)
 	if err != nil {
@@ -75,7 +79,7 @@ func (r *ConsumerGroupReconciler) measure(ctx context.Context, cg *raftkav1.Cons
 		return err
 	}
 	cg.Status.Topics, cg.Status.TotalLag, cg.Status.Partitions = SummarizeLag(lags, policyOf(cg, r.SyncPeriod))
-	exportLag(cg.Namespace, cg.Spec.GroupID, lags, policyOf(cg, r.SyncPeriod))
+	r.groups.exportLag(cg, lags, policyOf(cg, r.SyncPeriod))
 	groups, err := adm.DescribeGroups(ctx, cg.Spec.GroupID)
 	if err == nil {
 		g := groups[cg.Spec.GroupID]

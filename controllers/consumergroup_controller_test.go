@@ -2,12 +2,14 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 )
@@ -43,4 +45,44 @@ func TestConsumerGroupReportsLag(t *testing.T) {
 			cg.Status.Topics[0].Partitions[0].Committed == 40 && cg.Status.Topics[0].Partitions[1].Committed == -1 && cg.Status.Partitions == 2
 		return ok, ""
 	})
+	if n := lagSeries(t, ns, "lag-group"); n != 2 {
+		t.Fatalf("%d lag gauge series for the group, want 2", n)
+	}
+	// Deleted, the group leaves no gauges (nor autoscaler state) behind.
+	var cg raftkav1.ConsumerGroup
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "lag-group"}, &cg); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, &cg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "lag gauges gone", func() (bool, string) {
+		n := lagSeries(t, ns, "lag-group")
+		return n == 0, fmt.Sprintf("%d series", n)
+	})
+}
+
+// lagSeries counts the raftka_consumergroup_lag series of a group.
+func lagSeries(t *testing.T, ns, group string) int {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range families {
+		if f.GetName() != "raftka_consumergroup_lag" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == ns && labels["group"] == group {
+				n++
+			}
+		}
+	}
+	return n
 }
