@@ -33,10 +33,11 @@ import (
 type BrokerClusterReconciler struct {
 	client.Client
 	Brokers *brokerclient.Clients
-	// SafeToRestart asks a broker whether it may restart; by default over
-	// HTTP at the broker's stable DNS name.
-	SafeToRestart func(ctx context.Context, cluster *raftkav1.BrokerCluster, id int32) (brokerclient.Check, error)
-	Recorder      events.EventRecorder
+	// HTTPAddr is where the operator reaches a broker's HTTP endpoint (its
+	// safe-restart check and identity); by default the broker's stable DNS
+	// name.
+	HTTPAddr func(cluster *raftkav1.BrokerCluster, id int32) string
+	Recorder events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=raftka.io,resources=brokerclusters,verbs=get;list;watch;update;patch
@@ -264,7 +265,9 @@ func (r *BrokerClusterReconciler) rollBrokers(ctx context.Context, c *raftkav1.B
 	if !restart {
 		return wait, nil
 	}
-	check, err := r.SafeToRestart(ctx, c, id)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	check, err := brokerclient.SafeToRestart(cctx, r.HTTPAddr(c, id))
+	cancel()
 	if err != nil {
 		return fmt.Sprintf("rolling update waits: broker %d did not answer the safe-restart check: %v", id, err), nil
 	}
@@ -313,16 +316,13 @@ func (r *BrokerClusterReconciler) observe(ctx context.Context, c *raftkav1.Broke
 		return err
 	}
 	c.Status.BootstrapServers = specs.BootstrapServers(c)
-	c.Status.Brokers = nil
 	var ready int32
 	for i := range pods {
-		id := ordinalOf(pods[i].Name)
-		ok := podReady(&pods[i])
-		if ok {
+		if podReady(&pods[i]) {
 			ready++
 		}
-		c.Status.Brokers = append(c.Status.Brokers, raftkav1.BrokerStatus{ID: id, Address: fmt.Sprintf("%s:%d", specs.BrokerHost(c, id), specs.KafkaPort), Ready: ok})
 	}
+	c.Status.Brokers = r.observeBrokers(ctx, c, pods)
 	c.Status.ReadyReplicas = ready
 	rolling := waiting != "" || sts.Status.UpdateRevision != "" && sts.Status.UpdateRevision != sts.Status.CurrentRevision
 	want := ptr.Deref(sts.Spec.Replicas, 0)
@@ -357,17 +357,15 @@ func clusterOfPod(_ context.Context, obj client.Object) []ctrl.Request {
 	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: l[specs.LabelCluster]}}}
 }
 
-// HTTPSafeToRestart asks the broker's /safe-to-restart at its stable DNS name.
-func HTTPSafeToRestart(ctx context.Context, c *raftkav1.BrokerCluster, id int32) (brokerclient.Check, error) {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	return brokerclient.SafeToRestart(cctx, fmt.Sprintf("%s:%d", specs.BrokerHost(c, id), specs.HTTPPort))
+// DNSHTTPAddr is a broker's HTTP endpoint at its stable DNS name.
+func DNSHTTPAddr(c *raftkav1.BrokerCluster, id int32) string {
+	return fmt.Sprintf("%s:%d", specs.BrokerHost(c, id), specs.HTTPPort)
 }
 
 // SetupWithManager registers the controller and what it owns.
 func (r *BrokerClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.SafeToRestart == nil {
-		r.SafeToRestart = HTTPSafeToRestart
+	if r.HTTPAddr == nil {
+		r.HTTPAddr = DNSHTTPAddr
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&raftkav1.BrokerCluster{}).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -68,6 +69,20 @@ func balanced(t *testing.T, cl *brokertest.Cluster, ns string, n int32) (bool, s
 	return cond != nil && cond.Reason == "Balanced", fmt.Sprintf("condition %+v", cond)
 }
 
+// brokerStatusOf is broker id's entry in the BrokerCluster's status.
+func brokerStatusOf(t *testing.T, ns string, id int32) raftkav1.BrokerStatus {
+	var c raftkav1.BrokerCluster
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "wide"}, &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range c.Status.Brokers {
+		if b.ID == id {
+			return b
+		}
+	}
+	return raftkav1.BrokerStatus{}
+}
+
 // rebalancingOf is the BrokerCluster's Rebalancing condition, if it is
 // of its current generation.
 func rebalancingOf(t *testing.T, ns string) *metav1.Condition {
@@ -93,6 +108,11 @@ func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
 	ns := newNamespace(t)
 	wide := brokertest.Start(t, brokertest.Options{Brokers: 5})
 	pool.SetOverride(ns+"/wide", wide.AllAddrs())
+	var httpAddrs []string
+	for _, b := range wide.Brokers {
+		httpAddrs = append(httpAddrs, b.HTTPAddr)
+	}
+	httpOverride.Store(ns+"/wide", httpAddrs)
 	wide.CreateTopic("spread", 6, 3, nil)
 	acks := brokertest.NewLedger()
 	stop, done := make(chan struct{}), make(chan error, 1)
@@ -120,6 +140,36 @@ func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
 	}
 	update(5)
 	eventually2(t, 2*time.Minute, "replicas spread over 5 brokers", func() (bool, string) { return balanced(t, wide, ns, 5) })
+
+	// Broker 3 comes back on an empty volume: the status shows its new
+	// incarnation, a Warning Event names it, and its replicas are copied
+	// again until none is catching up.
+	was := brokerStatusOf(t, ns, 3)
+	if was.Generation == 0 || was.Incarnation == "" || was.Replicas == 0 {
+		t.Fatalf("broker 3's status before its disk is lost: %+v", was)
+	}
+	wide.Kill(3)
+	wide.LoseDisk(3)
+	wide.Restart(3)
+	eventually2(t, 2*time.Minute, "broker 3 healed as a new incarnation", func() (bool, string) {
+		now := brokerStatusOf(t, ns, 3)
+		if now.Generation <= was.Generation || now.Incarnation == was.Incarnation || now.Replicas == 0 || now.CatchingUp != 0 {
+			return false, fmt.Sprintf("%+v", now)
+		}
+		return balanced(t, wide, ns, 5)
+	})
+	eventually(t, "a BrokerReplaced event", func() (bool, string) {
+		var list eventsv1.EventList
+		if err := k8s.List(context.Background(), &list, clientInNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range list.Items {
+			if e.Reason == "BrokerReplaced" && e.Type == "Warning" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(list.Items))
+	})
 
 	// Scaling in to 4 drains broker 4; once it stopped (its pod gone), it
 	// is unregistered.

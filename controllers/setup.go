@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"context"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,9 +13,9 @@ import (
 type Options struct {
 	TopicResync time.Duration
 	LagPeriod   time.Duration
-	// SafeToRestart replaces the HTTP safe-restart check at the brokers'
-	// in-cluster DNS names, for an operator that reaches them otherwise.
-	SafeToRestart func(ctx context.Context, cluster *raftkav1.BrokerCluster, id int32) (brokerclient.Check, error)
+	// BrokerHTTPAddr replaces the brokers' in-cluster DNS names for their
+	// HTTP endpoints, for an operator that reaches them otherwise.
+	BrokerHTTPAddr func(cluster *raftkav1.BrokerCluster, id int32) string
 }
 
 // Setup registers every controller with the manager.
@@ -27,7 +26,7 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 	if opts.LagPeriod <= 0 {
 		opts.LagPeriod = 15 * time.Second
 	}
-	if err := (&BrokerClusterReconciler{Client: mgr.GetClient(), Brokers: brokers, SafeToRestart: opts.SafeToRestart,
+	if err := (&BrokerClusterReconciler{Client: mgr.GetClient(), Brokers: brokers, HTTPAddr: opts.BrokerHTTPAddr,
 		Recorder: mgr.GetEventRecorder("raftka-brokercluster")}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,8 +31,11 @@ var (
 	k8s     client.Client
 	brokers *brokertest.Cluster
 	// pool is the controllers' way to the brokers.
-	pool   *brokerclient.Clients
-	scheme = runtime.NewScheme()
+	pool *brokerclient.Clients
+	// httpOverride maps "namespace/name" of a BrokerCluster to its
+	// brokers' HTTP addresses, by id.
+	httpOverride sync.Map
+	scheme       = runtime.NewScheme()
 )
 
 // suiteT lets brokertest, which wants a testing.TB, live for the package.
@@ -107,11 +111,15 @@ func runSuite(m *testing.M) int {
 	// real cluster started above.
 	pool = &brokerclient.Clients{Override: overrideAll(brokers.AllAddrs())}
 	defer pool.Close()
-	// envtest runs no pods: the safe-restart check asks the real brokers.
-	safe := func(ctx context.Context, _ *raftkav1.BrokerCluster, id int32) (brokerclient.Check, error) {
-		return brokerclient.SafeToRestart(ctx, brokers.Brokers[id].HTTPAddr)
+	// envtest runs no pods: the operator asks the real brokers' HTTP
+	// endpoints (the suite cluster's, or those a test registered).
+	httpAddr := func(c *raftkav1.BrokerCluster, id int32) string {
+		if addrs, ok := httpOverride.Load(c.Namespace + "/" + c.Name); ok {
+			return addrs.([]string)[id]
+		}
+		return brokers.Brokers[id].HTTPAddr
 	}
-	if err := Setup(mgr, pool, Options{TopicResync: 2 * time.Second, LagPeriod: time.Second, SafeToRestart: safe}); err != nil {
+	if err := Setup(mgr, pool, Options{TopicResync: 2 * time.Second, LagPeriod: time.Second, BrokerHTTPAddr: httpAddr}); err != nil {
 		fmt.Println(err)
 		return 1
 	}

@@ -97,6 +97,19 @@ type BrokerStatus struct {
 	Address string `json:"address"`
 	// Ready is the pod's readiness, which is the broker's /readyz.
 	Ready bool `json:"ready"`
+	// Incarnation names the data directory the broker runs on, and
+	// Generation counts its incarnations: both change when the broker
+	// comes back on an empty volume, whose replicas are then replaced.
+	// +optional
+	Incarnation string `json:"incarnation,omitempty"`
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// Replicas is the number of partition replicas the broker holds.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// CatchingUp is the number of them not in sync yet.
+	// +optional
+	CatchingUp int32 `json:"catchingUp,omitempty"`
 }
 
 // BrokerClusterStatus is the observed state of a BrokerCluster.
@@ -110,7 +123,8 @@ type BrokerClusterStatus struct {
 	// BootstrapServers is the client Service's address.
 	// +optional
 	BootstrapServers string `json:"bootstrapServers,omitempty"`
-	// Brokers lists every broker pod.
+	// Brokers lists every broker pod and every broker the cluster has
+	// registered.
 	// +optional
 	Brokers []BrokerStatus `json:"brokers,omitempty"`
 	// Conditions: Ready, Progressing, Degraded.

@@ -182,3 +182,33 @@ func SafeToRestart(ctx context.Context, httpAddr string) (Check, error) {
 	}
 	return c, nil
 }
+
+// Identity is a broker's current incarnation as the cluster records it.
+type Identity struct {
+	Incarnation string `json:"Incarnation"`
+	Generation  int64  `json:"Generation"`
+}
+
+// BrokerIdentity asks a broker for its own record in the metadata
+// (GET /internal/identity?broker=id).
+func BrokerIdentity(ctx context.Context, httpAddr string, id int32) (Identity, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/internal/identity?broker=%d", httpAddr, id), nil)
+	if err != nil {
+		return Identity{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return Identity{}, err
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Asked *Identity `json:"asked"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		return Identity{}, fmt.Errorf("identity from %s: %w", httpAddr, err)
+	}
+	if answer.Asked == nil {
+		return Identity{}, fmt.Errorf("broker %d at %s is not registered yet", id, httpAddr)
+	}
+	return *answer.Asked, nil
+}

@@ -1,0 +1,82 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/specs"
+)
+
+// observeBrokers lists every broker pod and every registered broker, with
+// what the cluster knows of each: its incarnation and generation (asked of
+// the broker, kept from the last status while it does not answer), the
+// partition replicas it holds and how many of them are catching up. A
+// broker whose incarnation changed since the last status came back on an
+// empty volume: a Warning Event says so, while its leaders replace its
+// replicas.
+func (r *BrokerClusterReconciler) observeBrokers(ctx context.Context, c *raftkav1.BrokerCluster, pods []corev1.Pod) []raftkav1.BrokerStatus {
+	previous := map[int32]raftkav1.BrokerStatus{}
+	for _, b := range c.Status.Brokers {
+		previous[b.ID] = b
+	}
+	byID := map[int32]*raftkav1.BrokerStatus{}
+	entry := func(id int32) *raftkav1.BrokerStatus {
+		if byID[id] == nil {
+			byID[id] = &raftkav1.BrokerStatus{ID: id, Address: fmt.Sprintf("%s:%d", specs.BrokerHost(c, id), specs.KafkaPort),
+				Incarnation: previous[id].Incarnation, Generation: previous[id].Generation}
+		}
+		return byID[id]
+	}
+	for i := range pods {
+		entry(ordinalOf(pods[i].Name)).Ready = podReady(&pods[i])
+	}
+	addrs := r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c))
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if registered, err := r.Brokers.Registered(cctx, addrs); err == nil {
+		for _, b := range registered {
+			st := entry(b.ID)
+			if b.Fenced {
+				continue
+			}
+			ictx, icancel := context.WithTimeout(cctx, 2*time.Second)
+			if id, err := brokerclient.BrokerIdentity(ictx, r.HTTPAddr(c, b.ID), b.ID); err == nil {
+				st.Incarnation, st.Generation = id.Incarnation, id.Generation
+			}
+			icancel()
+		}
+	}
+	if adm, err := r.Brokers.Admin(addrs); err == nil {
+		if md, err := adm.Metadata(cctx); err == nil {
+			for _, t := range md.Topics {
+				for _, p := range t.Partitions {
+					for _, id := range p.Replicas {
+						st := entry(id)
+						st.Replicas++
+						if !slices.Contains(p.ISR, id) {
+							st.CatchingUp++
+						}
+					}
+				}
+			}
+		}
+	}
+	out := make([]raftkav1.BrokerStatus, 0, len(byID))
+	for id, st := range byID {
+		if prev := previous[id]; r.Recorder != nil && prev.Incarnation != "" && st.Incarnation != prev.Incarnation {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "BrokerReplaced", "ReplaceReplicas",
+				"broker %d came back on an empty volume as a new incarnation (generation %d, was %d): its partition replicas are replaced and copied again",
+				id, st.Generation, prev.Generation)
+		}
+		out = append(out, *st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
