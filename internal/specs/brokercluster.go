@@ -269,9 +269,13 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 					}},
 				},
 			}},
+			// A broker a scale-in removed held no replica and was
+			// unregistered: its volume would only be refused if the
+			// cluster grew again, so it goes; deleting the cluster keeps
+			// the volumes.
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
-				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
 			},
 		},
 	}

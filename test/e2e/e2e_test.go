@@ -50,6 +50,8 @@ func TestEndToEnd(t *testing.T) {
 		{"no-loss-through-pod-kills", testNoLossThroughPodKills},
 		{"autoscaling", testAutoscaling},
 		{"rolling-restart", testRollingRestart},
+		{"lost-volume", testLostVolume},
+		{"scale-out-and-in", testScaleOutAndIn},
 		{"uninstall", testUninstall},
 	}
 	for _, s := range steps {
