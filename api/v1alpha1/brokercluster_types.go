@@ -52,6 +52,18 @@ type BrokerClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Auto;Off
 	Rebalancing RebalancingMode `json:"rebalancing,omitempty"`
+	// RackLabel is the pod label each broker's rack (--rack) comes from,
+	// and the topology key its pods spread over:
+	// topology.kubernetes.io/zone when unset. Kubernetes copies
+	// topology.kubernetes.io/zone and topology.kubernetes.io/region from
+	// the node onto each pod (the PodTopologyLabels admission, on by
+	// default since 1.35); another label must be copied by the platform.
+	// Replicas of a partition are placed on distinct racks where there are
+	// enough.
+	// +optional
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	RackLabel string `json:"rackLabel,omitempty"`
 	// PodTemplate adds labels, annotations, node selection, tolerations and
 	// a service account to the broker pods.
 	// +optional

@@ -59,7 +59,19 @@ func HeadlessServiceName(c *raftkav1.BrokerCluster) string { return c.Name + "-b
 func ClientServiceName(c *raftkav1.BrokerCluster) string   { return c.Name }
 func ConfigMapName(c *raftkav1.BrokerCluster) string       { return c.Name + "-config" }
 func StatefulSetName(c *raftkav1.BrokerCluster) string     { return c.Name }
-func PDBName(c *raftkav1.BrokerCluster) string             { return c.Name }
+
+// DefaultRackLabel is the pod label brokers take their rack from unless
+// the spec names another.
+const DefaultRackLabel = "topology.kubernetes.io/zone"
+
+// RackLabel is the pod label a cluster's brokers take their rack from.
+func RackLabel(c *raftkav1.BrokerCluster) string {
+	if c.Spec.RackLabel != "" {
+		return c.Spec.RackLabel
+	}
+	return DefaultRackLabel
+}
+func PDBName(c *raftkav1.BrokerCluster) string { return c.Name }
 
 // Labels selects a cluster's brokers.
 func Labels(c *raftkav1.BrokerCluster) map[string]string {
@@ -212,6 +224,8 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 		Env: []corev1.EnvVar{
 			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+			// Empty where the node has no such label: no rack.
+			{Name: "RAFTKA_RACK", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fmt.Sprintf("metadata.labels['%s']", RackLabel(c))}}},
 		},
 		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(c)}}}},
 		Ports: []corev1.ContainerPort{
@@ -248,6 +262,12 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 					TerminationGracePeriodSeconds: ptr.To[int64](30),
 					// The image runs as 65532; the volume must be writable by it.
 					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), FSGroup: ptr.To[int64](65532)},
+					// Spread over racks where the scheduler can; a cluster
+					// whose nodes lack the label still schedules.
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+						MaxSkew: 1, TopologyKey: RackLabel(c), WhenUnsatisfiable: corev1.ScheduleAnyway,
+						LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+					}},
 					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 							Weight: 100,

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -111,5 +112,26 @@ func TestObjectHashFollowsTheBuiltObject(t *testing.T) {
 	}
 	if ObjectHash(map[string]string{"a": "1", "b": "2"}) != ObjectHash(map[string]string{"b": "2", "a": "1"}) {
 		t.Fatal("map order changes the hash")
+	}
+}
+
+func TestBrokersTakeTheirRackFromTheZoneLabel(t *testing.T) {
+	for _, c := range []struct{ spec, want string }{{"", "topology.kubernetes.io/zone"}, {"example.com/row", "example.com/row"}} {
+		bc := cluster(3)
+		bc.Spec.RackLabel = c.spec
+		pod := BuildStatefulSet(bc, 3, 3, "h").Spec.Template.Spec
+		rack := ""
+		for _, e := range pod.Containers[0].Env {
+			if e.Name == "RAFTKA_RACK" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+				rack = e.ValueFrom.FieldRef.FieldPath
+			}
+		}
+		if rack != "metadata.labels['"+c.want+"']" {
+			t.Errorf("rack label %q: RAFTKA_RACK from %q", c.spec, rack)
+		}
+		if len(pod.TopologySpreadConstraints) != 1 || pod.TopologySpreadConstraints[0].TopologyKey != c.want ||
+			pod.TopologySpreadConstraints[0].WhenUnsatisfiable != corev1.ScheduleAnyway {
+			t.Errorf("rack label %q: spread %+v; a cluster without the label must still schedule", c.spec, pod.TopologySpreadConstraints)
+		}
 	}
 }

@@ -98,6 +98,17 @@ func testBrokersReady(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	e.waitBrokerCluster(t, brokerImage, 5*time.Minute)
+	// Each broker's rack is its node's zone (hack/e2e-cluster.sh labels
+	// the node), copied onto its pod by Kubernetes.
+	md, err := kadm.NewClient(e.kafka(t, e.bootstrap(t))).Metadata(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range md.Brokers {
+		if b.Rack == nil || *b.Rack != "e2e-zone-a" {
+			t.Fatalf("broker %d's rack is %v, want its node's zone e2e-zone-a", b.NodeID, b.Rack)
+		}
+	}
 }
 
 // waitBrokerCluster waits for 3 Ready broker pods running image and a Ready
