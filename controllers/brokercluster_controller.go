@@ -11,13 +11,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -58,10 +60,8 @@ func (r *BrokerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	before := cluster.DeepCopy()
 	result, err := r.reconcile(ctx, &cluster)
 	cluster.Status.ObservedGeneration = cluster.Generation
-	if !equality.Semantic.DeepEqual(before.Status, cluster.Status) {
-		if uerr := r.Status().Patch(ctx, &cluster, client.MergeFrom(before)); uerr != nil && !apierrors.IsNotFound(uerr) {
-			return ctrl.Result{}, uerr
-		}
+	if uerr := patchStatus(ctx, r.Client, &cluster, before, cluster.Status, before.Status); uerr != nil {
+		return ctrl.Result{}, uerr
 	}
 	return result, err
 }
@@ -77,30 +77,11 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 		return ctrl.Result{}, err
 	}
 	cm := specs.BuildConfigMap(c, voters)
-	if err := r.apply(ctx, c, cm, func(existing client.Object) {
-		e := existing.(*corev1.ConfigMap)
-		e.Labels, e.Data = cm.Labels, cm.Data
-		if e.Annotations == nil {
-			e.Annotations = map[string]string{}
-		}
-		e.Annotations[specs.AnnotationVoters] = cm.Annotations[specs.AnnotationVoters]
-	}); err != nil {
-		return ctrl.Result{}, err
-	}
-	for _, svc := range []*corev1.Service{specs.BuildHeadlessService(c), specs.BuildClientService(c)} {
-		if err := r.apply(ctx, c, svc, func(existing client.Object) {
-			e := existing.(*corev1.Service)
-			e.Labels, e.Spec.Ports, e.Spec.Selector, e.Spec.PublishNotReadyAddresses = svc.Labels, svc.Spec.Ports, svc.Spec.Selector, svc.Spec.PublishNotReadyAddresses
-		}); err != nil {
+	objects := []client.Object{cm, specs.BuildHeadlessService(c), specs.BuildClientService(c), specs.BuildPodDisruptionBudget(c)}
+	for _, obj := range objects {
+		if err := r.apply(ctx, c, obj); err != nil {
 			return ctrl.Result{}, err
 		}
-	}
-	pdb := specs.BuildPodDisruptionBudget(c)
-	if err := r.apply(ctx, c, pdb, func(existing client.Object) {
-		e := existing.(*policyv1.PodDisruptionBudget)
-		e.Labels, e.Spec = pdb.Labels, pdb.Spec
-	}); err != nil {
-		return ctrl.Result{}, err
 	}
 	sts, blocked, err := r.applyStatefulSet(ctx, c, voters, configHash(cm))
 	if err != nil {
@@ -142,44 +123,34 @@ func (r *BrokerClusterReconciler) metadataVoters(ctx context.Context, c *raftkav
 	return specs.InitialVoters(c), nil
 }
 
-// apply creates obj or updates the fields mutate copies onto the existing
-// one, writing only when the built object changed since the last write (its
-// hash in AnnotationAppliedHash): the stored object carries the API server's
-// defaults, so comparing it with the built one would rewrite it every time
-// and race the StatefulSet controller's status writes. The cost: a hand edit
-// of an owned object stays until the BrokerCluster's desired objects change.
-func (r *BrokerClusterReconciler) apply(ctx context.Context, owner *raftkav1.BrokerCluster, obj client.Object, mutate func(existing client.Object)) error {
-	_, err := r.applyObject(ctx, owner, obj, mutate)
-	return err
-}
+// fieldOwner names the operator in the managed fields of what it applies.
+const fieldOwner = client.FieldOwner("raftka-operator")
 
-// applyObject is apply, returning the object as written or found.
-func (r *BrokerClusterReconciler) applyObject(ctx context.Context, owner *raftkav1.BrokerCluster, obj client.Object, mutate func(existing client.Object)) (client.Object, error) {
-	existing := obj.DeepCopyObject().(client.Object)
-	hash := specs.ObjectHash(obj)
-	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, existing, func() error {
-		if ts := existing.GetCreationTimestamp(); ts.IsZero() {
-			existing.SetLabels(obj.GetLabels())
-			existing.SetAnnotations(obj.GetAnnotations())
-		}
-		if existing.GetAnnotations()[specs.AnnotationAppliedHash] != hash {
-			mutate(existing)
-			annotations := existing.GetAnnotations()
-			if annotations == nil {
-				annotations = map[string]string{}
-			}
-			annotations[specs.AnnotationAppliedHash] = hash
-			existing.SetAnnotations(annotations)
-		}
-		return controllerutil.SetControllerReference(owner, existing, r.Scheme())
-	})
+// apply writes a built object with server-side apply: the fields it sets
+// are the operator's, so a hand edit of one is reverted at the next
+// reconcile (the owned objects' watch triggers one), while fields others
+// set, the API server's defaults among them, stay; an apply that changes
+// nothing writes nothing. obj is updated to the object as stored.
+func (r *BrokerClusterReconciler) apply(ctx context.Context, owner *raftkav1.BrokerCluster, obj client.Object) error {
+	if err := controllerutil.SetControllerReference(owner, obj, r.Scheme()); err != nil {
+		return err
+	}
+	gvk, err := apiutil.GVKForObject(obj, r.Scheme())
 	if err != nil {
-		return nil, fmt.Errorf("apply %T %s: %w", obj, obj.GetName(), err)
+		return err
 	}
-	if op != controllerutil.OperationResultNone {
-		log.FromContext(ctx).Info("object applied", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName(), "operation", op)
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
 	}
-	return existing, nil
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(gvk)
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), fieldOwner, client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply %s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
 }
 
 // configHash changes whenever the brokers' configuration does.
@@ -203,24 +174,15 @@ func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftk
 		}
 	}
 	desired := specs.BuildStatefulSet(c, voters, replicas, hash)
-	applied, err := r.applyObject(ctx, c, desired, func(existing client.Object) {
-		e := existing.(*appsv1.StatefulSet)
-		if e.CreationTimestamp.IsZero() {
-			e.Spec = desired.Spec
-			return
-		}
-		// Selector, service name, pod management and claim templates are
-		// immutable; the rest follows the spec.
-		e.Labels = desired.Labels
-		e.Spec.Replicas = desired.Spec.Replicas
-		e.Spec.Template = desired.Spec.Template
-		e.Spec.UpdateStrategy = desired.Spec.UpdateStrategy
-		e.Spec.PersistentVolumeClaimRetentionPolicy = desired.Spec.PersistentVolumeClaimRetentionPolicy
-	})
-	if err != nil {
+	if err == nil {
+		// Claim templates are immutable: a changed storage spec applies
+		// to no existing StatefulSet.
+		desired.Spec.VolumeClaimTemplates = current.Spec.VolumeClaimTemplates
+	}
+	if err := r.apply(ctx, c, desired); err != nil {
 		return nil, "", err
 	}
-	return applied.(*appsv1.StatefulSet), blocked, nil
+	return desired, blocked, nil
 }
 
 // hostedReplicas counts partition replicas per broker id.

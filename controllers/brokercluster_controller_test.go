@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
@@ -67,6 +70,35 @@ func TestBrokerClusterOwnsItsObjects(t *testing.T) {
 	eventually(t, "a new config hash", func() (bool, string) {
 		_ = k8s.Get(ctx, key("events"), &sts)
 		return sts.Spec.Template.Annotations[specs.AnnotationConfigHash] != oldHash, ""
+	})
+
+	// What the operator sets comes back after a hand edit (server-side
+	// apply); what others add stays.
+	var svc corev1.Service
+	if err := k8s.Get(ctx, key("events-brokers"), &svc); err != nil {
+		t.Fatal(err)
+	}
+	want := svc.Spec.Ports
+	svc.Spec.Ports = []corev1.ServicePort{{Name: "other", Port: 1234}}
+	svc.Annotations = map[string]string{"example.com/added-by-hand": "yes"}
+	if err := k8s.Update(ctx, &svc); err != nil {
+		t.Fatal(err)
+	}
+	_ = k8s.Get(ctx, key("events"), &sts)
+	sts.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+	if err := k8s.Update(ctx, &sts); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "hand edits reverted", func() (bool, string) {
+		_ = k8s.Get(ctx, key("events-brokers"), &svc)
+		_ = k8s.Get(ctx, key("events"), &sts)
+		grace := ptr.Deref(sts.Spec.Template.Spec.TerminationGracePeriodSeconds, 0)
+		for _, p := range want {
+			if !slices.ContainsFunc(svc.Spec.Ports, func(q corev1.ServicePort) bool { return q.Name == p.Name && q.Port == p.Port }) {
+				return false, fmt.Sprintf("ports %v", svc.Spec.Ports)
+			}
+		}
+		return grace != 1 && svc.Annotations["example.com/added-by-hand"] == "yes", fmt.Sprintf("grace %d, annotations %v", grace, svc.Annotations)
 	})
 }
 

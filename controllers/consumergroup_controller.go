@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -54,10 +53,8 @@ func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			fmt.Sprintf("lag %d over %d topics", cg.Status.TotalLag, len(cg.Status.Topics)))
 	}
 	cg.Status.ObservedGeneration = cg.Generation
-	if !equality.Semantic.DeepEqual(before.Status, cg.Status) {
-		if uerr := r.Status().Patch(ctx, &cg, client.MergeFrom(before)); uerr != nil && !apierrors.IsNotFound(uerr) {
-			return ctrl.Result{}, uerr
-		}
+	if uerr := patchStatus(ctx, r.Client, &cg, before, cg.Status, before.Status); uerr != nil {
+		return ctrl.Result{}, uerr
 	}
 	// Lag changes without any Kubernetes event: poll, and retry failures
 	// on the same period rather than faster, as the brokers may be down.

@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -60,8 +59,8 @@ func (r *TopicReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	result, err := r.reconcile(ctx, &topic)
 	topic.Status.ObservedGeneration = topic.Generation
 	topic.Status.TopicName = topic.KafkaName()
-	if topic.DeletionTimestamp.IsZero() && !equality.Semantic.DeepEqual(before.Status, topic.Status) {
-		if uerr := r.Status().Patch(ctx, &topic, client.MergeFrom(before)); uerr != nil && !apierrors.IsNotFound(uerr) {
+	if topic.DeletionTimestamp.IsZero() {
+		if uerr := patchStatus(ctx, r.Client, &topic, before, topic.Status, before.Status); uerr != nil {
 			return ctrl.Result{}, uerr
 		}
 	}

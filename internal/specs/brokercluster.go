@@ -47,11 +47,6 @@ const (
 	// AnnotationConfigHash on the pod template rolls the brokers when
 	// their configuration changes.
 	AnnotationConfigHash = "raftka.io/config-hash"
-	// AnnotationAppliedHash on an object the operator owns is the hash of
-	// the desired object it last wrote (ObjectHash). The API server fills in
-	// defaults, so the stored object never equals the built one; comparing
-	// hashes of what we built is what tells a change from a default.
-	AnnotationAppliedHash = "raftka.io/applied-hash"
 )
 
 // Names of a cluster's objects.
@@ -309,7 +304,8 @@ func storageSize(c *raftkav1.BrokerCluster) resource.Quantity {
 	return c.Spec.Storage.Size
 }
 
-// ObjectHash is a short hash of a built object, for AnnotationAppliedHash.
+// ObjectHash is a short hash of a value, such as the brokers' configuration
+// for AnnotationConfigHash.
 func ObjectHash(obj any) string {
 	data, err := json.Marshal(obj)
 	if err != nil {
