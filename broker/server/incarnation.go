@@ -167,20 +167,26 @@ func (b *Broker) foundOrJoin(ctx context.Context) (bool, error) {
 }
 
 func peerIdentity(ctx context.Context, client *http.Client, addr string, asked int32) (identityAnswer, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/internal/identity?broker=%d", addr, asked), nil)
+	var a identityAnswer
+	err := getPeerJSON(ctx, client, fmt.Sprintf("http://%s/internal/identity?broker=%d", addr, asked), &a)
+	return a, err
+}
+
+// getPeerJSON GETs a peer's JSON answer into out.
+func getPeerJSON(ctx context.Context, client *http.Client, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return identityAnswer{}, err
+		return err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return identityAnswer{}, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return identityAnswer{}, fmt.Errorf("status %s", resp.Status)
+		return fmt.Errorf("%s: status %s", url, resp.Status)
 	}
-	var a identityAnswer
-	return a, json.NewDecoder(resp.Body).Decode(&a)
+	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 // joinRequest asks a member of the metadata group to record a new

@@ -157,20 +157,8 @@ func (r *recoveries) gather(ctx context.Context, shard uint64, replicas []hosted
 
 func peerReplicaState(ctx context.Context, client *http.Client, addr string, shard uint64) (replicaLogState, bool) {
 	u := url.URL{Scheme: "http", Host: addr, Path: "/internal/replica", RawQuery: "shard=" + strconv.FormatUint(shard, 10)}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return replicaLogState{}, false
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return replicaLogState{}, false
-	}
-	defer resp.Body.Close()
 	var st replicaLogState
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
-		return replicaLogState{}, false
-	}
-	return st, true
+	return st, getPeerJSON(ctx, client, u.String(), &st) == nil
 }
 
 // force runs a forced recovery of a partition and waits until it is done,

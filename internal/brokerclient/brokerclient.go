@@ -167,20 +167,27 @@ type Check struct {
 // SafeToRestart asks a broker whether every Raft group it belongs to keeps
 // a quorum without it.
 func SafeToRestart(ctx context.Context, httpAddr string) (Check, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/safe-to-restart", nil)
+	var c Check
+	err := getJSON(ctx, "http://"+httpAddr+"/safe-to-restart", &c)
+	return c, err
+}
+
+// getJSON GETs a broker's JSON answer into out, whatever its status: a
+// failed check answers 503 with its reasons.
+func getJSON(ctx context.Context, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return Check{}, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return Check{}, err
+		return err
 	}
 	defer resp.Body.Close()
-	var c Check
-	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
-		return Check{}, fmt.Errorf("safe-to-restart from %s: %w", httpAddr, err)
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s: %w", url, err)
 	}
-	return c, nil
+	return nil
 }
 
 // Identity is a broker's current incarnation as the cluster records it.
@@ -192,20 +199,11 @@ type Identity struct {
 // BrokerIdentity asks a broker for its own record in the metadata
 // (GET /internal/identity?broker=id).
 func BrokerIdentity(ctx context.Context, httpAddr string, id int32) (Identity, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/internal/identity?broker=%d", httpAddr, id), nil)
-	if err != nil {
-		return Identity{}, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return Identity{}, err
-	}
-	defer resp.Body.Close()
 	var answer struct {
 		Asked *Identity `json:"asked"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
-		return Identity{}, fmt.Errorf("identity from %s: %w", httpAddr, err)
+	if err := getJSON(ctx, fmt.Sprintf("http://%s/internal/identity?broker=%d", httpAddr, id), &answer); err != nil {
+		return Identity{}, err
 	}
 	if answer.Asked == nil {
 		return Identity{}, fmt.Errorf("broker %d at %s is not registered yet", id, httpAddr)
