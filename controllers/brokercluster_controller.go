@@ -40,6 +40,8 @@ type BrokerClusterReconciler struct {
 	// name.
 	HTTPAddr func(cluster *raftkav1.BrokerCluster, id int32) string
 	Recorder events.EventRecorder
+
+	waves moveWaves
 }
 
 // +kubebuilder:rbac:groups=raftka.io,resources=brokerclusters,verbs=get;list;watch;update;patch
@@ -55,6 +57,9 @@ type BrokerClusterReconciler struct {
 func (r *BrokerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cluster raftkav1.BrokerCluster
 	if err := r.Get(ctx, req.NamespacedName, &cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.waves.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := cluster.DeepCopy()
@@ -147,7 +152,7 @@ func (r *BrokerClusterReconciler) apply(ctx context.Context, owner *raftkav1.Bro
 	u.SetGroupVersionKind(gvk)
 	unstructured.RemoveNestedField(u.Object, "status")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), fieldOwner, client.ForceOwnership); err != nil {
+	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), fieldOwner, client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
@@ -82,15 +84,22 @@ func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.Bro
 		return rebalanceState{refused: fmt.Sprintf("%d brokers cannot hold every partition: %v", c.Spec.Replicas, err)}, nil
 	}
 	st.planned = len(plan)
-	start := plan[:min(len(plan), max(0, maxClusterMoves-st.moving))]
-	if len(start) == 0 {
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	// Moves go in waves, planned on a layout with none under way and
+	// quiet for a moment: a plan made while moves run, or on a broker's
+	// metadata that has not caught up with their end, counts replicas
+	// about to leave and overshoots, and the next wave undoes it.
+	if !r.waves.quiet(key, st.moving > 0, time.Now()) || len(plan) == 0 {
 		return st, nil
 	}
+	start := plan[:min(len(plan), maxClusterMoves)]
 	var req kadm.AlterPartitionAssignmentsReq
 	for _, m := range start {
 		req.Assign(m.Topic, m.Index, m.Replicas)
 	}
-	resp, err := adm.AlterPartitionAssignments(mctx, req)
+	// A replica count the brokers' own metadata does not have (a stale
+	// view of a move that just ended) is refused, never applied.
+	resp, err := adm.AlterPartitionAssignments(kadm.ForbidAlterRf(mctx), req)
 	if err != nil {
 		return st, fmt.Errorf("move replicas: %w", err)
 	}
@@ -106,6 +115,7 @@ func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.Bro
 	})
 	st.moving += started
 	st.planned -= started
+	r.waves.quiet(key, started > 0, time.Now())
 	log.FromContext(ctx).Info("rebalancing", "started", started, "moving", st.moving, "planned", st.planned)
 	if r.Recorder != nil && started > 0 {
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Rebalancing", "MoveReplicas", "started moving %d partitions; %d moving, %d more planned", started, st.moving, st.planned)
@@ -158,4 +168,38 @@ func (r *BrokerClusterReconciler) unregisterRemoved(ctx context.Context, c *raft
 			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "BrokerUnregistered", "Unregister", "broker %d left the cluster for good", b.ID)
 		}
 	}
+}
+
+// moveQuiet is how long a cluster goes without moves before the next wave
+// is planned: long enough for every broker's metadata to show the last
+// wave's end.
+const moveQuiet = 5 * time.Second
+
+// moveWaves remembers, per BrokerCluster, when moves were last seen under
+// way.
+type moveWaves struct {
+	mu       sync.Mutex
+	lastBusy map[types.NamespacedName]time.Time
+}
+
+// quiet notes whether moves run now and reports whether none has for
+// moveQuiet.
+func (w *moveWaves) quiet(key types.NamespacedName, busy bool, now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lastBusy == nil {
+		w.lastBusy = map[types.NamespacedName]time.Time{}
+	}
+	if busy {
+		w.lastBusy[key] = now
+		return false
+	}
+	return now.Sub(w.lastBusy[key]) >= moveQuiet
+}
+
+// forget drops a deleted cluster's memory.
+func (w *moveWaves) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.lastBusy, key)
 }

@@ -22,7 +22,7 @@ import (
 // spreadOver reports whether a cluster's replicas and preferred leaders
 // are on brokers 0..n-1 only, within one of each other, with no move
 // under way.
-func spreadOver(t *testing.T, cl *brokertest.Cluster, n int32) (bool, string) {
+func spreadOver(t testing.TB, cl *brokertest.Cluster, n int32) (bool, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	md, err := cl.Admin().Metadata(ctx)
@@ -61,7 +61,7 @@ func spreadOver(t *testing.T, cl *brokertest.Cluster, n int32) (bool, string) {
 }
 
 // balanced is spreadOver, and the BrokerCluster says so.
-func balanced(t *testing.T, cl *brokertest.Cluster, ns string, n int32) (bool, string) {
+func balanced(t testing.TB, cl *brokertest.Cluster, ns string, n int32) (bool, string) {
 	if ok, why := spreadOver(t, cl, n); !ok {
 		return false, why
 	}
@@ -85,7 +85,7 @@ func brokerStatusOf(t *testing.T, ns string, id int32) raftkav1.BrokerStatus {
 
 // rebalancingOf is the BrokerCluster's Rebalancing condition, if it is
 // of its current generation.
-func rebalancingOf(t *testing.T, ns string) *metav1.Condition {
+func rebalancingOf(t testing.TB, ns string) *metav1.Condition {
 	var c raftkav1.BrokerCluster
 	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "wide"}, &c); err != nil {
 		t.Fatal(err)

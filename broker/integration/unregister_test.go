@@ -16,7 +16,7 @@ import (
 
 // unregisterBroker sends UnregisterBroker, as kafka-cluster.sh unregister
 // does.
-func unregisterBroker(ctx context.Context, t *testing.T, c *brokertest.Cluster, id int32) (error, string) {
+func unregisterBroker(ctx context.Context, t *testing.T, c *brokertest.Cluster, id int32) (string, error) {
 	t.Helper()
 	req := kmsg.NewPtrUnregisterBrokerRequest()
 	req.BrokerID = id
@@ -28,7 +28,7 @@ func unregisterBroker(ctx context.Context, t *testing.T, c *brokertest.Cluster, 
 	if resp.ErrorMessage != nil {
 		msg = *resp.ErrorMessage
 	}
-	return kerr.ErrorForCode(resp.ErrorCode), msg
+	return msg, kerr.ErrorForCode(resp.ErrorCode)
 }
 
 // registeredBrokers lists the brokers DescribeCluster v2 names, fenced
@@ -62,7 +62,7 @@ func TestUnregisterBrokerOnceItLeft(t *testing.T) {
 	createAssigned(ctx, t, c, "leaving", []int32{3, 0, 1})
 	refused := func(id int32, want error, says string) {
 		t.Helper()
-		if err, msg := unregisterBroker(ctx, t, c, id); !errors.Is(err, want) || !strings.Contains(msg, says) {
+		if msg, err := unregisterBroker(ctx, t, c, id); !errors.Is(err, want) || !strings.Contains(msg, says) {
 			t.Fatalf("unregister broker %d: %v %q, want %v saying %q", id, err, msg, want, says)
 		}
 	}
@@ -87,7 +87,7 @@ func TestUnregisterBrokerOnceItLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitMoved(ctx, t, c.Admin(), "leaving", 0, []int32{0, 1, 2})
-	if err, msg := unregisterBroker(ctx, t, c, 3); err != nil {
+	if msg, err := unregisterBroker(ctx, t, c, 3); err != nil {
 		t.Fatalf("unregister broker 3: %v %s", err, msg)
 	}
 	if got := registeredBrokers(ctx, t, c); !slices.Equal(got, []int32{0, 1, 2}) {

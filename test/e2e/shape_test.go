@@ -63,7 +63,7 @@ func testLostVolume(t *testing.T, e *env) {
 	stop := e.producer(t, "volumes", 6, ledger)
 	time.Sleep(3 * time.Second)
 	before, ok := brokerStatus(e.brokerCluster(t), 1)
-	if !ok || before.Generation == 0 {
+	if !ok || before.Incarnation == "" || before.Replicas == 0 {
 		t.Fatalf("broker 1 in the status before: %+v", before)
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
@@ -132,8 +132,11 @@ func testScaleOutAndIn(t *testing.T, e *env) {
 			t.Fatal(err)
 		}
 	}
+	start := time.Now()
 	scale(4)
 	eventually(t, 6*time.Minute, "4 brokers, replicas spread", func() (bool, string) { return healed(e.brokerCluster(t), 4) })
+	t.Logf("3 to 4 brokers, replicas spread: %s (%d records acknowledged so far)", time.Since(start).Round(time.Second), ledger.Acked())
+	start = time.Now()
 	scale(3)
 	eventually(t, 6*time.Minute, "3 brokers, the fourth drained, gone and unregistered", func() (bool, string) {
 		var sts appsv1.StatefulSet
@@ -147,6 +150,7 @@ func testScaleOutAndIn(t *testing.T, e *env) {
 		}
 		return healed(e.brokerCluster(t), 3)
 	})
+	t.Logf("4 to 3 brokers, the fourth drained and gone: %s", time.Since(start).Round(time.Second))
 	time.Sleep(3 * time.Second)
 	sent := stop()
 	if ledger.Acked() != sent {
