@@ -99,7 +99,7 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	if err := r.observe(ctx, c, sts, blocked, waiting); err != nil {
 		return ctrl.Result{}, err
 	}
-	balance, err := r.rebalance(ctx, c)
+	balance, err := r.rebalance(ctx, c, voters)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -175,7 +175,7 @@ func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftk
 		if herr != nil {
 			replicas, blocked = *current.Spec.Replicas, "scale-in waits: cannot ask the brokers which partitions they host: "+herr.Error()
 		} else {
-			replicas, blocked = rollout.ScaleIn(c.Spec.Replicas, *current.Spec.Replicas, hosted)
+			replicas, blocked = rollout.ScaleIn(c.Spec.Replicas, *current.Spec.Replicas, voters, hosted)
 		}
 	}
 	desired := specs.BuildStatefulSet(c, voters, replicas, hash)

@@ -39,10 +39,13 @@ type rebalanceState struct {
 // preferred leaders and the brokers beyond it (to be removed by a
 // scale-in) hold none (rebalance.Spread), maxClusterMoves partitions at a
 // time. It waits until every kept broker is up, and refuses when they are
-// too few for a partition's replicas.
-func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.BrokerCluster) (rebalanceState, error) {
+// too few for a partition's replicas or fewer than the metadata voters.
+func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.BrokerCluster, voters int32) (rebalanceState, error) {
 	if c.Spec.Rebalancing == raftkav1.RebalancingOff {
 		return rebalanceState{off: true}, nil
+	}
+	if c.Spec.Replicas < voters {
+		return rebalanceState{refused: fmt.Sprintf("the first %d brokers vote in the metadata group: the cluster does not shrink below them", voters)}, nil
 	}
 	adm, err := r.Brokers.Admin(r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c)))
 	if err != nil {

@@ -53,13 +53,18 @@ func NextRestart(pods []Pod, replicas int32, updateRevision string) (ordinal int
 
 // ScaleIn returns the replicas the StatefulSet may have: the desired count,
 // unless a broker that would be removed still hosts partition replicas,
-// which would lose them; blocked then names those brokers.
-func ScaleIn(desired, current int32, hosted map[int32]int) (replicas int32, blocked string) {
+// which would lose them, or votes in the metadata group (the first voters
+// brokers); blocked then says which.
+func ScaleIn(desired, current, voters int32, hosted map[int32]int) (replicas int32, blocked string) {
 	if desired >= current {
 		return desired, ""
 	}
 	var holding []string
 	allowed := desired
+	if desired < voters {
+		allowed = min(voters, current)
+		holding = append(holding, fmt.Sprintf("the first %d brokers vote in the metadata group, and a cluster does not shrink below them", voters))
+	}
 	for id := current - 1; id >= desired; id-- {
 		if n := hosted[id]; n > 0 {
 			holding = append([]string{fmt.Sprintf("broker %d hosts %d partition replicas", id, n)}, holding...)

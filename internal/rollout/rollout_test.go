@@ -39,9 +39,15 @@ func TestScaleIn(t *testing.T) {
 		{"empty brokers go", 3, 5, map[int32]int{0: 4, 1: 4, 2: 4}, 3, false},
 		{"a loaded broker stays", 3, 5, map[int32]int{0: 4, 3: 2}, 4, true},
 		{"the highest loaded broker sets the floor", 3, 5, map[int32]int{4: 1}, 5, true},
+		{"metadata voters stay", 2, 5, nil, 3, true},
+		{"a cluster of one voter shrinks to one", 1, 3, nil, 1, false},
 	}
 	for _, c := range cases {
-		got, blocked := ScaleIn(c.desired, c.current, c.hosted)
+		voters := int32(3)
+		if c.desired == 1 {
+			voters = 1
+		}
+		got, blocked := ScaleIn(c.desired, c.current, voters, c.hosted)
 		if got != c.want || (blocked != "") != c.blocked {
 			t.Errorf("%s: got %d blocked=%q", c.name, got, blocked)
 		}
