@@ -37,7 +37,8 @@ func Spread(l Layout, keep []int32, busy func(topic string, index int32) bool, l
 	s.parts = make([]Partition, len(l.Partitions))
 	for i, p := range l.Partitions {
 		s.parts[i] = Partition{Topic: p.Topic, Index: p.Index, Replicas: slices.Clone(p.Replicas)}
-		if len(p.Replicas) > len(keep) {
+		// A moving partition lists the replicas it is leaving too.
+		if len(p.Replicas) > len(keep) && (busy == nil || !busy(p.Topic, p.Index)) {
 			return nil, fmt.Errorf("%s-%d has %d replicas; %d brokers cannot hold them", p.Topic, p.Index, len(p.Replicas), len(keep))
 		}
 		if len(p.Replicas) > 0 {

@@ -123,6 +123,12 @@ func TestSpreadLeavesBusyPartitionsAndBalancedClusters(t *testing.T) {
 	if err != nil || len(moves) != 0 {
 		t.Fatalf("moved busy partitions: %v %v", moves, err)
 	}
+	// A partition moving off a fourth broker lists 4 replicas meanwhile.
+	moving := layoutOn(brokers("", "", "", ""), []int32{0, 1, 2}, 3, 3)
+	moving.Partitions[0].Replicas = []int32{0, 1, 2, 3}
+	if _, err := Spread(moving, []int32{0, 1, 2}, func(_ string, i int32) bool { return i == 0 }, 10); err != nil {
+		t.Fatalf("a move under way counted as too many replicas: %v", err)
+	}
 	even := layoutOn(brokers("", "", ""), []int32{0, 1, 2}, 6, 3)
 	if moves, _ := Spread(even, []int32{0, 1, 2}, nil, 10); len(moves) != 0 {
 		t.Fatalf("moves in a balanced cluster: %v", moves)
