@@ -51,13 +51,7 @@ func BenchmarkScaleOut(b *testing.B) {
 		gib = v
 	}
 	ns := newNamespace(b)
-	wide := brokertest.Start(b, brokertest.Options{Brokers: 5})
-	pool.SetOverride(ns+"/wide", wide.AllAddrs())
-	var httpAddrs []string
-	for _, br := range wide.Brokers {
-		httpAddrs = append(httpAddrs, br.HTTPAddr)
-	}
-	httpOverride.Store(ns+"/wide", httpAddrs)
+	wide := startWide(b, ns, 5)
 	ctx := context.Background()
 	createOn := func(topic string, partitions int) {
 		req := kmsg.NewPtrCreateTopicsRequest()

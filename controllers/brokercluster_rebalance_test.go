@@ -69,6 +69,19 @@ func balanced(t testing.TB, cl *brokertest.Cluster, ns string, n int32) (bool, s
 	return cond != nil && cond.Reason == "Balanced", fmt.Sprintf("condition %+v", cond)
 }
 
+// startWide starts a cluster of n real brokers of its own, which the
+// BrokerCluster "wide" of namespace ns stands for.
+func startWide(t testing.TB, ns string, n int) *brokertest.Cluster {
+	wide := brokertest.Start(t, brokertest.Options{Brokers: n})
+	pool.SetOverride(ns+"/wide", wide.AllAddrs())
+	var httpAddrs []string
+	for _, b := range wide.Brokers {
+		httpAddrs = append(httpAddrs, b.HTTPAddr)
+	}
+	httpOverride.Store(ns+"/wide", httpAddrs)
+	return wide
+}
+
 // brokerStatusOf is broker id's entry in the BrokerCluster's status.
 func brokerStatusOf(t *testing.T, ns string, id int32) raftkav1.BrokerStatus {
 	var c raftkav1.BrokerCluster
@@ -106,13 +119,7 @@ func rebalancingOf(t testing.TB, ns string) *metav1.Condition {
 // record is read back once, in order.
 func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
 	ns := newNamespace(t)
-	wide := brokertest.Start(t, brokertest.Options{Brokers: 5})
-	pool.SetOverride(ns+"/wide", wide.AllAddrs())
-	var httpAddrs []string
-	for _, b := range wide.Brokers {
-		httpAddrs = append(httpAddrs, b.HTTPAddr)
-	}
-	httpOverride.Store(ns+"/wide", httpAddrs)
+	wide := startWide(t, ns, 5)
 	wide.CreateTopic("spread", 6, 3, nil)
 	acks := brokertest.NewLedger()
 	stop, done := make(chan struct{}), make(chan error, 1)
