@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
-	"k8s.io/apimachinery/pkg/types"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/broker/brokertest"
@@ -43,36 +41,27 @@ func probeRate(cl *brokertest.Cluster, topic string, d time.Duration) float64 {
 // BenchmarkScaleOut grows a BrokerCluster from 3 to 5 brokers while its 3
 // hold RAFTKA_BENCH_SCALE_GIB (6) GiB of partitions, replication factor
 // 3, and times the rebalancer until replicas and preferred leaders are
-// spread over all 5; a probe producer's acks=all rate during the moves is
-// compared with its rate before, in the same run.
+// spread over all 5, then back to 3; a probe producer's acks=all rate
+// during the first moves is compared with its rate just before. It does
+// so once per follower replication throttle, in the same run, so that the
+// broker's default can be judged against no bound side by side.
 func BenchmarkScaleOut(b *testing.B) {
 	gib := 6.0
 	if v, err := strconv.ParseFloat(os.Getenv("RAFTKA_BENCH_SCALE_GIB"), 64); err == nil && v > 0 {
 		gib = v
 	}
 	ns := newNamespace(b)
-	wide := startWide(b, ns, 5)
+	wide := startWide(b, ns, brokertest.Options{Brokers: 5})
 	ctx := context.Background()
-	createOn := func(topic string, partitions int) {
-		req := kmsg.NewPtrCreateTopicsRequest()
-		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	onFirstThree := func(partitions int) [][]int32 {
+		var assignment [][]int32
 		for p := 0; p < partitions; p++ {
-			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-			ra.Partition, ra.Replicas = int32(p), []int32{int32(p % 3), int32((p + 1) % 3), int32((p + 2) % 3)}
-			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+			assignment = append(assignment, []int32{int32(p % 3), int32((p + 1) % 3), int32((p + 2) % 3)})
 		}
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, wide.Client())
-		if err == nil {
-			err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+		return assignment
 	}
-	createOn("bulk", 12)
-	createOn("probe", 6)
+	wide.CreateTopicOn("bulk", onFirstThree(12))
+	wide.CreateTopicOn("probe", onFirstThree(6))
 	c := brokerCluster(ns)
 	c.Name, c.Spec.Rebalancing = "wide", raftkav1.RebalancingAuto
 	mustCreate(b, c)
@@ -93,43 +82,78 @@ func BenchmarkScaleOut(b *testing.B) {
 	filler.Close()
 	fill := time.Since(fillStart)
 
-	before := probeRate(wide, "probe", 20*time.Second)
-	var cluster raftkav1.BrokerCluster
-	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "wide"}, &cluster); err != nil {
-		b.Fatal(err)
+	resize := func(replicas int32) time.Time {
+		resizeWide(b, ns, replicas)
+		return time.Now()
 	}
-	cluster.Spec.Replicas = 5
-	if err := k8s.Update(ctx, &cluster); err != nil {
-		b.Fatal(err)
-	}
-	start := time.Now()
-	var during float64
-	probed := make(chan struct{})
-	go func() {
-		during = probeRate(wide, "probe", 30*time.Second)
-		close(probed)
-	}()
-	for {
-		if ok, _ := balanced(b, wide, ns, 5); ok {
-			break
+	awaitBalanced := func(n int32, start time.Time) time.Duration {
+		for {
+			if ok, _ := balanced(b, wide, ns, n); ok {
+				return time.Since(start)
+			}
+			if time.Since(start) > 25*time.Minute {
+				b.Fatalf("not spread over %d brokers within 25 minutes", n)
+			}
+			time.Sleep(time.Second)
 		}
-		if time.Since(start) > 25*time.Minute {
-			b.Fatal("not spread over 5 brokers within 25 minutes")
-		}
-		time.Sleep(time.Second)
 	}
-	spread := time.Since(start)
-	<-probed
-	b.ReportMetric(spread.Seconds(), "s-to-spread")
+
 	var table benchreport.Table
 	table.Add("data on 3 brokers before the scale-out", fmt.Sprintf("%.1f GiB × 3 replicas (filled in %.0f s)", gib, fill.Seconds()))
-	table.Add("3 to 5 brokers: until replicas and preferred leaders are spread", fmt.Sprintf("%.0f s", spread.Seconds()))
-	table.Add("probe producer during the first 30 s of moves / before", fmt.Sprintf("%.2fx (%.0f / %.0f records/s)", during/before, during, before))
+	for _, throttle := range scaleOutThrottles {
+		setClusterThrottle(b, wide, throttle.bytesPerSecond)
+		before := probeRate(wide, "probe", 20*time.Second)
+		start := resize(5)
+		var during float64
+		probed := make(chan struct{})
+		go func() {
+			during = probeRate(wide, "probe", 30*time.Second)
+			close(probed)
+		}()
+		spread := awaitBalanced(5, start)
+		<-probed
+		drained := awaitBalanced(3, resize(3))
+		b.ReportMetric(spread.Seconds(), "s-to-spread-"+throttle.metric)
+		table.Add(throttle.name+": 3 to 5 brokers, until replicas and preferred leaders are spread", fmt.Sprintf("%.0f s", spread.Seconds()))
+		table.Add(throttle.name+": probe producer during the first 30 s of moves / before", fmt.Sprintf("%.2fx (%.0f / %.0f records/s)", during/before, during, before))
+		table.Add(throttle.name+": 5 back to 3 brokers, until drained", fmt.Sprintf("%.0f s", drained.Seconds()))
+	}
 	if path := os.Getenv("RAFTKA_BENCH_REPORT"); path != "" {
 		if err := benchreport.WriteSection(path, "scale-out", "Scale-out",
-			"The BrokerCluster controller in-process against envtest and 5 real brokers on 127.0.0.1, package `controllers`: a cluster of 3 holding 12 partitions of 256 KiB records, replication factor 3, grows to 5.",
-			&table, "The rebalancer moves at most 8 partitions at a time, each by Raft membership change (new replicas join as observers, catch up by follower fetch, are promoted, then the old ones leave); the probe is an idempotent acks=all producer of 1 KiB records, 64 in flight, on 6 other partitions of the first 3 brokers.\n\nReproduce: `make bench` (`RAFTKA_BENCH_SCALE_GIB` sets the size)."); err != nil {
+			"The BrokerCluster controller in-process against envtest and 5 real brokers on 127.0.0.1, package `controllers`: a cluster of 3 holding 12 partitions of 256 KiB records, replication factor 3, grows to 5 and shrinks back to 3, once per follower replication throttle (`follower.replication.throttled.rate` for every broker), in one run.",
+			&table, "The rebalancer moves at most 8 partitions at a time, each by Raft membership change (new replicas join as observers, catch up by follower fetch at most at the throttle's rate per receiving broker, are promoted, then the old ones leave); the probe is an idempotent acks=all producer of 1 KiB records, 64 in flight, on 6 other partitions of the first 3 brokers.\n\nReproduce: `make bench` (`RAFTKA_BENCH_SCALE_GIB` sets the size)."); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// scaleOutThrottles are the follower replication throttles BenchmarkScaleOut
+// compares: none, the broker's default, and a tighter one.
+var scaleOutThrottles = []struct {
+	name, metric   string
+	bytesPerSecond int64
+}{
+	{"no throttle", "unbounded", 0},
+	{"throttle 100 MiB/s", "100MiB", 100 << 20},
+	{"throttle 40 MiB/s", "40MiB", 40 << 20},
+	{"throttle 20 MiB/s", "20MiB", 20 << 20},
+}
+
+// setClusterThrottle sets follower.replication.throttled.rate for every
+// broker at run time; 0 is no bound.
+func setClusterThrottle(b *testing.B, cl *brokertest.Cluster, bytesPerSecond int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v := strconv.FormatInt(bytesPerSecond, 10)
+	resp, err := cl.Admin().AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "follower.replication.throttled.rate", Value: &v}})
+	if err == nil {
+		for _, r := range resp {
+			if r.Err != nil {
+				err = r.Err
+			}
+		}
+	}
+	if err != nil {
+		b.Fatal(err)
 	}
 }

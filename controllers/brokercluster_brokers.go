@@ -7,12 +7,54 @@ import (
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	corev1 "k8s.io/api/core/v1"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/brokerclient"
 	"github.com/raftka/raftka/internal/specs"
 )
+
+// brokersView is what the brokers say of their cluster, asked once per
+// reconcile: the partitions with their replicas and the live brokers
+// (Metadata), and every registered broker, fenced or not; each with the
+// error that kept it from being read.
+type brokersView struct {
+	admin      *kadm.Client
+	md         kadm.Metadata
+	mdErr      error
+	registered []brokerclient.RegisteredBroker
+	regErr     error
+}
+
+// viewBrokers asks the brokers of c, within 10 seconds in all.
+func (r *BrokerClusterReconciler) viewBrokers(ctx context.Context, c *raftkav1.BrokerCluster) brokersView {
+	addrs := r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c))
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var v brokersView
+	v.admin, v.mdErr = r.Brokers.Admin(addrs)
+	if v.mdErr != nil {
+		v.regErr = v.mdErr
+		return v
+	}
+	v.md, v.mdErr = v.admin.Metadata(vctx)
+	v.registered, v.regErr = r.Brokers.Registered(vctx, addrs)
+	return v
+}
+
+// hostedReplicas counts partition replicas per broker id.
+func hostedReplicas(md kadm.Metadata) map[int32]int {
+	hosted := map[int32]int{}
+	for _, t := range md.Topics {
+		for _, p := range t.Partitions {
+			for _, id := range p.Replicas {
+				hosted[id]++
+			}
+		}
+	}
+	return hosted
+}
 
 // observeBrokers lists every broker pod and every registered broker, with
 // what the cluster knows of each: its incarnation and generation (asked of
@@ -21,7 +63,7 @@ import (
 // broker whose incarnation changed since the last status came back on an
 // empty volume: a Warning Event says so, while its leaders replace its
 // replicas.
-func (r *BrokerClusterReconciler) observeBrokers(ctx context.Context, c *raftkav1.BrokerCluster, pods []corev1.Pod) []raftkav1.BrokerStatus {
+func (r *BrokerClusterReconciler) observeBrokers(ctx context.Context, c *raftkav1.BrokerCluster, pods []corev1.Pod, view brokersView) []raftkav1.BrokerStatus {
 	previous := map[int32]raftkav1.BrokerStatus{}
 	for _, b := range c.Status.Brokers {
 		previous[b.ID] = b
@@ -37,32 +79,27 @@ func (r *BrokerClusterReconciler) observeBrokers(ctx context.Context, c *raftkav
 	for i := range pods {
 		entry(ordinalOf(pods[i].Name)).Ready = podReady(&pods[i])
 	}
-	addrs := r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c))
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if registered, err := r.Brokers.Registered(cctx, addrs); err == nil {
-		for _, b := range registered {
+	if view.regErr == nil {
+		for _, b := range view.registered {
 			st := entry(b.ID)
 			if b.Fenced {
 				continue
 			}
-			ictx, icancel := context.WithTimeout(cctx, 2*time.Second)
+			ictx, icancel := context.WithTimeout(ctx, 2*time.Second)
 			if id, err := brokerclient.BrokerIdentity(ictx, r.HTTPAddr(c, b.ID), b.ID); err == nil {
 				st.Incarnation, st.Generation = id.Incarnation, id.Generation
 			}
 			icancel()
 		}
 	}
-	if adm, err := r.Brokers.Admin(addrs); err == nil {
-		if md, err := adm.Metadata(cctx); err == nil {
-			for _, t := range md.Topics {
-				for _, p := range t.Partitions {
-					for _, id := range p.Replicas {
-						st := entry(id)
-						st.Replicas++
-						if !slices.Contains(p.ISR, id) {
-							st.CatchingUp++
-						}
+	if view.mdErr == nil {
+		for _, t := range view.md.Topics {
+			for _, p := range t.Partitions {
+				for _, id := range p.Replicas {
+					st := entry(id)
+					st.Replicas++
+					if !slices.Contains(p.ISR, id) {
+						st.CatchingUp++
 					}
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -88,7 +89,10 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 			return ctrl.Result{}, err
 		}
 	}
-	sts, blocked, err := r.applyStatefulSet(ctx, c, voters, configHash(cm))
+	// Asked once, when first needed: after the rolling restart's step,
+	// which brokers that do not answer must not hold up.
+	view := sync.OnceValue(func() brokersView { return r.viewBrokers(ctx, c) })
+	sts, blocked, err := r.applyStatefulSet(ctx, c, voters, configHash(cm), view)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -96,15 +100,15 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.observe(ctx, c, sts, blocked, waiting); err != nil {
+	if err := r.observe(ctx, c, sts, view(), blocked, waiting); err != nil {
 		return ctrl.Result{}, err
 	}
-	balance, err := r.rebalance(ctx, c, voters)
+	balance, err := r.rebalance(ctx, c, voters, view())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	setRebalancing(c, balance)
-	r.unregisterRemoved(ctx, c, ptr.Deref(sts.Spec.Replicas, 0))
+	r.unregisterRemoved(ctx, c, ptr.Deref(sts.Spec.Replicas, 0), view())
 	if blocked != "" || waiting != "" || c.Status.ReadyReplicas < c.Spec.Replicas || balance.moving > 0 || balance.planned > 0 {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
@@ -163,7 +167,7 @@ func configHash(cm *corev1.ConfigMap) string { return specs.ObjectHash(cm.Data) 
 
 // applyStatefulSet writes the StatefulSet, holding back a scale-in while
 // brokers to be removed still host partition replicas.
-func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftkav1.BrokerCluster, voters int32, hash string) (*appsv1.StatefulSet, string, error) {
+func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftkav1.BrokerCluster, voters int32, hash string, view func() brokersView) (*appsv1.StatefulSet, string, error) {
 	var current appsv1.StatefulSet
 	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.StatefulSetName(c)}, &current)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -171,11 +175,10 @@ func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftk
 	}
 	replicas, blocked := c.Spec.Replicas, ""
 	if err == nil && current.Spec.Replicas != nil && *current.Spec.Replicas > c.Spec.Replicas {
-		hosted, herr := r.hostedReplicas(ctx, c)
-		if herr != nil {
-			replicas, blocked = *current.Spec.Replicas, "scale-in waits: cannot ask the brokers which partitions they host: "+herr.Error()
+		if v := view(); v.mdErr != nil {
+			replicas, blocked = *current.Spec.Replicas, "scale-in waits: cannot ask the brokers which partitions they host: "+v.mdErr.Error()
 		} else {
-			replicas, blocked = rollout.ScaleIn(c.Spec.Replicas, *current.Spec.Replicas, voters, hosted)
+			replicas, blocked = rollout.ScaleIn(c.Spec.Replicas, *current.Spec.Replicas, voters, hostedReplicas(v.md))
 		}
 	}
 	desired := specs.BuildStatefulSet(c, voters, replicas, hash)
@@ -188,29 +191,6 @@ func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftk
 		return nil, "", err
 	}
 	return desired, blocked, nil
-}
-
-// hostedReplicas counts partition replicas per broker id.
-func (r *BrokerClusterReconciler) hostedReplicas(ctx context.Context, c *raftkav1.BrokerCluster) (map[int32]int, error) {
-	adm, err := r.Brokers.Admin(r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c)))
-	if err != nil {
-		return nil, err
-	}
-	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	md, err := adm.Metadata(mctx)
-	if err != nil {
-		return nil, err
-	}
-	hosted := map[int32]int{}
-	for _, t := range md.Topics {
-		for _, p := range t.Partitions {
-			for _, id := range p.Replicas {
-				hosted[id]++
-			}
-		}
-	}
-	return hosted, nil
 }
 
 // rollBrokers restarts one outdated broker when every broker is ready and
@@ -276,8 +256,9 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// observe derives the status from the StatefulSet and its pods.
-func (r *BrokerClusterReconciler) observe(ctx context.Context, c *raftkav1.BrokerCluster, sts *appsv1.StatefulSet, blocked, waiting string) error {
+// observe derives the status from the StatefulSet, its pods and the
+// brokers' view.
+func (r *BrokerClusterReconciler) observe(ctx context.Context, c *raftkav1.BrokerCluster, sts *appsv1.StatefulSet, view brokersView, blocked, waiting string) error {
 	pods, err := r.pods(ctx, c)
 	if err != nil {
 		return err
@@ -289,7 +270,7 @@ func (r *BrokerClusterReconciler) observe(ctx context.Context, c *raftkav1.Broke
 			ready++
 		}
 	}
-	c.Status.Brokers = r.observeBrokers(ctx, c, pods)
+	c.Status.Brokers = r.observeBrokers(ctx, c, pods, view)
 	c.Status.ReadyReplicas = ready
 	rolling := waiting != "" || sts.Status.UpdateRevision != "" && sts.Status.UpdateRevision != sts.Status.CurrentRevision
 	want := ptr.Deref(sts.Spec.Replicas, 0)

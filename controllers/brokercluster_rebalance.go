@@ -40,23 +40,20 @@ type rebalanceState struct {
 // scale-in) hold none (rebalance.Spread), maxClusterMoves partitions at a
 // time. It waits until every kept broker is up, and refuses when they are
 // too few for a partition's replicas or fewer than the metadata voters.
-func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.BrokerCluster, voters int32) (rebalanceState, error) {
+// Moves under way onto brokers it does not keep are cancelled.
+func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.BrokerCluster, voters int32, view brokersView) (rebalanceState, error) {
 	if c.Spec.Rebalancing == raftkav1.RebalancingOff {
 		return rebalanceState{off: true}, nil
 	}
 	if c.Spec.Replicas < voters {
 		return rebalanceState{refused: fmt.Sprintf("the first %d brokers vote in the metadata group: the cluster does not shrink below them", voters)}, nil
 	}
-	adm, err := r.Brokers.Admin(r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c)))
-	if err != nil {
-		return rebalanceState{}, err
+	if view.mdErr != nil {
+		return rebalanceState{waiting: "cannot ask the brokers for the partitions' replicas: " + view.mdErr.Error()}, nil
 	}
+	adm, md := view.admin, view.md
 	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	md, err := adm.Metadata(mctx)
-	if err != nil {
-		return rebalanceState{waiting: "cannot ask the brokers for the partitions' replicas: " + err.Error()}, nil
-	}
 	keep := make([]int32, c.Spec.Replicas)
 	for i := range keep {
 		keep[i] = int32(i)
@@ -80,8 +77,9 @@ func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.Bro
 	}
 	st := rebalanceState{}
 	moves.Each(func(kadm.ListPartitionReassignmentsResponse) { st.moving++ })
+	r.cancelStrayMoves(ctx, mctx, adm, c, moves)
 	busy := func(topic string, index int32) bool { _, ok := moves[topic][index]; return ok }
-	layout := layoutOf(md)
+	layout := layoutOf(md, -1)
 	plan, err := rebalance.Spread(layout, keep, busy, len(layout.Partitions))
 	if err != nil {
 		return rebalanceState{refused: fmt.Sprintf("%d brokers cannot hold every partition: %v", c.Spec.Replicas, err)}, nil
@@ -126,6 +124,49 @@ func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.Bro
 	return st, nil
 }
 
+// strayMoves are the moves under way that add a replica on a broker a
+// cluster of that many brokers does not keep: a scale-in edited in while a
+// scale-out's moves run, or a move made by hand.
+func strayMoves(moves kadm.ListPartitionReassignmentsResponses, brokers int32) []kadm.ListPartitionReassignmentsResponse {
+	var out []kadm.ListPartitionReassignmentsResponse
+	for _, m := range moves.Sorted() {
+		if slices.ContainsFunc(m.AddingReplicas, func(id int32) bool { return id >= brokers }) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// cancelStrayMoves cancels the strayMoves rather than wait for them: the
+// broker they copy to is to be drained, and may never finish the copy (its
+// pod gone, its node down). A cancelled partition keeps the replicas it
+// had before the move, from which the next wave plans.
+func (r *BrokerClusterReconciler) cancelStrayMoves(ctx, mctx context.Context, adm *kadm.Client, c *raftkav1.BrokerCluster, moves kadm.ListPartitionReassignmentsResponses) {
+	stray := strayMoves(moves, c.Spec.Replicas)
+	if len(stray) == 0 {
+		return
+	}
+	var req kadm.AlterPartitionAssignmentsReq
+	for _, m := range stray {
+		req.CancelAssign(m.Topic, m.Partition)
+	}
+	resp, err := adm.AlterPartitionAssignments(mctx, req)
+	if err != nil {
+		log.FromContext(ctx).Info("cancel moves failed", "error", err.Error())
+		return
+	}
+	cancelled := 0
+	resp.Each(func(pr kadm.AlterPartitionAssignmentsResponse) {
+		if pr.Err == nil {
+			cancelled++
+		}
+	})
+	log.FromContext(ctx).Info("moves onto removed brokers cancelled", "cancelled", cancelled, "brokers", c.Spec.Replicas)
+	if r.Recorder != nil && cancelled > 0 {
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "MovesCancelled", "MoveReplicas", "cancelled %d moves onto brokers a scale-in to %d removes", cancelled, c.Spec.Replicas)
+	}
+}
+
 // setRebalancing reports a rebalance in the Rebalancing condition.
 func setRebalancing(c *raftkav1.BrokerCluster, st rebalanceState) {
 	switch {
@@ -147,18 +188,14 @@ func setRebalancing(c *raftkav1.BrokerCluster, st rebalanceState) {
 // their pods stopped (UnregisterBroker), so that no new partition is
 // placed on them and their metadata nodes leave the group. A broker
 // scaled back later joins as a new incarnation.
-func (r *BrokerClusterReconciler) unregisterRemoved(ctx context.Context, c *raftkav1.BrokerCluster, stsReplicas int32) {
-	if stsReplicas != c.Spec.Replicas || c.Spec.Rebalancing == raftkav1.RebalancingOff {
+func (r *BrokerClusterReconciler) unregisterRemoved(ctx context.Context, c *raftkav1.BrokerCluster, stsReplicas int32, view brokersView) {
+	if stsReplicas != c.Spec.Replicas || c.Spec.Rebalancing == raftkav1.RebalancingOff || view.regErr != nil {
 		return
 	}
 	addrs := r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c))
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	registered, err := r.Brokers.Registered(cctx, addrs)
-	if err != nil {
-		return
-	}
-	for _, b := range registered {
+	for _, b := range view.registered {
 		if b.ID < c.Spec.Replicas || !b.Fenced {
 			continue
 		}

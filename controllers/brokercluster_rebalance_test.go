@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,10 +70,10 @@ func balanced(t testing.TB, cl *brokertest.Cluster, ns string, n int32) (bool, s
 	return cond != nil && cond.Reason == "Balanced", fmt.Sprintf("condition %+v", cond)
 }
 
-// startWide starts a cluster of n real brokers of its own, which the
+// startWide starts a cluster of real brokers of its own, which the
 // BrokerCluster "wide" of namespace ns stands for.
-func startWide(t testing.TB, ns string, n int) *brokertest.Cluster {
-	wide := brokertest.Start(t, brokertest.Options{Brokers: n})
+func startWide(t testing.TB, ns string, opts brokertest.Options) *brokertest.Cluster {
+	wide := brokertest.Start(t, opts)
 	pool.SetOverride(ns+"/wide", wide.AllAddrs())
 	var httpAddrs []string
 	for _, b := range wide.Brokers {
@@ -80,6 +81,26 @@ func startWide(t testing.TB, ns string, n int) *brokertest.Cluster {
 	}
 	httpOverride.Store(ns+"/wide", httpAddrs)
 	return wide
+}
+
+// resizeWide sets the replicas of the BrokerCluster "wide" of namespace
+// ns, retrying when the controller's status write got in between.
+func resizeWide(t testing.TB, ns string, replicas int32) {
+	t.Helper()
+	var err error
+	for try := 0; try < 20; try++ {
+		var c raftkav1.BrokerCluster
+		if err = k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "wide"}, &c); err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.Replicas = replicas
+		if err = k8s.Update(context.Background(), &c); !apierrors.IsConflict(err) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // brokerStatusOf is broker id's entry in the BrokerCluster's status.
@@ -119,7 +140,7 @@ func rebalancingOf(t testing.TB, ns string) *metav1.Condition {
 // record is read back once, in order.
 func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
 	ns := newNamespace(t)
-	wide := startWide(t, ns, 5)
+	wide := startWide(t, ns, brokertest.Options{Brokers: 5})
 	wide.CreateTopic("spread", 6, 3, nil)
 	acks := brokertest.NewLedger()
 	stop, done := make(chan struct{}), make(chan error, 1)
@@ -134,18 +155,7 @@ func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
 	mustCreate(t, c)
 	eventually2(t, 2*time.Minute, "replicas drained off brokers 3 and 4", func() (bool, string) { return balanced(t, wide, ns, 3) })
 
-	update := func(replicas int32) {
-		t.Helper()
-		var c raftkav1.BrokerCluster
-		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "wide"}, &c); err != nil {
-			t.Fatal(err)
-		}
-		c.Spec.Replicas = replicas
-		if err := k8s.Update(context.Background(), &c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	update(5)
+	resizeWide(t, ns, 5)
 	eventually2(t, 2*time.Minute, "replicas spread over 5 brokers", func() (bool, string) { return balanced(t, wide, ns, 5) })
 
 	// Broker 3 comes back on an empty volume: the status shows its new
@@ -180,7 +190,7 @@ func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
 
 	// Scaling in to 4 drains broker 4; once it stopped (its pod gone), it
 	// is unregistered.
-	update(4)
+	resizeWide(t, ns, 4)
 	eventually2(t, 2*time.Minute, "broker 4 drained", func() (bool, string) { return balanced(t, wide, ns, 4) })
 	wide.Stop(4)
 	eventually(t, "broker 4 unregistered", func() (bool, string) {
@@ -188,7 +198,7 @@ func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
 		return err == nil && len(got) == 4 && !slices.ContainsFunc(got, func(b brokerclient.RegisteredBroker) bool { return b.ID == 4 }), fmt.Sprint(got, err)
 	})
 
-	update(2)
+	resizeWide(t, ns, 2)
 	eventually(t, "a scale-in below the replication factor refused", func() (bool, string) {
 		cond := rebalancingOf(t, ns)
 		return cond != nil && cond.Reason == "NotEnoughBrokers", fmt.Sprintf("%+v", cond)
@@ -203,4 +213,137 @@ func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
 		t.Errorf("replicas moved for a refused scale-in: %s", why)
 	}
 	acks.VerifyExactlyOnce(t, "spread", wide.Client)
+}
+
+func TestStrayMovesAddOnRemovedBrokers(t *testing.T) {
+	moves := kadm.ListPartitionReassignmentsResponses{"t": {
+		0: {Topic: "t", Partition: 0, Replicas: []int32{0, 1, 2, 4}, AddingReplicas: []int32{4}, RemovingReplicas: []int32{2}},
+		1: {Topic: "t", Partition: 1, Replicas: []int32{0, 1, 4, 3}, AddingReplicas: []int32{3}, RemovingReplicas: []int32{4}},
+		2: {Topic: "t", Partition: 2, Replicas: []int32{1, 2, 3}, AddingReplicas: []int32{3}},
+	}}
+	for _, tc := range []struct {
+		brokers int32
+		want    []int32
+	}{{5, nil}, {4, []int32{0}}, {3, []int32{0, 1, 2}}} {
+		var got []int32
+		for _, m := range strayMoves(moves, tc.brokers) {
+			got = append(got, m.Partition)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%d brokers: stray moves of partitions %v, want %v", tc.brokers, got, tc.want)
+		}
+	}
+}
+
+// rackSpans reports whether every partition of the cluster spans as many
+// racks as it has replicas (rf of them), with no move under way.
+func rackSpans(t testing.TB, cl *brokertest.Cluster, racks []string, rf int) (bool, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	md, err := cl.Admin().Metadata(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	all := kadm.TopicsSet{}
+	for name, td := range md.Topics {
+		all[name] = map[int32]struct{}{}
+		for _, p := range td.Partitions {
+			all[name][p.Partition] = struct{}{}
+			spans := map[string]bool{}
+			for _, id := range p.Replicas {
+				spans[racks[id]] = true
+			}
+			if len(p.Replicas) != rf || len(spans) != rf {
+				return false, fmt.Sprintf("%s-%d on %v", name, p.Partition, p.Replicas)
+			}
+		}
+	}
+	moves, err := cl.Admin().ListPartitionReassignments(ctx, all)
+	if err != nil || len(moves.Sorted()) > 0 {
+		return false, fmt.Sprintf("moves under way: %v %v", moves.Sorted(), err)
+	}
+	return true, ""
+}
+
+// Brokers in zones a, a, b, b and c, as their nodes' zone labels make
+// them: a topic placed on zones a, a and b is moved onto three zones by
+// the rebalancer, and a Topic raised from replication factor 1 to 3 gets
+// its new replicas on the zones its partitions lack.
+func TestRebalancingPlacesReplicasOnDistinctRacks(t *testing.T) {
+	ns := newNamespace(t)
+	racks := []string{"a", "a", "b", "b", "c"}
+	wide := startWide(t, ns, brokertest.Options{Brokers: 5, Racks: racks})
+	wide.CreateTopicOn("zoned", [][]int32{{0, 1, 2}, {1, 0, 3}, {2, 0, 1}, {3, 1, 0}, {0, 2, 3}, {1, 3, 2}})
+	c := brokerCluster(ns)
+	c.Name, c.Spec.Replicas, c.Spec.Rebalancing = "wide", 5, raftkav1.RebalancingAuto
+	mustCreate(t, c)
+	topic := topicObject(ns, "grown", 4)
+	topic.Spec.ClusterRef.Name, topic.Spec.ReplicationFactor, topic.Spec.MinInSyncReplicas = "wide", 1, nil
+	mustCreate(t, topic)
+	// The rebalancer may move its single replicas first: Created, then
+	// Updated.
+	eventually(t, "topic grown ready", func() (bool, string) {
+		got := getTopic(t, ns, "grown")
+		return meta.IsStatusConditionTrue(got.Status.Conditions, raftkav1.ConditionReady), fmt.Sprintf("%+v", got.Status.Conditions)
+	})
+	if err := updateTopic(t, ns, "grown", func(t *raftkav1.Topic) { t.Spec.ReplicationFactor = 3 }); err != nil {
+		t.Fatal(err)
+	}
+	eventually2(t, 2*time.Minute, "every partition on three zones", func() (bool, string) {
+		if ok, why := rackSpans(t, wide, racks, 3); !ok {
+			return false, why
+		}
+		cond := rebalancingOf(t, ns)
+		return cond != nil && cond.Reason == "Balanced", fmt.Sprintf("condition %+v", cond)
+	})
+}
+
+// A scale-out's moves are under way when broker 4, which they copy to,
+// stops answering (its node down) and spec.replicas is lowered to 4: the
+// rebalancer cancels the moves onto broker 4, which could not finish,
+// rather than wait for them, and spreads over four brokers from where the
+// other moves are. An acks=all producer runs throughout: every
+// acknowledged record is read back once, in order.
+func TestRebalancingTakesOverAnEditMidway(t *testing.T) {
+	ns := newNamespace(t)
+	wide := startWide(t, ns, brokertest.Options{Brokers: 5})
+	wide.CreateTopicOn("midway", [][]int32{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {1, 0, 2}, {2, 1, 0}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	acks := brokertest.NewLedger()
+	producer := wide.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	value := make([]byte, 1000)
+	for i := 0; i < 6000; i++ {
+		producer.Produce(ctx, &kgo.Record{Topic: "midway", Partition: int32(i % 6), Value: append([]byte(fmt.Sprintf("fill-%d-", i)), value...)}, acks.Record)
+	}
+	if err := producer.Flush(ctx); err != nil || acks.Acked() != 6000 {
+		t.Fatalf("fill: %v, %d acknowledged", err, acks.Acked())
+	}
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		_, err := acks.ProduceUntil(producer, "midway", 6, stop)
+		done <- err
+	}()
+	c := brokerCluster(ns)
+	c.Name, c.Spec.Replicas, c.Spec.Rebalancing = "wide", 5, raftkav1.RebalancingAuto
+	mustCreate(t, c)
+	eventually(t, "a move onto broker 4 under way", func() (bool, string) {
+		moves, err := wide.Admin().ListPartitionReassignments(ctx, kadm.TopicsSet{"midway": {0: {}, 1: {}, 2: {}, 3: {}, 4: {}, 5: {}}})
+		for _, m := range moves.Sorted() {
+			if slices.Contains(m.AddingReplicas, 4) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(moves.Sorted(), err)
+	})
+	wide.Pause(4)
+	defer wide.Resume(4)
+	resizeWide(t, ns, 4)
+	eventually2(t, 90*time.Second, "replicas spread over 4 brokers", func() (bool, string) { return balanced(t, wide, ns, 4) })
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	producer.Close()
+	acks.VerifyExactlyOnce(t, "midway", wide.Client)
 }

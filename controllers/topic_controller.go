@@ -82,7 +82,7 @@ func (r *TopicReconciler) reconcile(ctx context.Context, topic *raftkav1.Topic) 
 		r.notReady(topic, raftkav1.ReasonResourceConflict, fmt.Sprintf("Topic %s already manages Kafka topic %s on this cluster", winner, topic.KafkaName()))
 		return ctrl.Result{RequeueAfter: r.Resync}, nil
 	}
-	adm, err := r.admin(ctx, topic)
+	adm, cluster, err := r.admin(ctx, topic)
 	if err != nil {
 		r.notReady(topic, raftkav1.ReasonClusterNotReady, err.Error())
 		// Returned, so the workqueue retries with backoff; the cluster
@@ -90,7 +90,7 @@ func (r *TopicReconciler) reconcile(ctx context.Context, topic *raftkav1.Topic) 
 		return ctrl.Result{}, fmt.Errorf("cluster for topic %s: %w", topic.Name, err)
 	}
 	key := client.ObjectKeyFromObject(topic)
-	reason, err := r.ensureTopic(ctx, adm, topic)
+	reason, err := r.ensureTopic(ctx, adm, topic, cluster.Spec.Replicas)
 	if err == nil {
 		err = r.observe(ctx, adm, topic)
 	}
@@ -180,16 +180,17 @@ func (r *TopicReconciler) owner(ctx context.Context, topic *raftkav1.Topic) (str
 	return same[0].Name, nil
 }
 
-func (r *TopicReconciler) admin(ctx context.Context, topic *raftkav1.Topic) (*kadm.Client, error) {
+func (r *TopicReconciler) admin(ctx context.Context, topic *raftkav1.Topic) (*kadm.Client, *raftkav1.BrokerCluster, error) {
 	var cluster raftkav1.BrokerCluster
 	key := types.NamespacedName{Namespace: topic.Namespace, Name: topic.Spec.ClusterRef.Name}
 	if err := r.Get(ctx, key, &cluster); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: %s", errClusterMissing, key.Name)
+			return nil, nil, fmt.Errorf("%w: %s", errClusterMissing, key.Name)
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return r.Brokers.Admin(r.Brokers.Bootstrap(cluster.Namespace, cluster.Name, specs.BootstrapServers(&cluster)))
+	adm, err := r.Brokers.Admin(r.Brokers.Bootstrap(cluster.Namespace, cluster.Name, specs.BootstrapServers(&cluster)))
+	return adm, &cluster, err
 }
 
 // desiredConfigs are the topic configs the spec sets.
@@ -205,8 +206,10 @@ func desiredConfigs(topic *raftkav1.Topic) map[string]string {
 }
 
 // ensureTopic creates the topic, grows its partitions and sets its
-// configs; it returns the Ready reason for what it changed.
-func (r *TopicReconciler) ensureTopic(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topic) (string, error) {
+// configs, and moves replicas to its replication factor over the
+// cluster's first brokers; it returns the Ready reason for what it
+// changed.
+func (r *TopicReconciler) ensureTopic(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topic, brokers int32) (string, error) {
 	name := topic.KafkaName()
 	want := desiredConfigs(topic)
 	details, err := adm.ListTopics(ctx, name)
@@ -254,7 +257,7 @@ func (r *TopicReconciler) ensureTopic(ctx context.Context, adm *kadm.Client, top
 	if changed {
 		reason = raftkav1.ReasonUpdated
 	}
-	if moving, err := r.ensureReplication(ctx, adm, topic, current); err != nil {
+	if moving, err := r.ensureReplication(ctx, adm, topic, current, brokers); err != nil {
 		return "", err
 	} else if moving > 0 {
 		reason = raftkav1.ReasonReassigning
@@ -357,7 +360,7 @@ func (r *TopicReconciler) finalize(ctx context.Context, topic *raftkav1.Topic) (
 		return ctrl.Result{}, nil
 	}
 	if topic.Spec.DeletionPolicy == raftkav1.DeletionPolicyDelete && managedKafkaTopic(topic) {
-		adm, err := r.admin(ctx, topic)
+		adm, _, err := r.admin(ctx, topic)
 		if err == nil {
 			resp, derr := adm.DeleteTopics(ctx, topic.KafkaName())
 			if derr == nil {

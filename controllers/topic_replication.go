@@ -27,11 +27,16 @@ type errNotEnoughBrokers struct{ msg string }
 
 func (e errNotEnoughBrokers) Error() string { return e.msg }
 
-// layoutOf is a cluster's brokers and partitions as Metadata reports
-// them.
-func layoutOf(md kadm.Metadata) rebalance.Layout {
+// layoutOf is a cluster's partitions and brokers as Metadata reports
+// them, the brokers of id below brokers only (all if negative): those a
+// BrokerCluster of that many replicas keeps, the others to be drained by
+// a scale-in.
+func layoutOf(md kadm.Metadata, brokers int32) rebalance.Layout {
 	var l rebalance.Layout
 	for _, b := range md.Brokers {
+		if brokers >= 0 && b.NodeID >= brokers {
+			continue
+		}
 		rack := ""
 		if b.Rack != nil {
 			rack = *b.Rack
@@ -58,9 +63,10 @@ func partitionsOf(name string, d kadm.TopicDetail) kadm.TopicsSet {
 // ensureReplication moves replicas until every partition of the topic
 // has spec.replicationFactor of them, at most maxTopicMoves partitions at
 // a time: a move adds the new replicas as non-voting members that catch
-// up before they count, or removes replicas once the others vote. It
-// returns how many partitions are moving.
-func (r *TopicReconciler) ensureReplication(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topic, current kadm.TopicDetail) (int, error) {
+// up before they count, or removes replicas once the others vote. New
+// replicas go only to the cluster's first brokers (a scale-in drains the
+// others). It returns how many partitions are moving.
+func (r *TopicReconciler) ensureReplication(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topic, current kadm.TopicDetail, brokers int32) (int, error) {
 	name, rf := topic.KafkaName(), int(topic.Spec.ReplicationFactor)
 	moves, err := adm.ListPartitionReassignments(ctx, partitionsOf(name, current))
 	if err != nil {
@@ -80,7 +86,7 @@ func (r *TopicReconciler) ensureReplication(ctx context.Context, adm *kadm.Clien
 	if err != nil {
 		return moving, err
 	}
-	targets, err := rebalance.ReplicationFactor(layoutOf(md), name, rf)
+	targets, err := rebalance.ReplicationFactor(layoutOf(md, brokers), name, rf)
 	if err != nil {
 		return moving, errNotEnoughBrokers{fmt.Sprintf("topic %s: %v", name, err)}
 	}

@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Options tune a test cluster.
@@ -34,6 +36,9 @@ type Options struct {
 	// bridge the test creates, so that Isolate can cut it off from the
 	// other brokers. Needs root.
 	Namespaces bool
+	// Racks are the brokers' racks (--rack), by broker id; none where
+	// the list is shorter or the entry empty.
+	Racks []string
 }
 
 // Broker is one broker process of a test cluster.
@@ -125,6 +130,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 		b := &Broker{ID: i,
 			DataDir: filepath.Join(root, fmt.Sprintf("broker-%d", i), "data"),
 			LogPath: filepath.Join(root, fmt.Sprintf("broker-%d", i), "log"),
+		}
+		if i < len(opts.Racks) && opts.Racks[i] != "" {
+			b.Flags = append(b.Flags, "--rack="+opts.Racks[i])
 		}
 		if c.net != nil {
 			// Each broker has the ports of its namespace to itself.
@@ -405,6 +413,30 @@ func (c *Cluster) CreateTopic(name string, partitions int32, rf int16, configs m
 	}
 	if err != nil {
 		c.t.Fatalf("create topic %s: %v", name, err)
+	}
+}
+
+// CreateTopicOn creates a topic whose partition i has the replicas
+// assignment[i], the first its preferred leader, and fails the test if it
+// cannot.
+func (c *Cluster) CreateTopicOn(name string, assignment [][]int32) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+	for i, replicas := range assignment {
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = int32(i), replicas
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, c.Client())
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		c.t.Fatalf("create topic %s on %v: %v", name, assignment, err)
 	}
 }
 

@@ -9,29 +9,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
 )
-
-// createAssigned creates a topic of one partition on the given replicas.
-func createAssigned(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, replicas []int32) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, replicas
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, c.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		t.Fatalf("create %s on %v: %v", topic, replicas, err)
-	}
-}
 
 // forceRecovery asks for an unclean election of topic's partition 0, as
 // kafka-leader-election.sh --election-type unclean does.
@@ -59,7 +39,7 @@ func TestForcedRecoveryFromTheLastIntactReplica(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 4})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	createAssigned(ctx, t, c, "rescued", []int32{1, 2, 3})
+	c.CreateTopicOn("rescued", [][]int32{{1, 2, 3}})
 	acks := brokertest.NewLedger()
 	produceAcked(ctx, t, c, acks, "rescued", "before", 300)
 	time.Sleep(2 * time.Second) // the third replica holds what the other two acknowledged

@@ -59,7 +59,7 @@ func TestUnregisterBrokerOnceItLeft(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 4})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	createAssigned(ctx, t, c, "leaving", []int32{3, 0, 1})
+	c.CreateTopicOn("leaving", [][]int32{{3, 0, 1}})
 	refused := func(id int32, want error, says string) {
 		t.Helper()
 		if msg, err := unregisterBroker(ctx, t, c, id); !errors.Is(err, want) || !strings.Contains(msg, says) {

@@ -28,9 +28,11 @@ type spreader struct {
 // Spread plans up to limit moves, at most one per partition, that empty
 // the brokers not in keep (the partitions they lead first) and then even
 // out the replicas and the preferred leaders over keep's brokers, until
-// each broker holds within one of every other. Replicas stay on distinct
-// racks where they were. Partitions for which busy is true (a move under
-// way) are left alone. It fails when keep is too few brokers for a
+// each broker holds within one of every other that the racks allow.
+// Replicas stay on distinct racks where they were. Partitions for which busy is true (a move under
+// way) are left alone. A partition with two replicas on one rack while a
+// rack of keep holds none of them has one moved there first, as when
+// zones are added to a cluster that had one. It fails when keep is too few brokers for a
 // partition's replicas.
 func Spread(l Layout, keep []int32, busy func(topic string, index int32) bool, limit int) ([]Move, error) {
 	s := &spreader{load: newLoad(l), keep: slices.Sorted(slices.Values(keep)), leaders: map[int32]int{}, busy: busy, moved: map[int]bool{}, limit: limit}
@@ -50,6 +52,7 @@ func Spread(l Layout, keep []int32, busy func(topic string, index int32) bool, l
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Index < b.Index
 	})
 	s.drain()
+	s.separateRacks()
 	s.evenReplicas()
 	s.evenLeaders()
 	return s.moves, nil
@@ -104,6 +107,38 @@ func (s *spreader) drain() {
 			if !slices.ContainsFunc(replicas, func(id int32) bool { return !s.kept(id) }) {
 				s.record(i, replicas)
 			}
+		}
+	}
+}
+
+// separateRacks moves, for each partition with two replicas on one rack,
+// one of them (a follower, the most loaded broker's first) to the broker
+// pick prefers on a rack of keep the partition does not use.
+func (s *spreader) separateRacks() {
+	for i := range s.parts {
+		p := s.parts[i]
+		if s.full() {
+			return
+		}
+		if !s.free(i) || len(p.Replicas) < 2 {
+			continue
+		}
+		used := s.racksOf(p.Replicas)
+		var unused []int32
+		for _, id := range s.keep {
+			if used[s.rack[id]] == 0 {
+				unused = append(unused, id)
+			}
+		}
+		r := s.dropOne(p.Replicas)
+		if len(unused) == 0 || used[s.rack[p.Replicas[r]]] < 2 {
+			continue
+		}
+		others := slices.Delete(slices.Clone(p.Replicas), r, r+1)
+		if to, ok := s.pick(others, unused); ok {
+			replicas := slices.Clone(p.Replicas)
+			replicas[r] = to
+			s.record(i, replicas)
 		}
 	}
 }

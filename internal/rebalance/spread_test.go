@@ -117,6 +117,34 @@ func TestSpreadKeepsRacksDistinct(t *testing.T) {
 	checkEven(t, l, keep, true)
 }
 
+// A cluster whose partitions all sit on racks a, a and b gains brokers on
+// racks b and c: every partition ends on three racks. Evenness is what
+// the racks allow: the single broker of rack c holds every partition.
+func TestSpreadSeparatesReplicasSharingARack(t *testing.T) {
+	b := brokers("a", "a", "b", "b", "c")
+	l := layoutOn(b, []int32{0, 1, 2}, 9, 3)
+	keep := []int32{0, 1, 2, 3, 4}
+	settle(t, &l, keep, 4)
+	rack := map[int32]string{}
+	for _, x := range b {
+		rack[x.ID] = x.Rack
+	}
+	count := map[int32]int{}
+	for _, p := range l.Partitions {
+		racks := map[string]bool{}
+		for _, id := range p.Replicas {
+			racks[rack[id]] = true
+			count[id]++
+		}
+		if len(racks) != 3 {
+			t.Errorf("partition %d on %v: racks not distinct", p.Index, p.Replicas)
+		}
+	}
+	if count[4] != 9 || count[0]+count[1] != 9 || count[2]+count[3] != 9 || max(count[0], count[1])-min(count[0], count[1]) > 1 || max(count[2], count[3])-min(count[2], count[3]) > 1 {
+		t.Errorf("replicas per broker %v: want each rack's share even among its brokers", count)
+	}
+}
+
 func TestSpreadLeavesBusyPartitionsAndBalancedClusters(t *testing.T) {
 	l := layoutOn(brokers("", "", "", ""), []int32{0, 1, 2}, 4, 3)
 	moves, err := Spread(l, []int32{0, 1, 2, 3}, func(string, int32) bool { return true }, 10)
@@ -161,6 +189,51 @@ func TestSpreadSettlesEvenlyFromAnyShape(t *testing.T) {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			settle(t, &l, keep, 1+next(6))
 			checkEven(t, l, keep, false)
+		})
+	}
+}
+
+// Brokers on random racks, partitions placed without regard to them:
+// Spread reaches a fixed point at which each partition spans as many
+// racks as its replicas and keep's racks allow.
+func TestSpreadSettlesOnDistinctRacksFromAnyShape(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		r := seed * 2246822519
+		next := func(n uint64) int { r = r*6364136223846793005 + 1442695040888963407; return int((r >> 33) % n) }
+		total := 3 + next(5)
+		racks := make([]string, total)
+		for i := range racks {
+			racks[i] = string(rune('a' + next(3)))
+		}
+		rf := 1 + next(3)
+		on := []int32{}
+		for id := 0; id < rf+next(uint64(total-rf+1)); id++ {
+			on = append(on, int32(id))
+		}
+		keep := []int32{}
+		for id := total - 1; id >= 0 && len(keep) < rf+next(uint64(total-rf+1)); id-- {
+			keep = append(keep, int32(id))
+		}
+		slices.Sort(keep)
+		keptRacks := map[string]bool{}
+		for _, id := range keep {
+			keptRacks[racks[id]] = true
+		}
+		l := layoutOn(brokers(racks...), on, 1+next(30), rf)
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			settle(t, &l, keep, 1+next(6))
+			for _, p := range l.Partitions {
+				spans := map[string]bool{}
+				for _, id := range p.Replicas {
+					if !slices.Contains(keep, id) {
+						t.Fatalf("partition %d on %v, keep %v", p.Index, p.Replicas, keep)
+					}
+					spans[racks[id]] = true
+				}
+				if len(spans) != min(rf, len(keptRacks)) {
+					t.Fatalf("partition %d on %v spans racks %v of %v", p.Index, p.Replicas, spans, keptRacks)
+				}
+			}
 		})
 	}
 }

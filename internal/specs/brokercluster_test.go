@@ -90,6 +90,13 @@ func TestServicesAndConfig(t *testing.T) {
 	if cm.Data["RAFTKA_LOG_LEVEL"] != "debug" || cm.Data["RAFTKA_DEFAULT_REPLICATION_FACTOR"] != "3" || cm.Annotations[AnnotationVoters] != "3" {
 		t.Fatalf("config map %v %v", cm.Data, cm.Annotations)
 	}
+	if cm.Data["RAFTKA_FOLLOWER_REPLICATION_THROTTLED_RATE"] != "20971520" {
+		t.Fatalf("moves copy without the default throttle: %v", cm.Data)
+	}
+	c.Spec.Config["follower-replication-throttled-rate"] = "0"
+	if v := BuildConfigMap(c, 3).Data["RAFTKA_FOLLOWER_REPLICATION_THROTTLED_RATE"]; v != "0" {
+		t.Fatalf("spec.config's throttle gave way to the default: %q", v)
+	}
 	if pdb := BuildPodDisruptionBudget(c); pdb.Spec.MaxUnavailable.IntValue() != 1 {
 		t.Fatal("pdb")
 	}
