@@ -6,6 +6,8 @@ GOLANGCI_LINT_VERSION := v2.15.0
 CONTROLLER_TOOLS_VERSION := v0.23.0
 KUSTOMIZE_VERSION := v5.8.3
 HELM_VERSION := v3.22.0
+# The peer the latency benchmark runs side by side with Raftka.
+NATS_SERVER_VERSION := v2.15.3
 HELM := $(BIN)/helm
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
@@ -81,10 +83,11 @@ run-operator: build manifests ## the operator against the current kubeconfig (RA
 run: build ## a local 3-broker cluster on 127.0.0.1:9092-9094 in the foreground (Ctrl-C stops it)
 	hack/local-cluster.sh run 3
 
-bench: build envtest ## benchmarks of the broker and the operator; writes docs/benchmarks.md
+bench: build envtest $(BIN)/nats-server ## benchmarks of the broker and the operator, NATS JetStream beside the broker's latency; writes docs/benchmarks.md
 	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/
+	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_NATS_SERVER_BIN=$(BIN)/nats-server RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/latency/
 	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/moves/
-	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./controllers/
+	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 90m ./controllers/
 
 FUZZTIME ?= 60s
 fuzz: ## run each fuzz target for FUZZTIME (request decoding, partition and metadata state machines, snapshot catch-up, log compaction, Raft log replay)
@@ -106,6 +109,9 @@ lint: $(BIN)/golangci-lint ## golangci-lint, pinned
 
 $(BIN)/golangci-lint:
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+$(BIN)/nats-server:
+	GOBIN=$(BIN) $(GO) install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

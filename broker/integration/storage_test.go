@@ -214,6 +214,24 @@ func TestHealthEndpoints(t *testing.T) {
 	if produces < 1 {
 		t.Fatal("no produce latency metric on any broker")
 	}
+	// Every stage of a produce is timed: the leaders' request stages as
+	// often as they answered produce requests, the storage stages on
+	// every replica.
+	var answered float64
+	for i := range c.Brokers {
+		n, _ := c.Metric(i, "raftka_produce_requests_total")
+		answered += n
+	}
+	for _, stage := range []string{"propose", "commit", "respond", "log_frames_sync", "log_record_sync", "apply"} {
+		var count float64
+		for i := range c.Brokers {
+			n, _ := c.Metric(i, "raftka_produce_stage_seconds_count", fmt.Sprintf("stage=%q", stage))
+			count += n
+		}
+		if count < 1 || (stage == "propose" || stage == "commit" || stage == "respond") && count != answered {
+			t.Errorf("stage %s timed %v times; %v produce requests answered", stage, count, answered)
+		}
+	}
 	for i := range c.Brokers {
 		files, _ := c.Metric(i, "raftka_raft_log_files")
 		bytes, _ := c.Metric(i, "raftka_raft_log_bytes")

@@ -110,6 +110,9 @@ type cleanable struct {
 func (s *StateMachine) Clean(opts CleanOptions) (CleanResult, error) {
 	s.cleaning.Lock()
 	defer s.cleaning.Unlock()
+	if err := s.log.syncClosed(); err != nil {
+		return CleanResult{}, fmt.Errorf("partition %s: fsync: %w", s.dir, err)
+	}
 	return s.log.clean(opts)
 }
 

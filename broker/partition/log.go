@@ -402,14 +402,23 @@ func isFramed(seg *segment) bool {
 
 // sync fsyncs every segment written since its last fsync: also one that
 // rolled over since, whose tail would otherwise be left to the kernel.
-func (l *Log) sync() error {
+func (l *Log) sync() error { return l.syncSegments(false) }
+
+// syncClosed is sync for the segments no append goes to any more: the
+// cleaner works only on durable segments, and Update leaves durability to
+// the state machine's Sync.
+func (l *Log) syncClosed() error { return l.syncSegments(true) }
+
+func (l *Log) syncSegments(closedOnly bool) error {
 	l.mu.RLock()
-	segs := append([]*segment(nil), l.segs...)
+	var segs []*segment
+	for i, seg := range l.segs {
+		if seg.dirty && (!closedOnly || i < len(l.segs)-1) {
+			segs = append(segs, seg)
+		}
+	}
 	l.mu.RUnlock()
 	for _, seg := range segs {
-		if !seg.dirty {
-			continue
-		}
 		if err := seg.f.Sync(); err != nil {
 			return err
 		}

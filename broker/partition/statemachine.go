@@ -245,8 +245,13 @@ func (s *StateMachine) load(ck checkpoint) error {
 	return nil
 }
 
-// Update implements sm.IOnDiskStateMachine. All entries of one call share a
-// single fsync of the segment before the checkpoint moves.
+// Update implements sm.IOnDiskStateMachine. It makes nothing durable: the
+// entries are in a majority's Raft logs already, and Dragonboat calls Sync
+// before it compacts them, so after a crash the replica reopens at its
+// last synced checkpoint and Raft applies the rest again (openLog drops
+// what lies beyond the checkpoint). An fsync here would sit in every
+// produce's path, after the commit. Only segments that retention or
+// DeleteRecords dropped wait for a durable checkpoint past them.
 func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	wrote := false
 	var bytes uint64
@@ -262,14 +267,11 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	start, next := s.log.Offsets()
 	s.ck.AppliedIndex, s.ck.NextOffset, s.ck.LogStartOffset = entries[len(entries)-1].Index, next, start
 	s.ck.ProducerHorizon = s.log.ProducerHorizon()
-	if err := s.persist(); err != nil {
-		return nil, err
-	}
 	if s.log.hasDoomed() {
 		// Deleted segments leave the disk only under a durable checkpoint
-		// past them; records deleted are rare enough to pay its fsync.
-		if err := s.ckFile.Sync(); err != nil {
-			return nil, fmt.Errorf("partition %s: checkpoint fsync: %w", s.dir, err)
+		// past them; records deleted are rare enough to pay its fsyncs.
+		if err := s.Sync(); err != nil {
+			return nil, err
 		}
 		s.log.removeDoomed()
 	}
@@ -662,11 +664,17 @@ func (s *StateMachine) Close() error {
 	s.cleaning.Lock()
 	defer s.cleaning.Unlock()
 	defer s.closeOnce.Do(func() { close(s.closed) })
+	// What Update applied since the last Sync would be applied again at
+	// the next open; a clean close saves that.
+	var err error
+	if s.ckFile != nil && s.ck.AppliedIndex > 0 {
+		err = s.Sync()
+	}
 	s.log.Close()
 	if s.ckFile != nil {
-		return s.ckFile.Close()
+		err = errors.Join(err, s.ckFile.Close())
 	}
-	return nil
+	return err
 }
 
 // Closed is closed once Close returned.

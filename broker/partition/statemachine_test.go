@@ -297,7 +297,7 @@ func TestBatchesBeyondCheckpointAreDroppedForReplay(t *testing.T) {
 	if err := writeCheckpoint(s.ckFile, checkpoint{Seq: s.ck.Seq + 1, AppliedIndex: ck.AppliedIndex, NextOffset: ck.NextOffset, LogStartOffset: ck.LogStartOffset}); err != nil {
 		t.Fatal(err)
 	}
-	closeSM(t, s)
+	crashSM(s)
 	s2, applied := openSM(t, dir, 0)
 	if applied != 1 {
 		t.Fatalf("applied %d, want 1", applied)
@@ -307,6 +307,43 @@ func TestBatchesBeyondCheckpointAreDroppedForReplay(t *testing.T) {
 	if !equal(vals, []string{"a", "b"}) {
 		t.Fatalf("after replay: %v, want [a b] once", vals)
 	}
+}
+
+// Update leaves durability to Sync: a crash after entries applied since
+// the last Sync reopens at that Sync, and Raft's replay of the entries
+// after it gives the same log as before, each batch once.
+func TestCrashAfterUnsyncedUpdatesReplaysThem(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openSM(t, dir, 0)
+	apply(t, s, 1, produce(1, -1, 0, 0, "a"), produce(1, -1, 0, 0, "b"))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, 3, produce(1, -1, 0, 0, "c"), produce(1, -1, 0, 0, "d"))
+	crashSM(s)
+	s2, applied := openSM(t, dir, 0)
+	if applied != 2 {
+		t.Fatalf("reopened at applied index %d, want the synced 2", applied)
+	}
+	res := apply(t, s2, 3, produce(1, -1, 0, 0, "c"), produce(1, -1, 0, 0, "d"))
+	if res[0].BaseOffset != 2 || res[1].BaseOffset != 3 {
+		t.Fatalf("replayed at %+v, want offsets 2 and 3 again", res)
+	}
+	vals, offs := readValues(t, s2.Log(), 0)
+	if !equal(vals, []string{"a", "b", "c", "d"}) || offs[3] != 3 {
+		t.Fatalf("after replay: %v at %v", vals, offs)
+	}
+	closeSM(t, s2)
+	if _, applied := openSM(t, dir, 0); applied != 4 {
+		t.Fatalf("a clean close left applied index %d, want 4", applied)
+	}
+}
+
+// crashSM closes a state machine's files as a crash leaves them: without
+// the Sync of a clean Close.
+func crashSM(s *StateMachine) {
+	s.log.Close()
+	_ = s.ckFile.Close()
 }
 
 // TestSnapshotReplacesALogThatIsNotAPrefix: a replica whose log cannot

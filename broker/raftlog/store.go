@@ -52,6 +52,8 @@ type Factory struct {
 	Opened func(*Store)
 	// Frames, if set, is given to the store's SetFrames.
 	Frames func(shard uint64) *frames.Log
+	// Timed, if set, is given to the store's SetTimed.
+	Timed func(stage SaveStage, d time.Duration)
 }
 
 // Name implements config.LogDBFactory.
@@ -66,6 +68,9 @@ func (f Factory) Create(_ dbconfig.NodeHostConfig, _ dbconfig.LogDBCallback, dir
 	s, err := Open(filepath.Join(dirs[0], "raftlog"), f.FileBytes)
 	if err == nil && f.Frames != nil {
 		s.SetFrames(f.Frames)
+	}
+	if err == nil && f.Timed != nil {
+		s.SetTimed(f.Timed)
 	}
 	if err == nil && f.Opened != nil {
 		f.Opened(s)
@@ -144,7 +149,25 @@ type Store struct {
 	// framesOf gives the frame log that keeps a Raft group's entries in
 	// files of its own (broker/frames), or nil to keep them here.
 	framesOf func(shard uint64) *frames.Log
+	// timed, if set, is told how long each stage of a save took.
+	timed func(stage SaveStage, d time.Duration)
 }
+
+// SaveStage is a part of SaveRaftState that SetTimed reports.
+type SaveStage int
+
+const (
+	// SaveFrames: the entries written to their groups' frame logs and
+	// fsynced.
+	SaveFrames SaveStage = iota
+	// SaveRecord: the save's record appended to the store and fsynced,
+	// the fsync shared with concurrent saves.
+	SaveRecord
+)
+
+// SetTimed makes the store report how long each stage of a save of
+// entries takes; it must be set before the store is used.
+func (s *Store) SetTimed(timed func(stage SaveStage, d time.Duration)) { s.timed = timed }
 
 // SetFrames makes the store keep the entries of the Raft groups that
 // framesOf gives a frame log for in that log, and only their locations in
@@ -824,6 +847,7 @@ func (s *Store) GetBootstrapInfo(shard, nodeID uint64) (pb.Bootstrap, error) {
 // SaveRaftState implements raftio.ILogDB: all updates in one record, so
 // they are saved together or not at all.
 func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
+	began := time.Now()
 	framed, settle, err := s.saveFrames(updates)
 	// Once the record is in the index (or failed), its frames are
 	// accounted for there and the frame logs' marks may speak for them.
@@ -831,11 +855,19 @@ func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
 	if err != nil {
 		return err
 	}
+	framesDone := time.Now()
+	if s.timed != nil && framed != nil {
+		s.timed(SaveFrames, framesDone.Sub(began))
+	}
 	rec, err := updatesRecord(updates, framed)
 	if err != nil {
 		return err
 	}
-	return s.appendRecord(rec)
+	err = s.appendRecord(rec)
+	if s.timed != nil && slices.ContainsFunc(updates, func(ud pb.Update) bool { return len(ud.EntriesToSave) > 0 }) {
+		s.timed(SaveRecord, time.Since(framesDone))
+	}
+	return err
 }
 
 // saveFrames appends the entries of the groups that have a frame log to

@@ -30,6 +30,7 @@ type pendingProduce struct {
 // order, and answers when Raft has committed and applied them: committed
 // means a majority of replicas fsynced the entry in their Raft logs.
 func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
+	began := time.Now()
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, 100*time.Millisecond), maxProduceTimeout)
@@ -66,6 +67,8 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 		b.addProduceLeaderHints(resp, names)
 		return resp, nil
 	}
+	proposed := time.Now()
+	b.metrics.stage(stagePropose, proposed.Sub(began))
 	r.deferred = func() kmsg.Response {
 		for _, p := range pending {
 			res, ok := b.awaitProposal(p)
@@ -86,6 +89,9 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 			}
 			p.rs.Release()
 		}
+		answered := time.Now()
+		b.metrics.stage(stageCommit, answered.Sub(proposed))
+		r.written = func() { b.metrics.stage(stageRespond, time.Since(answered)) }
 		b.metrics.produced.Inc()
 		b.addProduceLeaderHints(resp, names)
 		return resp

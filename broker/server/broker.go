@@ -154,7 +154,7 @@ func Start(cfg Config) (*Broker, error) {
 	expert.LogDB = logdb
 	if cfg.RaftLogStore == RaftLogWAL {
 		expert.LogDBFactory = raftlog.Factory{FileBytes: cfg.RaftLogFileBytes, Opened: func(s *raftlog.Store) { b.raftLog = s },
-			Frames: func(shard uint64) *frames.Log { return b.replicas.frameLog(shard) }}
+			Frames: func(shard uint64) *frames.Log { return b.replicas.frameLog(shard) }, Timed: b.metrics.timedSave}
 	}
 	expert.Engine.ExecShards = 4
 	expert.Engine.CommitShards = 4

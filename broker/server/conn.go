@@ -23,8 +23,15 @@ const maxInFlight = 64
 type clientConn struct {
 	b    *Broker
 	nc   net.Conn
-	out  chan chan []byte // responses in request order
+	out  chan chan reply // responses in request order
 	done chan struct{}
+}
+
+// reply is a response frame for the writer, nil to close the connection;
+// written, if set, is called once the frame went to the socket.
+type reply struct {
+	frame   []byte
+	written func()
 }
 
 func (b *Broker) serve(ctx context.Context) {
@@ -46,7 +53,7 @@ func (b *Broker) serve(ctx context.Context) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		c := &clientConn{b: b, nc: nc, out: make(chan chan []byte, maxInFlight), done: make(chan struct{})}
+		c := &clientConn{b: b, nc: nc, out: make(chan chan reply, maxInFlight), done: make(chan struct{})}
 		b.conns.Add(2)
 		go c.readLoop()
 		go c.writeLoop()
@@ -57,25 +64,33 @@ func (c *clientConn) writeLoop() {
 	defer c.b.conns.Done()
 	defer c.nc.Close()
 	w := bufio.NewWriterSize(c.nc, 64<<10)
+	var unflushed []func()
 	for slot := range c.out {
-		var frame []byte
+		var rep reply
 		select {
-		case frame = <-slot:
+		case rep = <-slot:
 		case <-c.b.ctx.Done():
 			return
 		}
-		if frame == nil {
+		if rep.frame == nil {
 			return // the reader gave up on this connection
 		}
-		if _, err := w.Write(frame); err != nil {
+		if _, err := w.Write(rep.frame); err != nil {
 			c.drain()
 			return
+		}
+		if rep.written != nil {
+			unflushed = append(unflushed, rep.written)
 		}
 		if len(c.out) == 0 {
 			if err := w.Flush(); err != nil {
 				c.drain()
 				return
 			}
+			for _, f := range unflushed {
+				f()
+			}
+			unflushed = unflushed[:0]
 		}
 	}
 	// The connection closes next; a reply it cannot take is lost with it.
@@ -120,14 +135,14 @@ func (c *clientConn) readLoop() {
 // connection must be closed, which is Kafka's answer to a request that
 // cannot be parsed.
 func (c *clientConn) handle(body []byte) (keep bool) {
-	slot := make(chan []byte, 1)
+	slot := make(chan reply, 1)
 	queued := false
 	defer func() {
 		if p := recover(); p != nil {
 			c.b.log.Error("request handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			keep = false
 			if queued {
-				slot <- nil
+				slot <- reply{}
 			}
 		}
 	}()
@@ -158,7 +173,7 @@ func (c *clientConn) handle(body []byte) (keep bool) {
 	resp, err := h.handle(c.b, req)
 	if err != nil {
 		c.b.log.Warn("request failed", "api", kmsg.NameForKey(key), "error", err)
-		slot <- nil
+		slot <- reply{}
 		return false
 	}
 	flexible := kreq.IsFlexible() && key != int16(kmsg.ApiVersions)
@@ -167,25 +182,25 @@ func (c *clientConn) handle(body []byte) (keep bool) {
 			defer func() {
 				if p := recover(); p != nil {
 					c.b.log.Error("request handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-					slot <- nil // closes the connection in order
+					slot <- reply{} // closes the connection in order
 				}
 			}()
 			resp := req.deferred()
 			c.b.metrics.observe(key, start)
 			resp.SetVersion(version)
-			slot <- frame(corr, flexible, resp)
+			slot <- reply{frame: frame(corr, flexible, resp), written: req.written}
 		}()
 		return true
 	}
 	c.b.metrics.observe(key, start)
 	resp.SetVersion(version)
-	slot <- frame(corr, flexible, resp)
+	slot <- reply{frame: frame(corr, flexible, resp)}
 	return true
 }
 
-func ready(f []byte) chan []byte {
-	ch := make(chan []byte, 1)
-	ch <- f
+func ready(f []byte) chan reply {
+	ch := make(chan reply, 1)
+	ch <- reply{frame: f}
 	return ch
 }
 

@@ -12,6 +12,9 @@ type request struct {
 	// deferred, when a handler sets it, produces the response later; the
 	// connection still answers in request order.
 	deferred func() kmsg.Response
+	// written, when a handler sets it, is called once the response went
+	// to the socket.
+	written func()
 }
 
 type handlerFunc func(b *Broker, r *request) (kmsg.Response, error)

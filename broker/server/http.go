@@ -187,6 +187,7 @@ func sortedTopicNames(s *meta.State) []string {
 type metrics struct {
 	registry *prometheus.Registry
 	latency  *prometheus.HistogramVec
+	stages   *prometheus.HistogramVec
 	produced prometheus.Counter
 	busy     prometheus.Counter
 	// budgetSnapshots counts snapshots taken because the Raft log store
@@ -202,6 +203,9 @@ func newMetrics(b *Broker) *metrics {
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "raftka_request_duration_seconds", Help: "Kafka request latency by API.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"api"}),
+		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "raftka_produce_stage_seconds", Help: "Time an acknowledged produce spends in each stage: propose, commit and respond on the partition leader; log_frames_sync, log_record_sync and apply on every replica's broker (docs/design/latency.md).",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18)}, []string{"stage"}),
 		busy:     prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_raft_busy_total", Help: "Proposals a partition's Raft group pushed back (system busy) and that were retried."}),
 		produced: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_produce_requests_total", Help: "Produce requests answered by this broker as leader."}),
 		budgetSnapshots: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_raft_log_budget_snapshots_total",
@@ -211,7 +215,7 @@ func newMetrics(b *Broker) *metrics {
 		cleanedRecords: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_log_cleaner_records_removed_total",
 			Help: "Records that log compaction removed from this broker's replicas: older values of a key and expired tombstones."}),
 	}
-	m.registry.MustRegister(m.latency, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), partitionCollector{b})
+	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), partitionCollector{b})
 	return m
 }
 

@@ -208,7 +208,7 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 		r.frames[shard] = fl
 		r.mu.Unlock()
 	}
-	create := func(uint64, uint64) sm.IOnDiskStateMachine { return rep.sm }
+	create := func(uint64, uint64) sm.IOnDiskStateMachine { return timedUpdates{rep.sm, r.b.metrics} }
 	cfg := partitionShardConfig(shard, node, r.b.cfg.SnapshotEntries)
 	// A founder starts the group with the others; any other node joins it
 	// once the leader added it (membership.go).

@@ -13,13 +13,21 @@ import (
 
 const header = "# Benchmarks\n\nWritten by `make bench`. Each section is replaced when its suite runs again.\nAbsolute numbers depend on the machine; compare runs made side by side on one machine.\n"
 
-// Table is a section's measurements, in order.
+// Table is a section's measurements, in order: a name and a value each,
+// or the cells of the columns SetColumns named.
 type Table struct {
-	rows [][2]string
+	columns []string
+	rows    [][]string
 }
 
+// SetColumns names the table's columns, for rows of that many cells.
+func (t *Table) SetColumns(names ...string) { t.columns = names }
+
 // Add appends a measurement.
-func (t *Table) Add(name, value string) { t.rows = append(t.rows, [2]string{name, value}) }
+func (t *Table) Add(name, value string) { t.rows = append(t.rows, []string{name, value}) }
+
+// AddRow appends a row of cells, one per column.
+func (t *Table) AddRow(cells ...string) { t.rows = append(t.rows, cells) }
 
 // Len is the number of measurements.
 func (t *Table) Len() int { return len(t.rows) }
@@ -30,9 +38,13 @@ func WriteSection(path, name, title, intro string, t *Table, notes string) error
 	var b strings.Builder
 	fmt.Fprintf(&b, "<!-- section %s -->\n## %s\n\n%s\n\n", name, title, strings.TrimSpace(intro))
 	fmt.Fprintf(&b, "Machine: %d CPUs, %s/%s, %s. Run at %s.\n\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), time.Now().UTC().Format(time.RFC3339))
-	b.WriteString("| measurement | value |\n| --- | --- |\n")
+	columns := t.columns
+	if columns == nil {
+		columns = []string{"measurement", "value"}
+	}
+	b.WriteString("| " + strings.Join(columns, " | ") + " |\n|" + strings.Repeat(" --- |", len(columns)) + "\n")
 	for _, r := range t.rows {
-		fmt.Fprintf(&b, "| %s | %s |\n", r[0], r[1])
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
 	}
 	if notes = strings.TrimSpace(notes); notes != "" {
 		b.WriteString("\n" + notes + "\n")

@@ -1,0 +1,104 @@
+package latency
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/raftka/raftka/broker/brokertest"
+	"github.com/raftka/raftka/internal/benchreport"
+)
+
+var report benchreport.Table
+
+func TestMain(m *testing.M) {
+	benchreport.Main(m, &report, "latency", "Latency versus load",
+		"Acknowledged produce at each number of records in flight, side by side in one run: 3 `raftka-broker` processes on 127.0.0.1 (6 partitions, replication factor 3), NATS JetStream (3 `nats-server` processes, one R3 file stream, `sync_interval: always`, so it too fsyncs before acknowledging) and franz-go's kfake (in memory, one copy: the protocol's and the client's ceiling here), package `broker/bench/latency`.", notes)
+}
+
+const notes = `### Reproduce
+
+` + "```sh\nmake bench   # installs bin/nats-server, runs every benchmark\n```" + `
+
+- Each load is a closed loop: a record is sent as soon as one of the N in flight is
+  acknowledged, for RAFTKA_BENCH_LATENCY_SECONDS (8) after 2 s of warm-up; latency runs from
+  the send to the acknowledgement. Records are 1 KiB and incompressible, compression off.
+- Raftka and kfake: one franz-go producer, acks=all, idempotent, linger 0, its default
+  partitioner. NATS: one nats.go JetStream connection publishing asynchronously to the stream.
+- Ratios are Raftka's rate over the peer's (above 1 is faster) and Raftka's p99 over the
+  peer's (below 1 is shorter).
+- Stages: the mean of each stage of raftka_produce_stage_seconds over the load (warm-up
+  included), over all 3 brokers (docs/design/latency.md names them): propose, commit and
+  respond are per produce request on its partitions' leader; log_frames_sync,
+  log_record_sync and apply are per Raft log save and per apply on every replica.
+- What limits each row, and what changed it: docs/design/latency.md.`
+
+// loads are the numbers of records in flight measured.
+var loads = []int{1, 64, 512, 4096, 16384}
+
+func measureFor() time.Duration {
+	if s, err := strconv.Atoi(os.Getenv("RAFTKA_BENCH_LATENCY_SECONDS")); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 8 * time.Second
+}
+
+// value is a 1 KiB incompressible record.
+func value() []byte {
+	v := make([]byte, 1024)
+	_, _ = rand.NewChaCha8([32]byte{7}).Read(v)
+	return v
+}
+
+// kafkaProducer returns a sendFunc producing to topic bench through a
+// franz-go client of seeds, and a function that closes the client.
+func kafkaProducer(b *testing.B, seeds []string, inFlight int) (sendFunc, func()) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("bench"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(inFlight+16))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	v := value()
+	send := func(done func(error)) {
+		cl.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) { done(err) })
+	}
+	return send, cl.Close
+}
+
+func BenchmarkLatencyVersusLoad(b *testing.B) {
+	raftka := brokertest.Start(b, brokertest.Options{Brokers: 3})
+	raftka.CreateTopic("bench", 6, 3, nil)
+	fake, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(6, "bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fake.Close()
+	nats := startNATS(b)
+
+	warm, measure := 2*time.Second, measureFor()
+	report.SetColumns("in flight", "Raftka", "NATS JetStream R3 ("+nats.version+")", "kfake", "Raftka / NATS: rate, p99", "Raftka's stages, mean ms")
+	for _, n := range loads {
+		run := func(send sendFunc, stop func()) loadResult {
+			defer stop()
+			return closedLoop(n, warm, measure, send)
+		}
+		before := scrapeStages(raftka)
+		ours := run(kafkaProducer(b, raftka.Bootstrap(), n))
+		stages := scrapeStages(raftka).meansSince(before)
+		peer := run(nats.publisher(b, fmt.Sprintf("bench%d", n), value(), n))
+		ceiling := run(kafkaProducer(b, fake.ListenAddrs(), n))
+		b.ReportMetric(ours.rate, fmt.Sprintf("records/s@%d", n))
+		b.ReportMetric(float64(ours.percentile(0.99).Microseconds())/1000, fmt.Sprintf("p99-ms@%d", n))
+		report.AddRow(thousands(float64(n)), ours.String(), peer.String(), ceiling.String(),
+			fmt.Sprintf("%.2fx, %.2fx", ours.rate/peer.rate, float64(ours.percentile(0.99))/float64(peer.percentile(0.99))), stages)
+		b.Logf("%d in flight: raftka %s | nats %s | kfake %s | stages %s", n, ours, peer, ceiling, stages)
+	}
+}

@@ -1,0 +1,67 @@
+package server
+
+import (
+	"time"
+
+	sm "github.com/lni/dragonboat/v3/statemachine"
+
+	"github.com/raftka/raftka/broker/partition"
+	"github.com/raftka/raftka/broker/raftlog"
+)
+
+// The stages of an acknowledged produce, as raftka_produce_stage_seconds
+// reports them (docs/design/latency.md). The first three are timed by
+// the partition leader's request handler and add up to its part of a
+// produce's latency; the others are the storage work inside commit,
+// timed on every broker that holds a replica, leader and followers.
+const (
+	// stagePropose: the request's handler began, to every partition's
+	// batches queued in its Raft group (validation, recompression,
+	// waiting out a full proposal queue).
+	stagePropose = "propose"
+	// stageCommit: queued, to the last partition's result (the leader's
+	// log write, replication, a majority's fsync, commit and apply).
+	stageCommit = "commit"
+	// stageRespond: the results, to the response written to the socket,
+	// behind the connection's earlier responses.
+	stageRespond = "respond"
+	// stageFramesSync: a Raft log save's entries written to their
+	// partitions' frame files and fsynced.
+	stageFramesSync = "log_frames_sync"
+	// stageRecordSync: then the save's record written to the shared
+	// Raft log and fsynced (concurrent saves share an fsync).
+	stageRecordSync = "log_record_sync"
+	// stageApply: a partition replica's state machine applying committed
+	// entries (its segment and checkpoint).
+	stageApply = "apply"
+)
+
+// stage records how long a stage took.
+func (m *metrics) stage(name string, d time.Duration) {
+	m.stages.WithLabelValues(name).Observe(d.Seconds())
+}
+
+// timedSave records the stages of a Raft log save.
+func (m *metrics) timedSave(stage raftlog.SaveStage, d time.Duration) {
+	switch stage {
+	case raftlog.SaveFrames:
+		m.stage(stageFramesSync, d)
+	case raftlog.SaveRecord:
+		m.stage(stageRecordSync, d)
+	}
+}
+
+// timedUpdates is a partition replica's state machine whose Updates are
+// timed, at the edge, so that the state machine itself reads no clock.
+type timedUpdates struct {
+	*partition.StateMachine
+	m *metrics
+}
+
+// Update implements sm.IOnDiskStateMachine.
+func (t timedUpdates) Update(entries []sm.Entry) ([]sm.Entry, error) {
+	began := time.Now()
+	out, err := t.StateMachine.Update(entries)
+	t.m.stage(stageApply, time.Since(began))
+	return out, err
+}
