@@ -124,13 +124,15 @@ func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.Bro
 	return st, nil
 }
 
-// strayMoves are the moves under way that add a replica on a broker a
-// cluster of that many brokers does not keep: a scale-in edited in while a
-// scale-out's moves run, or a move made by hand.
+// strayMoves are the moves under way whose target (the replicas minus
+// those being removed) holds a broker a cluster of that many brokers does
+// not keep: a scale-in edited in while a scale-out's moves run, or a move
+// made by hand. The new replica may already have caught up and joined:
+// the move is stray all the same.
 func strayMoves(moves kadm.ListPartitionReassignmentsResponses, brokers int32) []kadm.ListPartitionReassignmentsResponse {
 	var out []kadm.ListPartitionReassignmentsResponse
 	for _, m := range moves.Sorted() {
-		if slices.ContainsFunc(m.AddingReplicas, func(id int32) bool { return id >= brokers }) {
+		if slices.ContainsFunc(m.Replicas, func(id int32) bool { return id >= brokers && !slices.Contains(m.RemovingReplicas, id) }) {
 			out = append(out, m)
 		}
 	}
@@ -159,7 +161,9 @@ func (r *BrokerClusterReconciler) cancelStrayMoves(ctx, mctx context.Context, ad
 	resp.Each(func(pr kadm.AlterPartitionAssignmentsResponse) {
 		if pr.Err == nil {
 			cancelled++
+			return
 		}
+		log.FromContext(ctx).Info("move cancel refused", "topic", pr.Topic, "partition", pr.Partition, "error", pr.Err.Error(), "message", pr.ErrMessage)
 	})
 	log.FromContext(ctx).Info("moves onto removed brokers cancelled", "cancelled", cancelled, "brokers", c.Spec.Replicas)
 	if r.Recorder != nil && cancelled > 0 {
