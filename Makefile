@@ -12,16 +12,17 @@ HELM := $(BIN)/helm
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
 
-.PHONY: all build test test-unit run run-operator bench fuzz fmt vet lint tools generate manifests envtest chart-lint image e2e-pause-image e2e-up e2e-down test-e2e clean help
+.PHONY: all build test test-deps test-unit run run-operator bench fuzz fmt vet lint tools generate manifests envtest chart-lint image e2e-pause-image e2e-up e2e-down test-e2e clean help
 
 all: build
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-build: generate ## build bin/raftka-broker and bin/raftka-operator
+build: generate ## build bin/raftka-broker, bin/raftka-operator and bin/raftka (the command-line tool)
 	$(GO) build -o $(BIN)/raftka-broker ./broker/cmd/raftka-broker
 	$(GO) build -o $(BIN)/raftka-operator .
+	$(GO) build -o $(BIN)/raftka ./cmd/raftka
 
 generate: $(CONTROLLER_GEN) ## deep-copy functions for api/
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
@@ -33,14 +34,16 @@ manifests: $(CONTROLLER_GEN) ## CRDs and RBAC in config/ from the markers
 
 VERSION ?= v0.1.0
 # build-image: static binary $(1) from package $(2), as the image raftka/$(3):$(VERSION) in bin/images/raftka-$(3).tar
+# and $(4), if given, the extra --extra flags of hack/image.
 define build-image
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/$(1) $(2)
-	$(GO) run ./hack/image --binary $(BIN)/images/$(1) --path /$(1) --tag raftka/$(3):$(VERSION) --out $(BIN)/images/raftka-$(3).tar
+	$(GO) run ./hack/image --binary $(BIN)/images/$(1) --path /$(1) --tag raftka/$(3):$(VERSION) --out $(BIN)/images/raftka-$(3).tar $(4)
 endef
 
-image: ## OCI image tarballs of the broker, the operator and the example consumer in bin/images, without a Docker daemon
+image: ## OCI image tarballs of the broker (with the raftka tool), the operator and the example consumer in bin/images, without a Docker daemon
 	mkdir -p $(BIN)/images
-	$(call build-image,raftka-broker,./broker/cmd/raftka-broker,broker)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/raftka ./cmd/raftka
+	$(call build-image,raftka-broker,./broker/cmd/raftka-broker,broker,--extra /raftka=$(BIN)/images/raftka)
 	$(call build-image,manager,.,operator)
 	$(call build-image,consumer,./examples/consumer,consumer-example)
 
@@ -57,7 +60,7 @@ e2e-down: ## stop the e2e cluster and undo its changes to the machine
 # test-e2e brings a cluster up, runs test/e2e against it and tears it down,
 # also when a step fails. The rolled image is the broker under a second tag.
 test-e2e: image $(HELM) ## end-to-end test on a real single-node Kubernetes: helm install, brokers in pods, no loss, autoscaling, rolling restart
-	$(GO) run ./hack/image --binary $(BIN)/images/raftka-broker --path /raftka-broker --tag raftka/broker:$(VERSION)-rolled --out $(BIN)/images/raftka-broker-rolled.tar
+	$(GO) run ./hack/image --binary $(BIN)/images/raftka-broker --path /raftka-broker --tag raftka/broker:$(VERSION)-rolled --out $(BIN)/images/raftka-broker-rolled.tar --extra /raftka=$(BIN)/images/raftka
 	-hack/e2e-cluster.sh down 2>/dev/null
 	trap 'hack/e2e-cluster.sh down' EXIT; \
 	hack/e2e-cluster.sh up && \
@@ -69,10 +72,13 @@ envtest: ## build kube-apiserver, etcd and kubectl for envtest into bin/k8s
 
 KAFKAJS := broker/integration/testdata/kafkajs
 
-test: build manifests vet lint envtest $(HELM) $(KAFKAJS)/node_modules/.package-lock.json ## vet, golangci-lint, then unit, envtest and integration tests (real API server, real brokers on 127.0.0.1, franz-go, sarama, kafka-go, kcat, KafkaJS, kafka-python and the Java client)
+test: test-deps build manifests vet lint envtest $(HELM) $(KAFKAJS)/node_modules/.package-lock.json ## vet, golangci-lint, then unit, envtest and integration tests (real API server, real brokers on 127.0.0.1, franz-go, sarama, kafka-go, kcat, KafkaJS, kafka-python and the Java client)
 	@git diff --exit-code --stat -- config/ api/ charts/ || (echo "generated files are out of date: commit 'make generate manifests'"; exit 1)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "run 'make fmt'"; exit 1)
 	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_JAVA_CLASSPATH=$$(hack/java-kafka-client.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker $(GO) test -count=1 -p 1 -timeout 25m ./...
+
+test-deps: ## the Debian packages the client tests need (installed as root, else named with the command to run)
+	hack/test-deps.sh
 
 test-unit: ## tests that start no broker process
 	$(GO) test -count=1 -short ./...

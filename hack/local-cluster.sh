@@ -131,7 +131,18 @@ case ${1:-} in
   run)
     cmd_start "${2:-3}"
     trap 'echo; echo "stopping"; cmd_stop; exit 0' INT TERM
-    echo "Ctrl-C stops the cluster. Logs: $dir/broker-*/log"
+    cat <<EOF
+
+The cluster is up. In another terminal:
+  export RAFTKA_BROKERS=$(bootstrap)
+  bin/raftka topic create orders --partitions 3 --replication-factor 3
+  printf 'one\ntwo\nthree\n' | bin/raftka produce orders
+  bin/raftka consume orders --exit
+  bin/raftka cluster info        # bin/raftka help lists every command
+Any Kafka client works too, e.g. kcat -L -b $(bootstrap)
+
+Ctrl-C stops the cluster. Logs: $dir/broker-*/log
+EOF
     while true; do sleep 1; done ;;
   stop) cmd_stop ;;
   kill) cmd_kill "${2:?broker index}" ;;

@@ -1,6 +1,7 @@
-// Command image builds an OCI image tarball from one static binary, with no
-// Docker daemon and no base image: `make image` uses it for the broker and
-// the operator. The tarball loads with `docker load` or `ctr images import`.
+// Command image builds an OCI image tarball from one static binary, its
+// entrypoint, and optionally others beside it, with no Docker daemon and no
+// base image: `make image` uses it for the broker (with the raftka
+// command-line tool) and the operator. The tarball loads with `docker load` or `ctr images import`.
 package main
 
 import (
@@ -10,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -24,22 +27,41 @@ func main() {
 	path := flag.String("path", "", "path of the binary in the image, such as /raftka-broker")
 	tag := flag.String("tag", "", "image reference, such as raftka/broker:v0.1.0")
 	out := flag.String("out", "", "tarball to write")
+	var extra extraBinaries
+	flag.Var(&extra, "extra", "another static binary for the image, as /path=file (repeatable)")
 	flag.Parse()
-	if err := build(*binary, *path, *tag, *out); err != nil {
+	if err := build(*binary, *path, *tag, *out, extra); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func build(binary, path, tag, out string) error {
+// extraBinaries are the --extra flags: path in the image, file here.
+type extraBinaries [][2]string
+
+func (e *extraBinaries) String() string { return fmt.Sprint(*e) }
+func (e *extraBinaries) Set(v string) error {
+	path, file, ok := strings.Cut(v, "=")
+	if !ok || !strings.HasPrefix(path, "/") || file == "" {
+		return fmt.Errorf("%q: want /path=file", v)
+	}
+	*e = append(*e, [2]string{path, file})
+	return nil
+}
+
+func build(binary, path, tag, out string, extra extraBinaries) error {
 	if binary == "" || path == "" || tag == "" || out == "" {
 		return fmt.Errorf("--binary, --path, --tag and --out are required")
 	}
-	data, err := os.ReadFile(binary)
-	if err != nil {
-		return err
+	files := map[string][]byte{}
+	for _, pf := range append(extraBinaries{{path, binary}}, extra...) {
+		data, err := os.ReadFile(pf[1])
+		if err != nil {
+			return err
+		}
+		files[pf[0]] = data
 	}
-	layerTar, err := layer(path, data)
+	layerTar, err := layer(files)
 	if err != nil {
 		return err
 	}
@@ -70,9 +92,9 @@ func build(binary, path, tag, out string) error {
 	return tarball.WriteToFile(out, ref, img)
 }
 
-// layer is a tar with the binary and the directories a broker writes to,
-// owned by the image's non-root user.
-func layer(path string, data []byte) ([]byte, error) {
+// layer is a tar with the binaries, by path, and the directories a broker
+// writes to, owned by the image's non-root user.
+func layer(files map[string][]byte) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	epoch := time.Unix(0, 0)
@@ -81,11 +103,19 @@ func layer(path string, data []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: path[1:], Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data)), ModTime: epoch}); err != nil {
-		return nil, err
+	paths := make([]string, 0, len(files))
+	for path := range files {
+		paths = append(paths, path)
 	}
-	if _, err := tw.Write(data); err != nil {
-		return nil, err
+	sort.Strings(paths) // the same layer, byte for byte, from the same binaries
+	for _, path := range paths {
+		data := files[path]
+		if err := tw.WriteHeader(&tar.Header{Name: path[1:], Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data)), ModTime: epoch}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ func TestBuildWritesALoadableImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "image.tar")
-	if err := build(self, "/raftka-broker", "raftka/broker:v0.1.0", out); err != nil {
+	if err := build(self, "/raftka-broker", "raftka/broker:v0.1.0", out, extraBinaries{{"/raftka", self}}); err != nil {
 		t.Fatal(err)
 	}
 	tag, _ := name.NewTag("raftka/broker:v0.1.0")
@@ -43,19 +43,23 @@ func TestBuildWritesALoadableImage(t *testing.T) {
 	defer rc.Close()
 	want, _ := os.Stat(self)
 	tr := tar.NewReader(rc)
+	found := map[string]bool{}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			t.Fatal("the binary is not in the layer")
+			break
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Name == "raftka-broker" {
+		if h.Name == "raftka-broker" || h.Name == "raftka" {
 			if h.Size != want.Size() || h.Mode&0o111 == 0 {
-				t.Fatalf("binary in layer: size %d mode %o", h.Size, h.Mode)
+				t.Fatalf("binary %s in layer: size %d mode %o", h.Name, h.Size, h.Mode)
 			}
-			return
+			found[h.Name] = true
 		}
+	}
+	if !found["raftka-broker"] || !found["raftka"] {
+		t.Fatalf("binaries in the layer: %v, want the entrypoint and the extra one", found)
 	}
 }

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -109,6 +110,17 @@ func testBrokersReady(t *testing.T, e *env) {
 			t.Fatalf("broker %d's rack is %v, want its node's zone e2e-zone-a", b.NodeID, b.Rack)
 		}
 	}
+	// The broker image carries the raftka tool, for kubectl exec.
+	var info struct{ Brokers []struct{ ID int32 } }
+	out := e.run(t, e.kubectl(), "exec", "-n", namespace, clusterName+"-0", "--", "raftka", "-b", "localhost:9092", "-o", "json", "cluster", "info")
+	if err := json.Unmarshal([]byte(out), &info); err != nil || len(info.Brokers) != 3 {
+		t.Fatalf("raftka cluster info in a broker pod: %v\n%s", err, out)
+	}
+}
+
+// kubectl is the e2e cluster's kubectl.
+func (e *env) kubectl() string {
+	return filepath.Join(e.root, "bin", "k8s", "1.37.2-linux-amd64", "kubectl")
 }
 
 // waitBrokerCluster waits for 3 Ready broker pods running image and a Ready
@@ -598,7 +610,7 @@ func testUninstall(t *testing.T, e *env) {
 
 // dumpState logs what a failed step leaves behind: pods, events, operator logs.
 func (e *env) dumpState(t *testing.T) {
-	kubectl := filepath.Join(e.root, "bin", "k8s", "1.37.2-linux-amd64", "kubectl")
+	kubectl := e.kubectl()
 	for _, args := range [][]string{
 		{"get", "pods,statefulsets,deployments,pvc,brokerclusters,topics,consumergroups", "-A", "-o", "wide"},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// consumed is a record as consume -format json prints it, one per line.
+type consumed struct {
+	Topic     string            `json:"topic"`
+	Partition int32             `json:"partition"`
+	Offset    int64             `json:"offset"`
+	Timestamp time.Time         `json:"timestamp"`
+	Key       *string           `json:"key"`
+	Value     string            `json:"value"`
+	Headers   map[string]string `json:"headers,omitempty"`
+}
+
+// consume prints a topic's records: values, one per line, or JSON lines.
+// With a group it resumes from the group's committed offsets and commits
+// what it printed; with --exit it stops at the end the partitions had
+// when it started.
+func consume(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("consume", flag.ContinueOnError)
+	from := fs.String("from", "start", "")
+	count := fs.Int("count", 0, "")
+	fs.IntVar(count, "n", 0, "")
+	group := fs.String("group", "", "")
+	fs.StringVar(group, "g", "", "")
+	format := fs.String("format", "text", "")
+	fs.StringVar(format, "f", "text", "")
+	exit := fs.Bool("exit", false, "")
+	fs.BoolVar(exit, "e", false, "")
+	topics, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(topics) != 1 {
+		return usagef("name one topic")
+	}
+	if *format != "text" && *format != "json" {
+		return usagef("--format %s: want text or json", *format)
+	}
+	topic := topics[0]
+	start, err := startOffset(*from)
+	if err != nil {
+		return err
+	}
+	opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start)}
+	if *group != "" {
+		opts = append(opts, kgo.ConsumerGroup(*group), kgo.DisableAutoCommit())
+	}
+	cl, err := e.client(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var left map[int32]int64 // per partition, the offset to reach with --exit
+	if *exit {
+		if left, err = endsToReach(ctx, kadm.NewClient(cl), topic, *group, *from); err != nil {
+			return err
+		}
+	}
+	printed := 0
+	for (*count == 0 || printed < *count) && (left == nil || len(left) > 0) {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil // interrupted: what was printed stands
+		}
+		if err := fetches.Err(); err != nil {
+			return err
+		}
+		var done []*kgo.Record
+		for _, r := range fetches.Records() {
+			if *count > 0 && printed >= *count {
+				break
+			}
+			if err := printRecord(e, r, *format); err != nil {
+				return err
+			}
+			printed++
+			done = append(done, r)
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
+			}
+		}
+		if *group != "" && len(done) > 0 {
+			if err := cl.CommitRecords(ctx, done...); err != nil {
+				return fmt.Errorf("commit group %s's offsets: %w", *group, err)
+			}
+		}
+	}
+	return nil
+}
+
+// startOffset reads --from: start, end, an offset or an RFC 3339 time.
+func startOffset(from string) (kgo.Offset, error) {
+	switch from {
+	case "start", "beginning", "earliest":
+		return kgo.NewOffset().AtStart(), nil
+	case "end", "latest":
+		return kgo.NewOffset().AtEnd(), nil
+	}
+	if n, err := strconv.ParseInt(from, 10, 64); err == nil && n >= 0 {
+		return kgo.NewOffset().At(n), nil
+	}
+	if t, err := time.Parse(time.RFC3339, from); err == nil {
+		return kgo.NewOffset().AfterMilli(t.UnixMilli()), nil
+	}
+	return kgo.Offset{}, usagef("--from %s: want start, end, an offset or an RFC 3339 time", from)
+}
+
+// endsToReach gives, for each partition with records left to read from
+// where the consumer starts, the end offset it had now.
+func endsToReach(ctx context.Context, adm *kadm.Client, topic, group, from string) (map[int32]int64, error) {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	var starts kadm.ListedOffsets
+	switch from {
+	case "end", "latest":
+		starts = ends
+	default:
+		if t, err := time.Parse(time.RFC3339, from); err == nil {
+			starts, err = adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topic)
+			if err != nil {
+				return nil, err
+			}
+		} else if starts, err = adm.ListStartOffsets(ctx, topic); err != nil {
+			return nil, err
+		}
+	}
+	var committed kadm.OffsetResponses
+	if group != "" {
+		if committed, err = adm.FetchOffsets(ctx, group); err != nil {
+			return nil, err
+		}
+	}
+	left := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Topic != topic || o.Err != nil {
+			return
+		}
+		begin := int64(0)
+		if s, ok := starts.Lookup(topic, o.Partition); ok {
+			begin = s.Offset
+		}
+		if n, err := strconv.ParseInt(from, 10, 64); err == nil {
+			begin = n
+		}
+		if c, ok := committed.Lookup(topic, o.Partition); ok && c.Err == nil && c.At >= 0 {
+			begin = c.At
+		}
+		if begin < o.Offset {
+			left[o.Partition] = o.Offset
+		}
+	})
+	return left, nil
+}
+
+func printRecord(e *env, r *kgo.Record, format string) error {
+	if format == "text" {
+		_, err := fmt.Fprintf(e.out, "%s\n", r.Value)
+		return err
+	}
+	c := consumed{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Value: string(r.Value)}
+	if r.Key != nil {
+		k := string(r.Key)
+		c.Key = &k
+	}
+	for _, h := range r.Headers {
+		if c.Headers == nil {
+			c.Headers = map[string]string{}
+		}
+		c.Headers[h.Key] = string(h.Value)
+	}
+	return printJSONLine(e, c)
+}

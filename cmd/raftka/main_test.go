@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+// raftka runs the command in-process against the test cluster.
+func raftka(t *testing.T, c *brokertest.Cluster, stdin string, args ...string) (code int, out, errOut string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(append([]string{"-b", strings.Join(c.Bootstrap(), ",")}, args...), strings.NewReader(stdin), &o, &e)
+	return code, o.String(), e.String()
+}
+
+func mustRaftka(t *testing.T, c *brokertest.Cluster, stdin string, args ...string) string {
+	t.Helper()
+	code, out, errOut := raftka(t, c, stdin, args...)
+	if code != 0 {
+		t.Fatalf("raftka %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+// The commands against 3 real brokers: what they create, write and
+// commit is checked in the cluster itself.
+func TestCommandsAgainstRealBrokers(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	mustRaftka(t, c, "", "topic", "create", "orders", "--partitions", "3", "-r", "3", "--config", "retention.ms=3600000")
+	details, err := c.Admin().ListTopics(ctx, "orders")
+	if err != nil || len(details["orders"].Partitions) != 3 || details["orders"].Partitions.NumReplicas() != 3 {
+		t.Fatalf("orders after topic create: %+v %v", details["orders"], err)
+	}
+	if code, _, errOut := raftka(t, c, "", "topic", "create", "orders"); code != exitFailed || !strings.Contains(errOut, "TOPIC_ALREADY_EXISTS") {
+		t.Errorf("creating orders again: exit %d, %q", code, errOut)
+	}
+
+	var listed []struct {
+		Topic             string
+		Partitions        int
+		ReplicationFactor int
+	}
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "topic", "list")), &listed); err != nil || len(listed) != 1 || listed[0].Topic != "orders" || listed[0].Partitions != 3 || listed[0].ReplicationFactor != 3 {
+		t.Fatalf("topic list: %+v %v", listed, err)
+	}
+	var described []topicView
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "topic", "describe", "orders")), &described); err != nil ||
+		len(described) != 1 || len(described[0].Partitions) != 3 || described[0].Configs["retention.ms"] != "3600000" {
+		t.Fatalf("topic describe: %+v %v", described, err)
+	}
+	for _, p := range described[0].Partitions {
+		if !slices.Contains(p.Replicas, p.Leader) || len(p.InSync) != 3 {
+			t.Errorf("partition %+v", p)
+		}
+	}
+
+	out := mustRaftka(t, c, "k1:one\nk1:two\nno key here\n", "produce", "orders", "-k", ":", "--header", "source=test")
+	if !strings.Contains(out, "produced 3 records") {
+		t.Errorf("produce said %q", out)
+	}
+	var got []consumed
+	for _, line := range strings.Split(strings.TrimSpace(mustRaftka(t, c, "", "consume", "orders", "--exit", "-f", "json")), "\n") {
+		var r consumed
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("consume line %q: %v", line, err)
+		}
+		got = append(got, r)
+	}
+	if len(got) != 3 {
+		t.Fatalf("consumed %+v, want the 3 records", got)
+	}
+	var keyed []string
+	for _, r := range got {
+		if r.Headers["source"] != "test" {
+			t.Errorf("record %+v lost its header", r)
+		}
+		if r.Key != nil && *r.Key == "k1" {
+			keyed = append(keyed, r.Value)
+		} else if r.Value != "no key here" {
+			t.Errorf("record %+v", r)
+		}
+	}
+	if !slices.Equal(keyed, []string{"one", "two"}) {
+		t.Errorf("records of key k1 %v, want one then two (one partition, in order)", keyed)
+	}
+
+	// A group resumes where it committed.
+	if out := mustRaftka(t, c, "", "consume", "orders", "--group", "readers", "--exit"); strings.Count(out, "\n") != 3 {
+		t.Fatalf("the group's first read printed %q", out)
+	}
+	committed, err := c.Admin().FetchOffsets(ctx, "readers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	committed.Each(func(o kadm.OffsetResponse) { sum += o.At })
+	if sum != 3 {
+		t.Errorf("the group committed offsets summing to %d, want 3", sum)
+	}
+	mustRaftka(t, c, "four\n", "produce", "orders")
+	if out := mustRaftka(t, c, "", "consume", "orders", "--group", "readers", "--exit"); out != "four\n" {
+		t.Errorf("the group's second read printed %q, want only the new record", out)
+	}
+
+	var groups []struct{ Group string }
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "group", "list")), &groups); err != nil || len(groups) != 1 || groups[0].Group != "readers" {
+		t.Fatalf("group list: %+v %v", groups, err)
+	}
+	var described0 groupView
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "group", "describe", "readers")), &described0); err != nil || described0.TotalLag != 0 || len(described0.Partitions) != 3 {
+		t.Fatalf("group describe: %+v %v", described0, err)
+	}
+	committedSum := func() int64 {
+		committed, err := c.Admin().FetchOffsets(ctx, "readers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum int64
+		committed.Each(func(o kadm.OffsetResponse) { sum += o.At })
+		return sum
+	}
+	mustRaftka(t, c, "", "group", "seek", "readers", "--to", "start", "--dry-run")
+	if sum := committedSum(); sum != 4 {
+		t.Fatalf("a dry run moved the offsets: they sum to %d", sum)
+	}
+	mustRaftka(t, c, "", "group", "seek", "readers", "--to", "start")
+	if sum := committedSum(); sum != 0 {
+		t.Fatalf("after seeking to the start the offsets sum to %d", sum)
+	}
+	// A group with a member is not moved: its own commits would undo it.
+	member := c.Client(kgo.ConsumerGroup("readers"), kgo.ConsumeTopics("orders"))
+	defer member.Close()
+	pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+	member.PollFetches(pctx)
+	pcancel()
+	if code, _, errOut := raftka(t, c, "", "group", "seek", "readers", "--to", "end"); code != exitFailed || !strings.Contains(errOut, "stop its consumers first") {
+		t.Errorf("seek with a member: exit %d, %q", code, errOut)
+	}
+	member.Close()
+
+	mustRaftka(t, c, "", "topic", "add-partitions", "orders", "--partitions", "4")
+	mustRaftka(t, c, "", "topic", "alter-config", "orders", "--set", "retention.bytes=1048576", "--delete", "retention.ms")
+	described = nil
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "topic", "describe", "orders")), &described); err != nil ||
+		len(described[0].Partitions) != 4 || described[0].Configs["retention.bytes"] != "1048576" || described[0].Configs["retention.ms"] != "" {
+		t.Fatalf("after add-partitions and alter-config: %+v %v", described, err)
+	}
+
+	var info struct {
+		Controller int32
+		Brokers    []struct{ ID int32 }
+	}
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "cluster", "info")), &info); err != nil || len(info.Brokers) != 3 {
+		t.Fatalf("cluster info: %+v %v", info, err)
+	}
+
+	mustRaftka(t, c, "", "topic", "delete", "orders")
+	if details, err := c.Admin().ListTopics(ctx); err != nil || len(details) != 0 {
+		t.Fatalf("topics after delete: %v %v", details.Names(), err)
+	}
+}
+
+// Mistakes in the command line exit 2 with the command's usage; what the
+// cluster refuses, or a cluster that does not answer, exits 1 with what
+// to do.
+func TestCommandErrors(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1})
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"topic", "frobnicate"}, exitUsage, "unknown command"},
+		{[]string{"topic", "create"}, exitUsage, "usage: raftka topic create NAME"},
+		{[]string{"topic", "create", "x", "--partitions", "many"}, exitUsage, "invalid value"},
+		{[]string{"-o", "yaml", "topic", "list"}, exitUsage, "want table or json"},
+		{[]string{"consume", "x", "--from", "yesterday"}, exitUsage, "RFC 3339"},
+		{[]string{"produce", "x", "--acks", "some"}, exitUsage, "want all, leader or none"},
+		{[]string{"topic", "describe", "missing"}, exitFailed, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{[]string{"topic", "create", "bad/name"}, exitFailed, "INVALID_TOPIC_EXCEPTION"},
+	} {
+		code, _, errOut := raftka(t, c, "", tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.says) {
+			t.Errorf("raftka %s: exit %d, %q; want exit %d saying %q", strings.Join(tc.args, " "), code, errOut, tc.code, tc.says)
+		}
+	}
+	var o, e bytes.Buffer
+	if code := run([]string{"-b", "127.0.0.1:1", "topic", "list"}, strings.NewReader(""), &o, &e); code != exitFailed || !strings.Contains(e.String(), "make run") {
+		t.Errorf("no cluster: exit %d, %q", code, e.String())
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// produce sends each line of stdin as a record and waits for every
+// acknowledgement; the first refusal is the command's error.
+func produce(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
+	keySep := fs.String("key-separator", "", "")
+	fs.StringVar(keySep, "k", "", "")
+	acks := fs.String("acks", "all", "")
+	var headers listFlag
+	fs.Var(&headers, "header", "")
+	fs.Var(&headers, "H", "")
+	topics, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(topics) != 1 {
+		return usagef("name one topic")
+	}
+	hdrs, err := keyValues(headers)
+	if err != nil {
+		return err
+	}
+	opts := []kgo.Opt{kgo.DefaultProduceTopic(topics[0])}
+	switch *acks {
+	case "all", "-1":
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case "leader", "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	case "none", "0":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	default:
+		return usagef("--acks %s: want all, leader or none", *acks)
+	}
+	cl, err := e.client(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var (
+		mu       sync.Mutex
+		firstErr error
+		acked    int
+	)
+	lines := bufio.NewScanner(e.in)
+	lines.Buffer(make([]byte, 64<<10), 16<<20)
+	sent := 0
+	for lines.Scan() {
+		r := &kgo.Record{Value: []byte(lines.Text())}
+		if *keySep != "" {
+			if k, v, ok := strings.Cut(lines.Text(), *keySep); ok {
+				r.Key, r.Value = []byte(k), []byte(v)
+			}
+		}
+		for k, v := range hdrs {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
+		}
+		sent++
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			} else if err == nil {
+				acked++
+			}
+		})
+	}
+	if err := lines.Err(); err != nil {
+		return fmt.Errorf("read stdin: %w", err)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if firstErr != nil {
+		return fmt.Errorf("%d of %d records acknowledged; the first refusal: %w", acked, sent, firstErr)
+	}
+	if e.json {
+		return printJSON(e.out, map[string]any{"topic": topics[0], "produced": acked})
+	}
+	_, _ = fmt.Fprintf(e.out, "produced %d records to %s\n", acked, topics[0])
+	return nil
+}

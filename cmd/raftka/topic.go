@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func topicCreate(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("topic create", flag.ContinueOnError)
+	partitions := fs.Int("partitions", -1, "")
+	fs.IntVar(partitions, "p", -1, "")
+	rf := fs.Int("replication-factor", -1, "")
+	fs.IntVar(rf, "r", -1, "")
+	var configs listFlag
+	fs.Var(&configs, "config", "")
+	fs.Var(&configs, "c", "")
+	names, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(names) != 1 {
+		return usagef("name one topic")
+	}
+	cfg, err := keyValues(configs)
+	if err != nil {
+		return err
+	}
+	adm, done, err := e.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	set := map[string]*string{}
+	for k, v := range cfg {
+		set[k] = &v
+	}
+	// -1 is the brokers' defaults (num.partitions, default.replication.factor).
+	resp, err := adm.CreateTopic(ctx, int32(*partitions), int16(*rf), set, names[0])
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		if resp.ErrMessage != "" {
+			return fmt.Errorf("%w: %s", err, resp.ErrMessage)
+		}
+		return err
+	}
+	if e.json {
+		return printJSON(e.out, map[string]any{"topic": resp.Topic, "id": resp.ID.String(), "partitions": resp.NumPartitions, "replicationFactor": resp.ReplicationFactor})
+	}
+	_, _ = fmt.Fprintf(e.out, "created topic %s: %d partitions, replication factor %d\n", resp.Topic, resp.NumPartitions, resp.ReplicationFactor)
+	return nil
+}
+
+func topicList(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 {
+		return usagef("no arguments")
+	}
+	adm, done, err := e.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		Topic             string `json:"topic"`
+		Partitions        int    `json:"partitions"`
+		ReplicationFactor int    `json:"replicationFactor"`
+	}
+	var rows []row
+	for _, t := range topics.Sorted() {
+		rows = append(rows, row{t.Topic, len(t.Partitions), t.Partitions.NumReplicas()})
+	}
+	if e.json {
+		if rows == nil {
+			rows = []row{}
+		}
+		return printJSON(e.out, rows)
+	}
+	var cells [][]string
+	for _, r := range rows {
+		cells = append(cells, []string{r.Topic, strconv.Itoa(r.Partitions), strconv.Itoa(r.ReplicationFactor)})
+	}
+	return printTable(e.out, []string{"TOPIC", "PARTITIONS", "REPLICATION FACTOR"}, cells)
+}
+
+// partitionView is one partition as topic describe shows it.
+type partitionView struct {
+	Partition int32   `json:"partition"`
+	Leader    int32   `json:"leader"`
+	Epoch     int32   `json:"leaderEpoch"`
+	Replicas  []int32 `json:"replicas"`
+	InSync    []int32 `json:"inSync"`
+	Error     string  `json:"error,omitempty"`
+}
+
+type topicView struct {
+	Topic      string            `json:"topic"`
+	ID         string            `json:"id"`
+	Partitions []partitionView   `json:"partitions"`
+	Configs    map[string]string `json:"configs"`
+}
+
+func topicDescribe(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("name at least one topic")
+	}
+	adm, done, err := e.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	details, err := adm.ListTopics(ctx, args...)
+	if err != nil {
+		return err
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, args...)
+	if err != nil {
+		return err
+	}
+	var views []topicView
+	for _, name := range args {
+		d, ok := details[name]
+		if !ok || d.Err != nil {
+			return fmt.Errorf("topic %s: %v", name, d.Err)
+		}
+		v := topicView{Topic: name, ID: d.ID.String(), Configs: map[string]string{}}
+		for _, p := range d.Partitions.Sorted() {
+			pv := partitionView{Partition: p.Partition, Leader: p.Leader, Epoch: p.LeaderEpoch, Replicas: p.Replicas, InSync: p.ISR}
+			if p.Err != nil {
+				pv.Error = p.Err.Error()
+			}
+			v.Partitions = append(v.Partitions, pv)
+		}
+		if rc, err := configs.On(name, nil); err == nil {
+			for _, c := range rc.Configs {
+				if c.Value != nil && c.Source == kmsg.ConfigSourceDynamicTopicConfig { // set on this topic, not a default
+					v.Configs[c.Key] = *c.Value
+				}
+			}
+		}
+		views = append(views, v)
+	}
+	if e.json {
+		return printJSON(e.out, views)
+	}
+	for i, v := range views {
+		if i > 0 {
+			_, _ = fmt.Fprintln(e.out)
+		}
+		_, _ = fmt.Fprintf(e.out, "topic %s (id %s)\n", v.Topic, v.ID)
+		keys := make([]string, 0, len(v.Configs))
+		for k := range v.Configs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			_, _ = fmt.Fprintf(e.out, "  %s=%s\n", k, v.Configs[k])
+		}
+		var cells [][]string
+		for _, p := range v.Partitions {
+			cells = append(cells, []string{strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Leader)), strconv.Itoa(int(p.Epoch)), joinIDs(p.Replicas), joinIDs(p.InSync), p.Error})
+		}
+		if err := printTable(e.out, []string{"PARTITION", "LEADER", "EPOCH", "REPLICAS", "IN SYNC", "ERROR"}, cells); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func topicAlterConfig(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("topic alter-config", flag.ContinueOnError)
+	var sets, deletes listFlag
+	fs.Var(&sets, "set", "")
+	fs.Var(&deletes, "delete", "")
+	names, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(names) != 1 || len(sets)+len(deletes) == 0 {
+		return usagef("name one topic and at least one --set or --delete")
+	}
+	kv, err := keyValues(sets)
+	if err != nil {
+		return err
+	}
+	var alter []kadm.AlterConfig
+	for k, v := range kv {
+		alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+	}
+	for _, k := range deletes {
+		alter = append(alter, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	adm, done, err := e.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	resp, err := adm.AlterTopicConfigs(ctx, alter, names[0])
+	if err != nil {
+		return err
+	}
+	for _, r := range resp {
+		if r.Err != nil {
+			return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+		}
+	}
+	_, _ = fmt.Fprintf(e.out, "altered %d configs of topic %s\n", len(alter), names[0])
+	return nil
+}
+
+func topicAddPartitions(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("topic add-partitions", flag.ContinueOnError)
+	partitions := fs.Int("partitions", 0, "")
+	fs.IntVar(partitions, "p", 0, "")
+	names, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(names) != 1 || *partitions <= 0 {
+		return usagef("name one topic and the partitions it is to have in all")
+	}
+	adm, done, err := e.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	resp, err := adm.UpdatePartitions(ctx, *partitions, names[0])
+	if err == nil {
+		err = resp[names[0]].Err
+	}
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(e.out, "topic %s has %d partitions\n", names[0], *partitions)
+	return nil
+}
+
+func topicDelete(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("name at least one topic")
+	}
+	adm, done, err := e.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	resp, err := adm.DeleteTopics(ctx, args...)
+	if err != nil {
+		return err
+	}
+	var failed error
+	for _, r := range resp.Sorted() {
+		if r.Err != nil {
+			failed = fmt.Errorf("topic %s: %w", r.Topic, r.Err)
+			continue
+		}
+		_, _ = fmt.Fprintf(e.out, "deleted topic %s\n", r.Topic)
+	}
+	return failed
+}
