@@ -89,8 +89,9 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 			return ctrl.Result{}, err
 		}
 	}
-	// Asked once, when first needed: after the rolling restart's step,
-	// which brokers that do not answer must not hold up.
+	// Asked once, when first needed: by a scale-in before the StatefulSet
+	// is written, else after the rolling restart's step, which brokers
+	// that do not answer must not hold up.
 	view := sync.OnceValue(func() brokersView { return r.viewBrokers(ctx, c) })
 	sts, blocked, err := r.applyStatefulSet(ctx, c, voters, configHash(cm), view)
 	if err != nil {
