@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -48,11 +47,11 @@ func consume(ctx context.Context, e *env, args []string) error {
 		return usagef("--format %s: want text or json", *format)
 	}
 	topic := topics[0]
-	start, err := startOffset(*from)
+	start, err := parsePosition("--from", *from)
 	if err != nil {
 		return err
 	}
-	opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start)}
+	opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start.kgoOffset())}
 	if *group != "" {
 		opts = append(opts, kgo.ConsumerGroup(*group), kgo.DisableAutoCommit())
 	}
@@ -63,7 +62,7 @@ func consume(ctx context.Context, e *env, args []string) error {
 	defer cl.Close()
 	var left map[int32]int64 // per partition, the offset to reach with --exit
 	if *exit {
-		if left, err = endsToReach(ctx, kadm.NewClient(cl), topic, *group, *from); err != nil {
+		if left, err = endsToReach(ctx, kadm.NewClient(cl), topic, *group, start); err != nil {
 			return err
 		}
 	}
@@ -99,43 +98,17 @@ func consume(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// startOffset reads --from: start, end, an offset or an RFC 3339 time.
-func startOffset(from string) (kgo.Offset, error) {
-	switch from {
-	case "start", "beginning", "earliest":
-		return kgo.NewOffset().AtStart(), nil
-	case "end", "latest":
-		return kgo.NewOffset().AtEnd(), nil
-	}
-	if n, err := strconv.ParseInt(from, 10, 64); err == nil && n >= 0 {
-		return kgo.NewOffset().At(n), nil
-	}
-	if t, err := time.Parse(time.RFC3339, from); err == nil {
-		return kgo.NewOffset().AfterMilli(t.UnixMilli()), nil
-	}
-	return kgo.Offset{}, usagef("--from %s: want start, end, an offset or an RFC 3339 time", from)
-}
-
 // endsToReach gives, for each partition with records left to read from
-// where the consumer starts, the end offset it had now.
-func endsToReach(ctx context.Context, adm *kadm.Client, topic, group, from string) (map[int32]int64, error) {
+// where the consumer starts (the group's committed offset, else start),
+// the end offset it had now.
+func endsToReach(ctx context.Context, adm *kadm.Client, topic, group string, start position) (map[int32]int64, error) {
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
-	var starts kadm.ListedOffsets
-	switch from {
-	case "end", "latest":
-		starts = ends
-	default:
-		if t, err := time.Parse(time.RFC3339, from); err == nil {
-			starts, err = adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topic)
-			if err != nil {
-				return nil, err
-			}
-		} else if starts, err = adm.ListStartOffsets(ctx, topic); err != nil {
-			return nil, err
-		}
+	starts, err := start.resolve(ctx, adm, topic)
+	if err != nil {
+		return nil, err
 	}
 	var committed kadm.OffsetResponses
 	if group != "" {
@@ -148,17 +121,12 @@ func endsToReach(ctx context.Context, adm *kadm.Client, topic, group, from strin
 		if o.Topic != topic || o.Err != nil {
 			return
 		}
-		begin := int64(0)
-		if s, ok := starts.Lookup(topic, o.Partition); ok {
-			begin = s.Offset
-		}
-		if n, err := strconv.ParseInt(from, 10, 64); err == nil {
-			begin = n
-		}
+		begin, _ := starts.Lookup(topic, o.Partition)
+		from := begin.Offset
 		if c, ok := committed.Lookup(topic, o.Partition); ok && c.Err == nil && c.At >= 0 {
-			begin = c.At
+			from = c.At
 		}
-		if begin < o.Offset {
+		if from < o.Offset {
 			left[o.Partition] = o.Offset
 		}
 	})

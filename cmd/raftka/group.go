@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -119,7 +118,7 @@ func groupDescribe(ctx context.Context, e *env, args []string) error {
 // commits would otherwise undo it.
 func groupSeek(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("group seek", flag.ContinueOnError)
-	to := fs.String("to", "", "")
+	toFlag := fs.String("to", "", "")
 	var topics listFlag
 	fs.Var(&topics, "topic", "")
 	fs.Var(&topics, "t", "")
@@ -128,8 +127,12 @@ func groupSeek(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(groups) != 1 || *to == "" {
+	if len(groups) != 1 || *toFlag == "" {
 		return usagef("name one group and --to")
+	}
+	to, err := parsePosition("--to", *toFlag)
+	if err != nil {
+		return err
 	}
 	group := groups[0]
 	adm, done, err := e.admin(ctx)
@@ -157,29 +160,8 @@ func groupSeek(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	sort.Strings(topics)
-	var target kadm.ListedOffsets
-	switch *to {
-	case "start", "earliest", "beginning":
-		target, err = adm.ListStartOffsets(ctx, topics...)
-	case "end", "latest":
-		target, err = adm.ListEndOffsets(ctx, topics...)
-	default:
-		if n, perr := strconv.ParseInt(*to, 10, 64); perr == nil && n >= 0 {
-			target, err = adm.ListEndOffsets(ctx, topics...)
-			target.Each(func(o kadm.ListedOffset) {
-				o.Offset = min(n, o.Offset)
-				target[o.Topic][o.Partition] = o
-			})
-		} else if at, terr := time.Parse(time.RFC3339, *to); terr == nil {
-			target, err = adm.ListOffsetsAfterMilli(ctx, at.UnixMilli(), topics...)
-		} else {
-			return usagef("--to %s: want start, end, an offset or an RFC 3339 time", *to)
-		}
-	}
+	target, err := to.resolve(ctx, adm, topics...)
 	if err != nil {
-		return err
-	}
-	if err := target.Error(); err != nil {
 		return err
 	}
 	before, err := adm.FetchOffsets(ctx, group)
