@@ -17,14 +17,17 @@ import (
 
 // brokersView is what the brokers say of their cluster, asked once per
 // reconcile: the partitions with their replicas and the live brokers
-// (Metadata), and every registered broker, fenced or not; each with the
-// error that kept it from being read.
+// (Metadata), every registered broker, fenced or not, and the metadata
+// group's voters and observers (DescribeQuorum); each with the error that
+// kept it from being read.
 type brokersView struct {
 	admin      *kadm.Client
 	md         kadm.Metadata
 	mdErr      error
 	registered []brokerclient.RegisteredBroker
 	regErr     error
+	quorum     brokerclient.Quorum
+	quorumErr  error
 }
 
 // viewBrokers asks the brokers of c, within 10 seconds in all.
@@ -35,11 +38,12 @@ func (r *BrokerClusterReconciler) viewBrokers(ctx context.Context, c *raftkav1.B
 	var v brokersView
 	v.admin, v.mdErr = r.Brokers.Admin(addrs)
 	if v.mdErr != nil {
-		v.regErr = v.mdErr
+		v.regErr, v.quorumErr = v.mdErr, v.mdErr
 		return v
 	}
 	v.md, v.mdErr = v.admin.Metadata(vctx)
 	v.registered, v.regErr = r.Brokers.Registered(vctx, addrs)
+	v.quorum, v.quorumErr = r.Brokers.MetadataQuorum(vctx, addrs)
 	return v
 }
 
@@ -103,6 +107,11 @@ func (r *BrokerClusterReconciler) observeBrokers(ctx context.Context, c *raftkav
 					}
 				}
 			}
+		}
+	}
+	if view.quorumErr == nil {
+		for _, id := range view.quorum.Voters {
+			entry(id).MetadataVoter = true
 		}
 	}
 	out := make([]raftkav1.BrokerStatus, 0, len(byID))

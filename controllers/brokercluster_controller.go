@@ -78,11 +78,11 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionDegraded, true, "InvalidSpec", err.Error())
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
-	voters, err := r.metadataVoters(ctx, c)
+	founding, err := r.foundingVoters(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	cm := specs.BuildConfigMap(c, voters)
+	cm := specs.BuildConfigMap(c, founding)
 	objects := []client.Object{cm, specs.BuildHeadlessService(c), specs.BuildClientService(c), specs.BuildPodDisruptionBudget(c)}
 	for _, obj := range objects {
 		if err := r.apply(ctx, c, obj); err != nil {
@@ -93,7 +93,7 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	// is written, else after the rolling restart's step, which brokers
 	// that do not answer must not hold up.
 	view := sync.OnceValue(func() brokersView { return r.viewBrokers(ctx, c) })
-	sts, blocked, err := r.applyStatefulSet(ctx, c, voters, configHash(cm), view)
+	sts, blocked, err := r.applyStatefulSet(ctx, c, founding, configHash(cm), view)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -104,21 +104,24 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	if err := r.observe(ctx, c, sts, view(), blocked, waiting); err != nil {
 		return ctrl.Result{}, err
 	}
-	balance, err := r.rebalance(ctx, c, voters, view())
+	balance, err := r.rebalance(ctx, c, view())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	changingVoters := r.syncMetadataVoters(ctx, c, view())
 	setRebalancing(c, balance)
 	r.unregisterRemoved(ctx, c, ptr.Deref(sts.Spec.Replicas, 0), view())
-	if blocked != "" || waiting != "" || c.Status.ReadyReplicas < c.Spec.Replicas || balance.moving > 0 || balance.planned > 0 {
+	if blocked != "" || waiting != "" || changingVoters || c.Status.ReadyReplicas < c.Spec.Replicas || balance.moving > 0 || balance.planned > 0 {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	return ctrl.Result{RequeueAfter: time.Minute}, nil
 }
 
-// metadataVoters is fixed at the cluster's creation: read back from the
-// ConfigMap, which records it.
-func (r *BrokerClusterReconciler) metadataVoters(ctx context.Context, c *raftkav1.BrokerCluster) (int32, error) {
+// foundingVoters, the brokers that founded the metadata group
+// (--metadata-voters), is fixed at the cluster's creation: read back from
+// the ConfigMap, which records it. The voters since are the metadata
+// group's own (syncMetadataVoters).
+func (r *BrokerClusterReconciler) foundingVoters(ctx context.Context, c *raftkav1.BrokerCluster) (int32, error) {
 	var cm corev1.ConfigMap
 	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.ConfigMapName(c)}, &cm)
 	if apierrors.IsNotFound(err) {
@@ -168,7 +171,7 @@ func configHash(cm *corev1.ConfigMap) string { return specs.ObjectHash(cm.Data) 
 
 // applyStatefulSet writes the StatefulSet, holding back a scale-in while
 // brokers to be removed still host partition replicas.
-func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftkav1.BrokerCluster, voters int32, hash string, view func() brokersView) (*appsv1.StatefulSet, string, error) {
+func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftkav1.BrokerCluster, founding int32, hash string, view func() brokersView) (*appsv1.StatefulSet, string, error) {
 	var current appsv1.StatefulSet
 	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.StatefulSetName(c)}, &current)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -176,13 +179,16 @@ func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftk
 	}
 	replicas, blocked := c.Spec.Replicas, ""
 	if err == nil && current.Spec.Replicas != nil && *current.Spec.Replicas > c.Spec.Replicas {
-		if v := view(); v.mdErr != nil {
+		switch v := view(); {
+		case v.mdErr != nil:
 			replicas, blocked = *current.Spec.Replicas, "scale-in waits: cannot ask the brokers which partitions they host: "+v.mdErr.Error()
-		} else {
-			replicas, blocked = rollout.ScaleIn(c.Spec.Replicas, *current.Spec.Replicas, voters, hostedReplicas(v.md))
+		case v.quorumErr != nil:
+			replicas, blocked = *current.Spec.Replicas, "scale-in waits: cannot ask the brokers which of them vote in the metadata group: "+v.quorumErr.Error()
+		default:
+			replicas, blocked = rollout.ScaleIn(c.Spec.Replicas, *current.Spec.Replicas, v.quorum.Voters, hostedReplicas(v.md))
 		}
 	}
-	desired := specs.BuildStatefulSet(c, voters, replicas, hash)
+	desired := specs.BuildStatefulSet(c, founding, replicas, hash)
 	if err == nil {
 		// Claim templates are immutable: a changed storage spec applies
 		// to no existing StatefulSet.

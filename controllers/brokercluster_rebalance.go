@@ -39,14 +39,11 @@ type rebalanceState struct {
 // preferred leaders and the brokers beyond it (to be removed by a
 // scale-in) hold none (rebalance.Spread), maxClusterMoves partitions at a
 // time. It waits until every kept broker is up, and refuses when they are
-// too few for a partition's replicas or fewer than the metadata voters.
-// Moves under way onto brokers it does not keep are cancelled.
-func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.BrokerCluster, voters int32, view brokersView) (rebalanceState, error) {
+// too few for a partition's replicas. Moves under way onto brokers it does
+// not keep are cancelled.
+func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.BrokerCluster, view brokersView) (rebalanceState, error) {
 	if c.Spec.Rebalancing == raftkav1.RebalancingOff {
 		return rebalanceState{off: true}, nil
-	}
-	if c.Spec.Replicas < voters {
-		return rebalanceState{refused: fmt.Sprintf("the first %d brokers vote in the metadata group: the cluster does not shrink below them", voters)}, nil
 	}
 	if view.mdErr != nil {
 		return rebalanceState{waiting: "cannot ask the brokers for the partitions' replicas: " + view.mdErr.Error()}, nil

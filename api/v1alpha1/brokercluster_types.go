@@ -47,8 +47,12 @@ type BrokerClusterSpec struct {
 	// until the brokers hold an even share of replicas and preferred
 	// leaders (within one of each other, replicas on distinct racks), and
 	// off the brokers a lower replicas count removes before the
-	// StatefulSet shrinks. Off leaves placement to Kafka's tools; a
-	// scale-in then waits until the brokers to be removed hold nothing.
+	// StatefulSet shrinks. Auto also keeps the metadata group's voters at
+	// up to 3 of the brokers kept: it adds voters as the cluster grows
+	// and removes a leaving broker's vote once it is drained. Off leaves
+	// placement and voters to Kafka's tools (kafka-reassign-partitions.sh,
+	// kafka-metadata-quorum.sh); a scale-in then waits until the brokers
+	// to be removed hold nothing and vote no more.
 	// +optional
 	// +kubebuilder:validation:Enum=Auto;Off
 	Rebalancing RebalancingMode `json:"rebalancing,omitempty"`
@@ -122,6 +126,10 @@ type BrokerStatus struct {
 	// CatchingUp is the number of them not in sync yet.
 	// +optional
 	CatchingUp int32 `json:"catchingUp,omitempty"`
+	// MetadataVoter: the broker votes in the metadata group, whose quorum
+	// the operator keeps at up to 3 of the brokers the cluster keeps.
+	// +optional
+	MetadataVoter bool `json:"metadataVoter,omitempty"`
 }
 
 // BrokerClusterStatus is the observed state of a BrokerCluster.

@@ -39,6 +39,10 @@ type Options struct {
 	// Racks are the brokers' racks (--rack), by broker id; none where
 	// the list is shorter or the entry empty.
 	Racks []string
+	// FoundingVoters is how many of the first brokers found the metadata
+	// group (--metadata-voters); min(3, Brokers) if 0. The others join it
+	// as observers.
+	FoundingVoters int
 }
 
 // Broker is one broker process of a test cluster.
@@ -125,6 +129,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 	} else {
 		ports = freePorts(t, 3*opts.Brokers)
 	}
+	if opts.FoundingVoters == 0 {
+		opts.FoundingVoters = min(3, opts.Brokers)
+	}
 	var voters, join []string
 	for i := 0; i < opts.Brokers; i++ {
 		b := &Broker{ID: i,
@@ -144,8 +151,10 @@ func Start(t testing.TB, opts Options) *Cluster {
 			b.HTTPAddr = "127.0.0.1:" + strconv.Itoa(ports[3*i+2])
 		}
 		c.Brokers = append(c.Brokers, b)
-		if i < 3 {
+		if i < opts.FoundingVoters {
 			voters = append(voters, fmt.Sprintf("%d=%s", i, b.RaftAddr))
+		}
+		if i < 3 {
 			join = append(join, b.HTTPAddr)
 		}
 	}

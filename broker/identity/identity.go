@@ -35,7 +35,19 @@ type Identity struct {
 	// written before identities existed. Every other incarnation joined an
 	// existing cluster and was given its generation then.
 	Original bool `json:"original,omitempty"`
+	// MetadataRole is how this incarnation's node was added to the
+	// metadata group when it joined, RoleVoter or RoleObserver; empty for
+	// a founder or a directory from before, whose role --metadata-voters
+	// gives. A node added as a voter starts as one; any other starts as
+	// an observer until its own snapshot lists it as a voter.
+	MetadataRole string `json:"metadataRole,omitempty"`
 }
+
+// The roles of a node in the metadata group.
+const (
+	RoleVoter    = "voter"
+	RoleObserver = "observer"
+)
 
 // State is what Load found.
 type State int

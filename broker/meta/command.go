@@ -25,6 +25,16 @@ type Command struct {
 	UnregisterBroker     *UnregisterBroker     `json:",omitempty"`
 	RecoverPartition     *RecoverPartition     `json:",omitempty"`
 	CompleteRecovery     *CompleteRecovery     `json:",omitempty"`
+	SetMetadataVoters    *SetMetadataVoters    `json:",omitempty"`
+}
+
+// SetMetadataVoters records which brokers vote in the metadata group
+// (Kafka's AddRaftVoter and RemoveRaftVoter). The group's Raft membership
+// follows it: it is recorded first, so that a broker joining as a new
+// incarnation, or a change cut short by a crash, is admitted in the role
+// the record gives it.
+type SetMetadataVoters struct {
+	Voters []int32
 }
 
 // UnregisterBroker forgets a broker that left the cluster for good

@@ -29,7 +29,7 @@ func commandsFrom(data []byte) []Command {
 	topics := []string{"a", "b"}
 	for len(data) > 0 {
 		topic := topics[next()%2]
-		switch next() % 12 {
+		switch next() % 13 {
 		case 0:
 			out = append(out, Command{RegisterBroker: &Broker{ID: int32(next() % 5), RaftAddr: "r", Incarnation: string(rune('a' + next()%3)), Generation: uint32(next() % 3)}})
 		case 1:
@@ -60,6 +60,8 @@ func commandsFrom(data []byte) []Command {
 			out = append(out, Command{UnregisterBroker: &UnregisterBroker{ID: int32(next() % 5)}})
 		case 10:
 			out = append(out, Command{CompleteRecovery: &CompleteRecovery{Shard: FirstPartitionShard + uint64(next()%6), Node: RaftNodeID(int32(next()%5), uint32(next()%4)), RecoveredEnd: int64(next())}})
+		case 12:
+			out = append(out, Command{SetMetadataVoters: &SetMetadataVoters{Voters: brokerList()}})
 		case 8:
 			out = append(out, Command{Leader: &LeaderChange{Shard: FirstPartitionShard + uint64(next()%6), Leader: int32(next() % 5), Epoch: int32(next() % 4), Node: RaftNodeID(int32(next()%5), uint32(next()%4))}})
 		}
@@ -71,7 +73,8 @@ func commandsFrom(data []byte) []Command {
 // two replicas applying the same entries, one of them recovering from a
 // snapshot halfway, end in the same state; and placement stays sound:
 // every partition's replicas are distinct known brokers with a node each
-// of their own broker, no two alike, and a move's target is among them.
+// of their own broker, no two alike, and a move's target is among them;
+// the recorded metadata voters are registered brokers.
 func FuzzApply(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 2, 0, 0, 0, 2, 0, 2, 3, 2, 1, 5, 2, 3, 1, 2, 3, 0, 1, 6, 1, 3, 1, 2, 3})
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 2, 2, 0, 1, 3, 0, 2, 2, 1, 2, 3, 0, 0, 1, 1, 3, 3, 1, 4, 0, 5, 0, 1, 4, 2, 0, 3, 1})
@@ -88,6 +91,11 @@ func FuzzApply(f *testing.F) {
 		}
 		if !reflect.DeepEqual(snapshotOf(t, a), snapshotOf(t, b)) {
 			t.Fatalf("replicas diverged:\n%s\n%s", snapshotOf(t, a), snapshotOf(t, b))
+		}
+		for _, id := range a.MetadataVoters {
+			if _, ok := a.Brokers[id]; !ok {
+				t.Fatalf("metadata voter %d is not a registered broker: %v", id, a.MetadataVoters)
+			}
 		}
 		for _, topic := range a.Topics {
 			for _, p := range topic.Partitions {

@@ -74,7 +74,11 @@ type State struct {
 	NextNodeEpoch uint32 `json:",omitempty"`
 	// Retired holds the last generation of each unregistered broker id,
 	// so that a broker given that id again never reuses a metadata node.
-	Retired        map[int32]uint32 `json:",omitempty"`
+	Retired map[int32]uint32 `json:",omitempty"`
+	// MetadataVoters are the brokers that vote in the metadata group,
+	// sorted; nil until a voter was first added or removed, while the
+	// founding voters (--metadata-voters) are the voters.
+	MetadataVoters []int32 `json:",omitempty"`
 	NextProducerID int64
 	// BrokerConfigs are broker configs set at run time: broker id (or ""
 	// for every broker) -> key -> value.
@@ -190,6 +194,8 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		return s.recoverPartition(c.RecoverPartition)
 	case c.CompleteRecovery != nil:
 		return s.completeRecovery(c.CompleteRecovery)
+	case c.SetMetadataVoters != nil:
+		return s.setMetadataVoters(c.SetMetadataVoters)
 	case c.AllocateProducerIDs:
 		first := s.NextProducerID
 		s.NextProducerID += ProducerIDBlock
@@ -298,7 +304,39 @@ func (s *State) unregisterBroker(c *UnregisterBroker) Outcome {
 		s.Retired = map[int32]uint32{}
 	}
 	s.Retired[c.ID] = b.Generation
+	if s.MetadataVoters != nil {
+		s.MetadataVoters = slices.DeleteFunc(s.MetadataVoters, func(id int32) bool { return id == c.ID })
+	}
 	return Outcome{Broker: &b}
+}
+
+// setMetadataVoters refuses an empty set and brokers that are not
+// registered: the group would have no quorum, or a voter it cannot reach.
+func (s *State) setMetadataVoters(c *SetMetadataVoters) Outcome {
+	voters := slices.Clone(c.Voters)
+	slices.Sort(voters)
+	voters = slices.Compact(voters)
+	if len(voters) == 0 {
+		return Outcome{Err: kerr.InvalidRequest}
+	}
+	for _, id := range voters {
+		if _, ok := s.Brokers[id]; !ok {
+			return Outcome{Err: kerr.BrokerIDNotRegistered}
+		}
+	}
+	s.MetadataVoters = voters
+	return Outcome{}
+}
+
+// VotesInMetadata reports whether broker id is one of the metadata
+// group's voters, given the founding voters for a state that has recorded
+// none yet.
+func (s *State) VotesInMetadata(id int32, founding map[int32]string) bool {
+	if s.MetadataVoters == nil {
+		_, ok := founding[id]
+		return ok
+	}
+	return slices.Contains(s.MetadataVoters, id)
 }
 
 // HostsReplicas reports whether a broker holds a replica of any partition.

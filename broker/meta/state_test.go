@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -116,5 +117,37 @@ func TestTopicIDsAreDeterministicAndDistinct(t *testing.T) {
 	a.Apply(8, &Command{DeleteTopic: "x"})
 	if again := a.Apply(9, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "x", Partitions: 1, ReplicationFactor: 1}}).Topic.ID; again == ida {
 		t.Fatal("a re-created topic reused the old topic id")
+	}
+}
+
+func TestMetadataVotersRecordAndFallBackToTheFounders(t *testing.T) {
+	s := NewState()
+	for id := int32(0); id < 3; id++ {
+		s.Apply(uint64(id+1), &Command{RegisterBroker: &Broker{ID: id, RaftAddr: "r"}})
+	}
+	founding := map[int32]string{0: "a", 1: "b"}
+	if !s.VotesInMetadata(1, founding) || s.VotesInMetadata(2, founding) {
+		t.Fatal("before any voter change the founding voters vote")
+	}
+	if out := s.Apply(10, &Command{SetMetadataVoters: &SetMetadataVoters{Voters: []int32{2, 0, 2, 1}}}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if !reflect.DeepEqual(s.MetadataVoters, []int32{0, 1, 2}) || !s.VotesInMetadata(2, founding) {
+		t.Fatalf("voters %v", s.MetadataVoters)
+	}
+	for _, bad := range [][]int32{nil, {0, 7}} {
+		if out := s.Apply(11, &Command{SetMetadataVoters: &SetMetadataVoters{Voters: bad}}); out.Err == nil {
+			t.Fatalf("voters %v accepted", bad)
+		}
+	}
+	if out := s.Apply(12, &Command{SetMetadataVoters: &SetMetadataVoters{Voters: []int32{0, 1}}}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if s.VotesInMetadata(2, founding) {
+		t.Fatal("a removed voter still votes")
+	}
+	s.Apply(13, &Command{UnregisterBroker: &UnregisterBroker{ID: 1}})
+	if !reflect.DeepEqual(s.MetadataVoters, []int32{0}) {
+		t.Fatalf("an unregistered broker stays a voter: %v", s.MetadataVoters)
 	}
 }

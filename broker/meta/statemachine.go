@@ -15,6 +15,10 @@ type StateMachine struct {
 	mu      sync.RWMutex
 	state   *State
 	changed chan struct{}
+	// applied is the index of the last entry applied since this process
+	// started (0 before), the metadata log's high watermark for
+	// DescribeQuorum.
+	applied uint64
 }
 
 // NewStateMachine returns an empty metadata state machine.
@@ -27,6 +31,14 @@ func (m *StateMachine) Read(fn func(*State)) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	fn(m.state)
+}
+
+// Applied is the index of the last entry applied since the process
+// started.
+func (m *StateMachine) Applied() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.applied
 }
 
 // Changed returns a channel closed at the next applied change.
@@ -47,6 +59,7 @@ func (m *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 			out = m.state.Apply(e.Index, &c)
 		}
 		entries[i].Result = sm.Result{Value: 1, Data: out.encode()}
+		m.applied = e.Index
 	}
 	close(m.changed)
 	m.changed = make(chan struct{})

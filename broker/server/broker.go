@@ -211,14 +211,14 @@ func Start(cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-// startMetadata starts this broker's member of the metadata group: a
-// voter, or an observer for a broker that is not among --metadata-voters.
+// startMetadata starts this broker's member of the metadata group in the
+// role it joined in: a voter, or an observer (startsAsObserver).
 // A founder starts the group with the other voters (generation 0); every
 // other incarnation was added by a member when it joined (join.go).
 func (b *Broker) startMetadata() error {
 	create := func(uint64, uint64) sm.IConcurrentStateMachine { return b.meta }
 	cfg := shardConfig(meta.MetadataShard, b.metaNode(), 1000)
-	cfg.IsObserver = !b.cfg.isVoter()
+	cfg.IsObserver = b.startsAsObserver()
 	switch {
 	case b.nh.HasNodeInfo(meta.MetadataShard, b.metaNode()):
 		return b.nh.StartConcurrentCluster(nil, false, create, cfg)
@@ -231,6 +231,20 @@ func (b *Broker) startMetadata() error {
 	default:
 		return b.nh.StartConcurrentCluster(nil, true, create, cfg)
 	}
+}
+
+// startsAsObserver: a node that joined the metadata group as an observer
+// (as its identity records, or, in a directory from before roles were
+// recorded, as a broker not among --metadata-voters) starts as one until
+// its own latest snapshot lists it as a voter (snapshotListsVoter):
+// AddRaftVoter may have promoted it since. A founder, or a node that
+// joined as a voter, starts as a voter.
+func (b *Broker) startsAsObserver() bool {
+	switch role := b.self.MetadataRole; {
+	case role == identity.RoleVoter, role == "" && b.cfg.isVoter():
+		return false
+	}
+	return !b.snapshotListsVoter(meta.MetadataShard, b.metaNode())
 }
 
 // Failed delivers the error that stopped this broker while it ran: its

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -74,7 +75,9 @@ func writeCheck(w http.ResponseWriter, c Check) {
 // leader, and every partition replica it hosts has a leader.
 func (b *Broker) Readiness() Check {
 	var reasons []string
-	if _, ok := b.metaLeader(); !ok {
+	if _, _, err := b.nh.GetLeaderID(meta.MetadataShard); errors.Is(err, dragonboat.ErrClusterNotFound) {
+		reasons = append(reasons, "removed from the metadata group (RemoveRaftVoter): this broker is leaving the cluster")
+	} else if _, ok := b.metaLeader(); !ok {
 		reasons = append(reasons, "metadata group has no leader")
 	}
 	registered := false

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -127,22 +128,32 @@ func (b *Broker) replacedError(current uint32) error {
 		b.cfg.DataDir, b.self.Incarnation, b.self.Generation, b.cfg.ID, current)
 }
 
-// foundOrJoin asks the other metadata voters, through --join, whether the
-// cluster exists. A voter that knows an established cluster means this
-// one lost its disk: it joins. Only when every other voter answers that it
-// knows none does this voter found the group, with them. A voter that does
-// not answer could hold the cluster, so this one waits for it.
+// foundOrJoin asks the brokers of --join whether the cluster exists. One
+// that knows an established cluster means this voter lost its disk: it
+// joins. Only when every other founding voter, and every other --join
+// address that names a host, answers that it knows none does this voter
+// found the group, with the others. A broker that does not answer could
+// hold the cluster, so this one waits for it: after the cluster grew, the
+// voters may be brokers other than the founders. An address whose host
+// does not exist (a broker pod that was never created) cannot.
 func (b *Broker) foundOrJoin(ctx context.Context) (bool, error) {
 	client := &http.Client{Timeout: time.Second}
 	for attempt := 0; ; attempt++ {
 		answered := map[int32]bool{}
+		var silent []string
 		for _, addr := range b.cfg.JoinAddresses {
 			a, err := peerIdentity(ctx, client, addr, b.cfg.ID)
-			if err != nil || a.BrokerID == b.cfg.ID {
+			var dnsErr *net.DNSError
+			switch {
+			case err != nil && errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 				continue
-			}
-			if a.Established {
-				b.log.Info("a metadata voter knows the cluster", "voter", a.BrokerID, "cluster", a.ClusterID)
+			case err != nil:
+				silent = append(silent, addr)
+				continue
+			case a.BrokerID == b.cfg.ID:
+				continue
+			case a.Established:
+				b.log.Info("a broker knows the cluster", "broker", a.BrokerID, "cluster", a.ClusterID)
 				return false, nil
 			}
 			answered[a.BrokerID] = true
@@ -153,12 +164,12 @@ func (b *Broker) foundOrJoin(ctx context.Context) (bool, error) {
 				missing = append(missing, id)
 			}
 		}
-		if len(missing) == 0 {
+		if len(missing) == 0 && len(silent) == 0 {
 			return true, nil
 		}
 		if attempt%20 == 0 {
 			sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
-			b.log.Warn("empty data directory: waiting for the other metadata voters to tell whether the cluster exists", "unanswered", missing)
+			b.log.Warn("empty data directory: waiting for the other brokers to tell whether the cluster exists", "unanswered voters", missing, "unanswered addresses", silent)
 		}
 		if !sleep(ctx, 250*time.Millisecond) {
 			return false, ctx.Err()
@@ -198,6 +209,8 @@ type joinRequest struct {
 type joinAnswer struct {
 	Generation uint32 `json:"generation"`
 	ClusterID  string `json:"clusterID"`
+	// Voter: the new node was added as a voter, not an observer.
+	Voter bool `json:"voter,omitempty"`
 }
 
 // join asks the brokers of --join, in turn, to record this broker as a
@@ -223,6 +236,10 @@ func (b *Broker) join(ctx context.Context) error {
 			if err == nil {
 				b.selfMu.Lock()
 				b.self.Generation, b.self.ClusterID, b.self.Registered = ans.Generation, ans.ClusterID, true
+				b.self.MetadataRole = identity.RoleObserver
+				if ans.Voter {
+					b.self.MetadataRole = identity.RoleVoter
+				}
 				b.selfMu.Unlock()
 				b.log.Info("joined the cluster as a new incarnation", "via", addr, "generation", ans.Generation, "cluster", ans.ClusterID)
 				return b.saveSelf()
@@ -276,53 +293,60 @@ func (b *Broker) handleJoin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	joined := *out.Broker
-	if err := b.admitToMetadata(ctx, joined); err != nil {
+	voter, err := b.admitToMetadata(ctx, joined)
+	if err != nil {
 		http.Error(w, "add to the metadata group: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	ans := joinAnswer{Generation: joined.Generation}
+	ans := joinAnswer{Generation: joined.Generation, Voter: voter}
 	b.meta.Read(func(s *meta.State) { ans.ClusterID = s.ClusterID })
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(ans)
 }
 
 // admitToMetadata makes joined's node a member of the metadata group: a
-// voter if its broker is among --metadata-voters, else an observer. The
-// nodes of its broker's older incarnations go first: they cannot come
-// back, and one that voted would count toward a quorum it cannot make. A
+// voter if the metadata records its broker as one (quorum.go), else an
+// observer; it reports whether it added the node as a voter. The nodes
+// of its broker's older incarnations go first: they cannot come back,
+// and one that voted would count toward a quorum it cannot make. A
 // voter joins as a voter at once, after its old node left: the group's
 // state is small, so it catches up within moments, and the quorum is the
 // same as without it.
-func (b *Broker) admitToMetadata(ctx context.Context, joined meta.Broker) error {
+func (b *Broker) admitToMetadata(ctx context.Context, joined meta.Broker) (bool, error) {
 	node := joined.Node()
-	_, voter := b.cfg.MetadataVoters[joined.ID]
+	var voter bool
+	b.meta.Read(func(s *meta.State) { voter = s.VotesInMetadata(joined.ID, b.cfg.MetadataVoters) })
 	for {
 		m, err := b.nh.SyncGetClusterMembership(ctx, meta.MetadataShard)
 		if err != nil {
-			return err
+			return voter, err
 		}
 		if old, ok := olderNodeOf(m.Nodes, m.Observers, joined.ID, node); ok {
 			b.log.Warn("removing a replaced incarnation from the metadata group", "broker", joined.ID, "node", old, "generation", meta.EpochOfNode(old))
 			if err := b.nh.SyncRequestDeleteNode(ctx, meta.MetadataShard, old, m.ConfigChangeID); err != nil {
-				return err
+				return voter, err
 			}
 			continue
 		}
+		// A join asked again finds its node added already, maybe as an
+		// observer since promoted: it reports an observer, which is safe
+		// to start as (startsAsObserver).
 		if _, ok := m.Nodes[node]; ok {
-			return nil
+			return false, nil
 		}
-		if _, ok := m.Observers[node]; ok && !voter {
-			return nil
-		}
-		if voter {
+		_, observing := m.Observers[node]
+		switch {
+		case observing && !voter:
+			return false, nil
+		case voter:
 			err = b.nh.SyncRequestAddNode(ctx, meta.MetadataShard, node, joined.RaftAddr, m.ConfigChangeID)
-		} else {
+		default:
 			err = b.nh.SyncRequestAddObserver(ctx, meta.MetadataShard, node, joined.RaftAddr, m.ConfigChangeID)
 		}
 		if err == nil {
 			b.log.Info("metadata group member added", "broker", joined.ID, "node", node, "voter", voter)
 		}
-		return err
+		return voter && !observing, err
 	}
 }
 

@@ -55,20 +55,7 @@ func (l *liveness) run(b *Broker) func(context.Context) {
 				wg.Add(1)
 				go func(p meta.Broker) {
 					defer wg.Done()
-					c, err := net.DialTimeout("tcp", p.RaftAddr, livenessInterval)
-					if err != nil {
-						return
-					}
-					// A dial to a closed port in the ephemeral range can connect
-					// to itself (TCP simultaneous open): that is no peer.
-					self := c.LocalAddr().String() == c.RemoteAddr().String()
-					c.Close()
-					if self {
-						return
-					}
-					l.mu.Lock()
-					l.lastSeen[p.ID] = time.Now()
-					l.mu.Unlock()
+					l.probe(p)
 				}(p)
 			}
 			wg.Wait()
@@ -79,4 +66,24 @@ func (l *liveness) run(b *Broker) func(context.Context) {
 			}
 		}
 	}
+}
+
+// probe dials a broker's Raft address once and reports whether it
+// answered, which it records.
+func (l *liveness) probe(p meta.Broker) bool {
+	c, err := net.DialTimeout("tcp", p.RaftAddr, livenessInterval)
+	if err != nil {
+		return false
+	}
+	// A dial to a closed port in the ephemeral range can connect to
+	// itself (TCP simultaneous open): that is no peer.
+	self := c.LocalAddr().String() == c.RemoteAddr().String()
+	c.Close()
+	if self {
+		return false
+	}
+	l.mu.Lock()
+	l.lastSeen[p.ID] = time.Now()
+	l.mu.Unlock()
+	return true
 }

@@ -163,20 +163,30 @@ func (r *replicaSet) replicaDir(shard, node uint64) string {
 
 // startsAsObserver reports whether a replica's node starts as a
 // non-voting observer: a node that joined its group by a membership
-// change, until its own latest snapshot lists it as a voter. Dragonboat
-// restarts a node in the role its config gives and replays the
-// membership changes after its snapshot, its own addition as an observer
-// among them, which it refuses to apply to a voter; a promotion replayed
-// on an observer makes it a voter. With the pebble Raft log store, whose
-// snapshots the broker cannot read, replicas join as voters
-// (membership.go).
+// change, until its own latest snapshot lists it as a voter
+// (snapshotListsVoter). With the pebble Raft log store, whose snapshots
+// the broker cannot read, replicas join as voters (membership.go).
 func (r *replicaSet) startsAsObserver(shard, node uint64, founder bool) bool {
 	if founder || r.b.raftLog == nil {
 		return false
 	}
-	snaps, err := r.b.raftLog.ListSnapshots(shard, node, math.MaxUint64)
+	return !r.b.snapshotListsVoter(shard, node)
+}
+
+// snapshotListsVoter reports whether the latest snapshot of a node's
+// group in the Raft log store lists the node as a voter. Dragonboat
+// restarts a node in the role its config gives and replays the membership
+// changes after its snapshot, its own addition as an observer among them,
+// which it refuses to apply to a voter; a promotion replayed on an
+// observer makes it a voter; but an observer whose snapshot already lists
+// it as a voter stays an observer that never votes.
+func (b *Broker) snapshotListsVoter(shard, node uint64) bool {
+	if b.raftLog == nil {
+		return false
+	}
+	snaps, err := b.raftLog.ListSnapshots(shard, node, math.MaxUint64)
 	if err != nil || len(snaps) == 0 {
-		return true
+		return false
 	}
 	latest := snaps[0]
 	for _, ss := range snaps {
@@ -185,7 +195,7 @@ func (r *replicaSet) startsAsObserver(shard, node uint64, founder bool) bool {
 		}
 	}
 	_, voter := latest.Membership.Addresses[node]
-	return !voter
+	return voter
 }
 
 func (r *replicaSet) start(shard uint64, p placement) error {

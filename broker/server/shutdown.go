@@ -73,7 +73,7 @@ func (b *Broker) handOffTarget(shard uint64) uint64 {
 	b.meta.Read(func(s *meta.State) {
 		if shard == meta.MetadataShard {
 			for _, id := range s.BrokerIDs() {
-				if _, voter := b.cfg.MetadataVoters[id]; voter && id != b.cfg.ID && b.liveness.isLive(id) {
+				if s.VotesInMetadata(id, b.cfg.MetadataVoters) && id != b.cfg.ID && b.liveness.isLive(id) {
 					target = s.Brokers[id].Node()
 					return
 				}

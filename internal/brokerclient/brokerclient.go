@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -118,13 +119,92 @@ func (c *Clients) Unregister(ctx context.Context, addrs []string, id int32) erro
 	if err != nil {
 		return err
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		if resp.ErrorMessage != nil {
-			return fmt.Errorf("%w: %s", err, *resp.ErrorMessage)
-		}
+	return errorWithMessage(resp.ErrorCode, resp.ErrorMessage)
+}
+
+// Quorum is the metadata group's voters and observers by broker id
+// (DescribeQuorum), each list sorted.
+type Quorum struct {
+	Leader    int32
+	Voters    []int32
+	Observers []int32
+}
+
+// MetadataQuorum asks for the metadata group's members.
+func (c *Clients) MetadataQuorum(ctx context.Context, addrs []string) (Quorum, error) {
+	cl, err := c.client(addrs)
+	if err != nil {
+		return Quorum{}, err
+	}
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return Quorum{}, err
+	}
+	if err := errorWithMessage(resp.ErrorCode, resp.ErrorMessage); err != nil {
+		return Quorum{}, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return Quorum{}, fmt.Errorf("DescribeQuorum answered %d topics", len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := errorWithMessage(p.ErrorCode, p.ErrorMessage); err != nil {
+		return Quorum{}, err
+	}
+	q := Quorum{Leader: p.LeaderID}
+	for _, v := range p.CurrentVoters {
+		q.Voters = append(q.Voters, v.ReplicaID)
+	}
+	for _, o := range p.Observers {
+		q.Observers = append(q.Observers, o.ReplicaID)
+	}
+	slices.Sort(q.Voters)
+	slices.Sort(q.Observers)
+	return q, nil
+}
+
+// AddVoter makes a running broker a metadata voter (AddRaftVoter).
+func (c *Clients) AddVoter(ctx context.Context, addrs []string, id int32) error {
+	cl, err := c.client(addrs)
+	if err != nil {
 		return err
 	}
-	return nil
+	req := kmsg.NewPtrAddRaftVoterRequest()
+	req.VoterID = id
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	return errorWithMessage(resp.ErrorCode, resp.ErrorMessage)
+}
+
+// RemoveVoter takes a leaving broker out of the metadata group
+// (RemoveRaftVoter): it must hold no partition replica.
+func (c *Clients) RemoveVoter(ctx context.Context, addrs []string, id int32) error {
+	cl, err := c.client(addrs)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrRemoveRaftVoterRequest()
+	req.VoterID = id
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	return errorWithMessage(resp.ErrorCode, resp.ErrorMessage)
+}
+
+// errorWithMessage is a Kafka error code with the broker's explanation.
+func errorWithMessage(code int16, msg *string) error {
+	err := kerr.ErrorForCode(code)
+	if err != nil && msg != nil {
+		return fmt.Errorf("%w: %s", err, *msg)
+	}
+	return err
 }
 
 func (c *Clients) client(addrs []string) (*kgo.Client, error) {

@@ -1,10 +1,12 @@
 // Package rollout holds the BrokerCluster's decisions as pure functions:
-// which broker to restart next in a rolling update, and how far the
-// StatefulSet may scale in.
+// which broker to restart next in a rolling update, how far the
+// StatefulSet may scale in, and how the metadata group's voters follow the
+// cluster's size.
 package rollout
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -53,28 +55,62 @@ func NextRestart(pods []Pod, replicas int32, updateRevision string) (ordinal int
 
 // ScaleIn returns the replicas the StatefulSet may have: the desired count,
 // unless a broker that would be removed still hosts partition replicas,
-// which would lose them, or votes in the metadata group (the first voters
-// brokers); blocked then says which.
-func ScaleIn(desired, current, voters int32, hosted map[int32]int) (replicas int32, blocked string) {
+// which would lose them, or still votes in the metadata group, whose
+// quorum counts it until NextVoterChange removes it; blocked then says
+// which.
+func ScaleIn(desired, current int32, voting []int32, hosted map[int32]int) (replicas int32, blocked string) {
 	if desired >= current {
 		return desired, ""
 	}
 	var holding []string
 	allowed := desired
-	if desired < voters {
-		allowed = min(voters, current)
-		holding = append(holding, fmt.Sprintf("the first %d brokers vote in the metadata group, and a cluster does not shrink below them", voters))
-	}
 	for id := current - 1; id >= desired; id-- {
+		var why []string
 		if n := hosted[id]; n > 0 {
-			holding = append([]string{fmt.Sprintf("broker %d hosts %d partition replicas", id, n)}, holding...)
-			if id+1 > allowed {
-				allowed = id + 1
-			}
+			why = append(why, fmt.Sprintf("hosts %d partition replicas", n))
+		}
+		if slices.Contains(voting, id) {
+			why = append(why, "votes in the metadata group")
+		}
+		if len(why) > 0 {
+			holding = append(holding, fmt.Sprintf("broker %d %s", id, strings.Join(why, " and ")))
+			allowed = max(allowed, id+1)
 		}
 	}
 	if len(holding) == 0 {
 		return desired, ""
 	}
-	return allowed, "scale-in waits: " + strings.Join(holding, "; ") + " (delete or move those topics first)"
+	return allowed, "scale-in waits: " + strings.Join(holding, "; ") + " (its replicas move first, then it leaves the metadata group)"
+}
+
+// VoterChange is one change of the metadata group's voters: a broker
+// added (AddRaftVoter) or removed (RemoveRaftVoter).
+type VoterChange struct {
+	Broker int32
+	Add    bool
+}
+
+// NextVoterChange picks the next change that brings the metadata group to
+// min(replicas, maxVoters) voters among the brokers the cluster keeps (ids
+// below replicas), one at a time as Raft changes membership. While the
+// kept voters are fewer, the lowest kept observer is added, so that a
+// cluster founded small gains a fault-tolerant quorum as it grows, and a
+// replacement joins before a leaving voter goes (the quorum never shrinks
+// on the way). Else a voter that is leaving is removed, the highest
+// first, once it hosts no partition replica (it could no longer follow
+// where they go). Voters beyond the count that a person added by hand
+// among the kept brokers stay. ok is false when nothing is to change.
+func NextVoterChange(replicas, maxVoters int32, voters, observers []int32, hosted map[int32]int) (VoterChange, bool) {
+	leaving := slices.DeleteFunc(slices.Clone(voters), func(id int32) bool { return id < replicas })
+	slices.Sort(leaving)
+	candidates := slices.DeleteFunc(slices.Clone(observers), func(id int32) bool { return id >= replicas || slices.Contains(voters, id) })
+	if kept := len(voters) - len(leaving); int32(kept) < min(replicas, maxVoters) && len(candidates) > 0 {
+		return VoterChange{Broker: slices.Min(candidates), Add: true}, true
+	}
+	if len(leaving) > 0 && len(voters) > 1 {
+		if id := leaving[len(leaving)-1]; hosted[id] == 0 {
+			return VoterChange{Broker: id}, true
+		}
+	}
+	return VoterChange{}, false
 }

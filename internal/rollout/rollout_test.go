@@ -31,25 +31,54 @@ func TestScaleIn(t *testing.T) {
 	cases := []struct {
 		name             string
 		desired, current int32
+		voting           []int32
 		hosted           map[int32]int
 		want             int32
 		blocked          bool
 	}{
-		{"scale out", 5, 3, nil, 5, false},
-		{"empty brokers go", 3, 5, map[int32]int{0: 4, 1: 4, 2: 4}, 3, false},
-		{"a loaded broker stays", 3, 5, map[int32]int{0: 4, 3: 2}, 4, true},
-		{"the highest loaded broker sets the floor", 3, 5, map[int32]int{4: 1}, 5, true},
-		{"metadata voters stay", 2, 5, nil, 3, true},
-		{"a cluster of one voter shrinks to one", 1, 3, nil, 1, false},
+		{"scale out", 5, 3, []int32{0, 1, 2}, nil, 5, false},
+		{"empty brokers go", 3, 5, []int32{0, 1, 2}, map[int32]int{0: 4, 1: 4, 2: 4}, 3, false},
+		{"a loaded broker stays", 3, 5, []int32{0, 1, 2}, map[int32]int{0: 4, 3: 2}, 4, true},
+		{"the highest loaded broker sets the floor", 3, 5, []int32{0, 1, 2}, map[int32]int{4: 1}, 5, true},
+		{"a voter stays until it left the group", 2, 5, []int32{0, 1, 2}, nil, 3, true},
+		{"a voter that left goes", 2, 3, []int32{0, 1}, nil, 2, false},
+		{"a cluster of one voter shrinks to one", 1, 3, []int32{0}, nil, 1, false},
 	}
 	for _, c := range cases {
-		voters := int32(3)
-		if c.desired == 1 {
-			voters = 1
-		}
-		got, blocked := ScaleIn(c.desired, c.current, voters, c.hosted)
+		got, blocked := ScaleIn(c.desired, c.current, c.voting, c.hosted)
 		if got != c.want || (blocked != "") != c.blocked {
 			t.Errorf("%s: got %d blocked=%q", c.name, got, blocked)
+		}
+	}
+}
+
+func TestNextVoterChange(t *testing.T) {
+	cases := []struct {
+		name              string
+		replicas          int32
+		voters, observers []int32
+		hosted            map[int32]int
+		want              VoterChange
+		change            bool
+	}{
+		{"settled at three", 5, []int32{0, 1, 2}, []int32{3, 4}, nil, VoterChange{}, false},
+		{"a cluster founded with one grows its quorum", 3, []int32{0}, []int32{1, 2}, nil, VoterChange{Broker: 1, Add: true}, true},
+		{"then to three", 3, []int32{0, 1}, []int32{2}, nil, VoterChange{Broker: 2, Add: true}, true},
+		{"two brokers have two voters", 2, []int32{0}, []int32{1}, nil, VoterChange{Broker: 1, Add: true}, true},
+		{"an observer not yet joined is waited for", 3, []int32{0, 1}, nil, nil, VoterChange{}, false},
+		{"a leaving voter holding replicas stays", 2, []int32{0, 1, 2}, nil, map[int32]int{2: 1}, VoterChange{}, false},
+		{"a drained leaving voter goes", 2, []int32{0, 1, 2}, nil, map[int32]int{0: 3, 1: 3}, VoterChange{Broker: 2}, true},
+		{"the highest leaving voter first", 1, []int32{0, 1, 2}, nil, nil, VoterChange{Broker: 2}, true},
+		{"a leaving observer is no voter's business", 3, []int32{0, 1, 2}, []int32{3, 4}, nil, VoterChange{}, false},
+		{"a kept observer is added before a leaving voter goes", 3, []int32{0, 1, 4}, []int32{2}, nil, VoterChange{Broker: 2, Add: true}, true},
+		{"then the leaving voter goes", 3, []int32{0, 1, 2, 4}, nil, nil, VoterChange{Broker: 4}, true},
+		{"the last voter stays", 0, []int32{0}, nil, nil, VoterChange{}, false},
+		{"voters added by hand stay", 5, []int32{0, 1, 2, 3}, []int32{4}, nil, VoterChange{}, false},
+	}
+	for _, c := range cases {
+		got, change := NextVoterChange(c.replicas, 3, c.voters, c.observers, c.hosted)
+		if got != c.want || change != c.change {
+			t.Errorf("%s: got %+v %v, want %+v %v", c.name, got, change, c.want, c.change)
 		}
 	}
 }

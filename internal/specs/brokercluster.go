@@ -204,9 +204,15 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 	for k, v := range pt.Annotations {
 		podAnnotations[k] = v
 	}
+	// The founding voters are fixed at the cluster's creation; the voters
+	// the operator adds as the cluster grows are the next brokers, so a
+	// broker back on an empty disk asks all of the first brokers whether
+	// the cluster exists.
 	var voterList, joinList []string
-	for id := int32(0); id < voters; id++ {
-		voterList = append(voterList, fmt.Sprintf("%d=%s:%d", id, BrokerHost(c, id), RaftPort))
+	for id := int32(0); id < MaxMetadataVoters; id++ {
+		if id < voters {
+			voterList = append(voterList, fmt.Sprintf("%d=%s:%d", id, BrokerHost(c, id), RaftPort))
+		}
 		joinList = append(joinList, fmt.Sprintf("%s:%d", BrokerHost(c, id), HTTPPort))
 	}
 	self := fmt.Sprintf("$(POD_NAME).%s.$(POD_NAMESPACE).svc", HeadlessServiceName(c))

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/lni/dragonboat/v3"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeQuorum v0-2 (flexible): the metadata group as the partition
+// __cluster_metadata-0 (kafka-metadata-quorum.sh describe --status and
+// --replication): its leader and term, the voters and the observers, each
+// named by broker id and, from v2, by its incarnation as the directory id.
+// The log end offsets of the others are not known here: -1, as Kafka
+// gives for an unknown one; the high watermark is the last index this
+// broker applied.
+func init() { register(kmsg.DescribeQuorum, 0, 2, handleDescribeQuorum) }
+
+// metadataTopic is the name Kafka's tools give the metadata log.
+const metadataTopic = "__cluster_metadata"
+
+func handleDescribeQuorum(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DescribeQuorumRequest)
+	r.deferred = func() kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		defer cancel()
+		view, err := quorum{b}.describe(ctx)
+		switch {
+		case errors.Is(err, dragonboat.ErrClusterNotFound):
+			// Retriable: the client asks the metadata group's leader.
+			resp.ErrorCode, resp.ErrorMessage = kerr.NotController.Code, kmsg.StringPtr("this broker left the metadata group")
+			return resp
+		case err != nil:
+			resp.ErrorCode, resp.ErrorMessage = kerr.RequestTimedOut.Code, kmsg.StringPtr("the metadata group did not answer: "+err.Error())
+			return resp
+		}
+		listed := map[int32]bool{}
+		for _, rt := range req.Topics {
+			t := kmsg.NewDescribeQuorumResponseTopic()
+			t.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewDescribeQuorumResponseTopicPartition()
+				p.Partition = rp.Partition
+				if rt.Topic != metadataTopic || rp.Partition != 0 {
+					p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+					t.Partitions = append(t.Partitions, p)
+					continue
+				}
+				p.LeaderID, p.LeaderEpoch, p.HighWatermark = view.leader, view.term, int64(view.applied)
+				for _, m := range view.voters {
+					p.CurrentVoters = append(p.CurrentVoters, quorumReplicaState(b, m))
+					listed[m.broker] = true
+				}
+				for _, m := range view.observers {
+					p.Observers = append(p.Observers, quorumReplicaState(b, m))
+					listed[m.broker] = true
+				}
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		for _, id := range slices.Sorted(maps.Keys(listed)) {
+			br, ok := view.brokers[id]
+			if !ok {
+				continue
+			}
+			n := kmsg.NewDescribeQuorumResponseNode()
+			n.NodeID = id
+			l := kmsg.NewDescribeQuorumResponseNodeListener()
+			l.Name, l.Host, l.Port = "PLAINTEXT", br.Host, uint16(br.Port)
+			n.Listeners = append(n.Listeners, l)
+			resp.Nodes = append(resp.Nodes, n)
+		}
+		return resp
+	}
+	return nil, nil
+}
+
+func quorumReplicaState(b *Broker, m quorumMember) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
+	s := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+	s.ReplicaID, s.ReplicaDirectoryID, s.LogEndOffset = m.broker, m.incarnation, -1
+	if m.broker == b.cfg.ID {
+		s.LogEndOffset = int64(b.meta.Applied())
+	}
+	return s
+}

@@ -1,0 +1,29 @@
+package server
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// RemoveRaftVoter v0 (flexible): takes a leaving broker out of the
+// metadata group (kafka-metadata-quorum.sh remove-controller; the
+// operator before a scale-in removes a voter's pod). Refused while the
+// broker hosts partition replicas, for the last voter, and when the
+// voters left would have no live majority (quorum.removeVoter).
+func init() { register(kmsg.RemoveRaftVoter, 0, 0, handleRemoveRaftVoter) }
+
+func handleRemoveRaftVoter(b *Broker, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.RemoveRaftVoterRequest)
+	r.deferred = func() kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
+		ctx, cancel := context.WithTimeout(b.ctx, voterChangeWait)
+		defer cancel()
+		change := voterChange{clusterID: req.ClusterID, broker: req.VoterID, key: req.VoterDirectoryID}
+		if err, msg := (quorum{b}).removeVoter(ctx, change); err != nil {
+			resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(msg)
+		}
+		return resp
+	}
+	return nil, nil
+}
