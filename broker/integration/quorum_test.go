@@ -89,7 +89,9 @@ func waitQuorum(ctx context.Context, t *testing.T, c *brokertest.Cluster, want [
 }
 
 // TestMetadataVotersFollowTheCluster: a cluster founded by one voter
-// grows its metadata quorum with AddRaftVoter, and then survives the loss
+// grows its metadata quorum with AddRaftVoter (refused for another
+// cluster's id, another incarnation's directory id, an unknown broker or
+// a voter), its promoted voters vote after restarts, and it survives the loss
 // of its founder's disk: the founder rejoins the cluster as a voter (it
 // must not found a new one, though it alone founded the first). A voter
 // is removed with RemoveRaftVoter only once it hosts no replica and while
@@ -109,6 +111,15 @@ func TestMetadataVotersFollowTheCluster(t *testing.T) {
 		if !errors.Is(err, want) || (want != nil && !strings.Contains(msg, says)) {
 			t.Fatalf("voter change (add %v) of broker %d: %v %q, want %v saying %q", add, id, err, msg, want, says)
 		}
+	}
+	wrongKeys := kmsg.NewPtrAddRaftVoterRequest()
+	wrongKeys.VoterID, wrongKeys.ClusterID = 1, kmsg.StringPtr("another-cluster")
+	if resp, err := wrongKeys.RequestWith(ctx, c.Client()); err != nil || resp.ErrorCode != kerr.InconsistentClusterID.Code {
+		t.Fatalf("AddRaftVoter for another cluster: %v %+v", err, resp)
+	}
+	wrongKeys.ClusterID, wrongKeys.VoterDirectoryID = nil, [16]byte{1, 2, 3}
+	if resp, err := wrongKeys.RequestWith(ctx, c.Client()); err != nil || resp.ErrorCode != kerr.InvalidVoterKey.Code {
+		t.Fatalf("AddRaftVoter for another incarnation: %v %+v", err, resp)
 	}
 	expect(true, 7, kerr.VoterNotFound, "not registered")
 	expect(false, 1, kerr.VoterNotFound, "does not vote")
