@@ -45,6 +45,19 @@ func TestIdempotentProducerSequences(t *testing.T) {
 	if gap.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("sequence gap: %v, want OUT_OF_ORDER_SEQUENCE_NUMBER", kerr.ErrorForCode(gap.ErrorCode))
 	}
+	// The partition's leader counts both as the signal of a producer's
+	// gap or duplicate.
+	counted := func(name string) float64 {
+		sum := 0.0
+		for i := range c.Brokers {
+			v, _ := c.Metric(i, name, `topic="payments"`)
+			sum += v
+		}
+		return sum
+	}
+	if dup, ooo := counted("raftka_produce_duplicate_batches_total"), counted("raftka_produce_out_of_order_sequence_total"); dup != 1 || ooo != 1 {
+		t.Fatalf("brokers counted %v duplicate batches and %v out-of-order ones, want 1 and 1", dup, ooo)
+	}
 	// A new epoch fences the old one.
 	bumped := produceRaw(t, cl, "payments", 0, -1, batch(id, epoch+1, 0, "d"))
 	if bumped.ErrorCode != 0 || bumped.BaseOffset != 3 {

@@ -76,7 +76,13 @@ type Result struct {
 	Err            error // a kerr error, or nil
 	BaseOffset     int64
 	LogStartOffset int64
+	// Duplicate: an idempotent producer's retry of a batch the log holds,
+	// answered with that batch's offset and not written again.
+	Duplicate bool
 }
+
+// resultDuplicate marks a duplicate's result, after the two offsets.
+const resultDuplicate = 1
 
 func encodeResult(err error, base, start int64) sm.Result {
 	code := uint64(0)
@@ -100,6 +106,7 @@ func DecodeResult(r sm.Result) Result {
 		out.BaseOffset = int64(binary.BigEndian.Uint64(r.Data))
 		out.LogStartOffset = int64(binary.BigEndian.Uint64(r.Data[8:]))
 	}
+	out.Duplicate = len(r.Data) > 16 && r.Data[16] == resultDuplicate
 	return out
 }
 
@@ -325,7 +332,9 @@ func (s *StateMachine) apply(index uint64, cmd []byte) (sm.Result, bool, error) 
 			}
 		}
 		if dupOffset >= 0 {
-			return encodeResult(nil, dupOffset, l.start), false, nil
+			res := encodeResult(nil, dupOffset, l.start)
+			res.Data = append(res.Data, resultDuplicate)
+			return res, false, nil
 		}
 		base := l.next
 		var at []*frames.Loc

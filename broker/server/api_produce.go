@@ -20,6 +20,7 @@ func init() { register(kmsg.Produce, 3, 13, handleProduce) }
 const maxProduceTimeout = 30 * time.Second
 
 type pendingProduce struct {
+	topic      string
 	rp         *kmsg.ProduceResponseTopicPartition
 	rs         *dragonboat.RequestState
 	appendTime int64           // the log append time it was stamped with, or -1
@@ -57,7 +58,7 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 				rp.ErrorCode = err.Code
 				continue
 			}
-			pp.rp = rp
+			pp.topic, pp.rp = name, rp
 			pending = append(pending, pp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -77,6 +78,12 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 				p.rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case res.Completed():
 				out := partition.DecodeResult(res.GetResult())
+				switch {
+				case errors.Is(out.Err, kerr.OutOfOrderSequenceNumber):
+					b.metrics.outOfOrder.WithLabelValues(p.topic).Inc()
+				case out.Duplicate:
+					b.metrics.duplicates.WithLabelValues(p.topic).Inc()
+				}
 				if out.Err != nil {
 					p.rp.ErrorCode = errCode(out.Err)
 				} else {

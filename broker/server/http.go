@@ -198,6 +198,12 @@ type metrics struct {
 	budgetSnapshots prometheus.Counter
 
 	cleanedBytes, cleanedRecords prometheus.Counter
+
+	// outOfOrder and duplicates count, per topic, the idempotent
+	// producers' batches this broker refused as out of sequence and the
+	// retries it answered without writing them again: the signal of a
+	// gap or a duplicate that `raftka verify` looks for in the log.
+	outOfOrder, duplicates *prometheus.CounterVec
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -217,8 +223,12 @@ func newMetrics(b *Broker) *metrics {
 			Help: "Segment bytes that log compaction (cleanup.policy=compact) removed from this broker's replicas."}),
 		cleanedRecords: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_log_cleaner_records_removed_total",
 			Help: "Records that log compaction removed from this broker's replicas: older values of a key and expired tombstones."}),
+		outOfOrder: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_produce_out_of_order_sequence_total",
+			Help: "Produce batches this broker, as partition leader, answered OUT_OF_ORDER_SEQUENCE_NUMBER: an idempotent producer's sequence skipped ahead of what the partition holds."}, []string{"topic"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_produce_duplicate_batches_total",
+			Help: "Idempotent producers' retried batches this broker, as partition leader, recognised and answered with their first offset without writing them again."}, []string{"topic"}),
 	}
-	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), partitionCollector{b})
+	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, m.outOfOrder, m.duplicates, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), partitionCollector{b})
 	return m
 }
 
