@@ -8,11 +8,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // produce sends each line of stdin as a record and waits for every
-// acknowledgement; the first refusal is the command's error.
+// acknowledgement; the first refusal is the command's error. With
+// --numbered each record carries its producer's name and its sequence in
+// its partition (numbering), for raftka verify.
 func produce(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
 	keySep := fs.String("key-separator", "", "")
@@ -21,6 +24,8 @@ func produce(ctx context.Context, e *env, args []string) error {
 	var headers listFlag
 	fs.Var(&headers, "header", "")
 	fs.Var(&headers, "H", "")
+	numbered := fs.Bool("numbered", false, "")
+	producerName := fs.String("producer", "", "")
 	topics, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -43,11 +48,25 @@ func produce(ctx context.Context, e *env, args []string) error {
 	default:
 		return usagef("--acks %s: want all, leader or none", *acks)
 	}
+	if *numbered {
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
 	cl, err := e.client(ctx, opts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	var numbers *numbering
+	if *numbered {
+		detail, err := describeTopic(ctx, kadm.NewClient(cl), topics[0])
+		if err != nil {
+			return err
+		}
+		if *producerName == "" {
+			*producerName = "raftka-" + randomName()
+		}
+		numbers = newNumbering(*producerName, int32(len(detail.partitions)))
+	}
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -65,6 +84,9 @@ func produce(ctx context.Context, e *env, args []string) error {
 		}
 		for k, v := range hdrs {
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
+		}
+		if numbers != nil {
+			numbers.stamp(r)
 		}
 		sent++
 		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
@@ -89,8 +111,15 @@ func produce(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%d of %d records acknowledged; the first refusal: %w", acked, sent, firstErr)
 	}
 	if e.json {
-		return printJSON(e.out, map[string]any{"topic": topics[0], "produced": acked})
+		view := map[string]any{"topic": topics[0], "produced": acked}
+		if numbers != nil {
+			view["producer"] = numbers.producer
+		}
+		return printJSON(e.out, view)
 	}
 	_, _ = fmt.Fprintf(e.out, "produced %d records to %s\n", acked, topics[0])
+	if numbers != nil {
+		_, _ = fmt.Fprintf(e.out, "numbered as producer %s (raftka verify %s checks them)\n", numbers.producer, topics[0])
+	}
 	return nil
 }
