@@ -13,6 +13,10 @@ import (
 // brokers (read-only settings); v4 flexible.
 func init() { register(kmsg.DescribeConfigs, 0, 4, handleDescribeConfigs) }
 
+// httpEndpointConfig is the read-only broker config naming the broker's
+// HTTP endpoint.
+const httpEndpointConfig = "raftka.http.endpoint"
+
 func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
@@ -70,6 +74,9 @@ func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
 			add("num.partitions", strconv.Itoa(int(b.cfg.DefaultPartitions)), src, true)
 			add("default.replication.factor", strconv.Itoa(int(b.cfg.DefaultReplicationFactor)), src, true)
 			add("log.dirs", b.cfg.DataDir, src, true)
+			// Where the broker's HTTP endpoint (/readyz, /safe-to-restart,
+			// /metrics) is reached, for tools that know only its Kafka address.
+			add(httpEndpointConfig, advertisedHTTP(b.advertisedHost(), b.cfg.HTTPListen), src, true)
 			b.meta.Read(func(s *meta.State) {
 				flags := map[string]int64{meta.BrokerConfigLeaderThrottledRate: b.cfg.LeaderThrottledRate,
 					meta.BrokerConfigFollowerThrottledRate: b.cfg.FollowerThrottledRate}

@@ -323,6 +323,12 @@ func (b *Broker) selfRecord() (meta.Broker, error) {
 		Rack: b.cfg.Rack, Incarnation: b.self.Incarnation}, nil
 }
 
+// advertisedHost is the host of the advertised Kafka address.
+func (b *Broker) advertisedHost() string {
+	host, _, _ := splitHostPort(b.cfg.AdvertisedKafka)
+	return host
+}
+
 // advertisedHTTP is where peers reach this broker's HTTP endpoint: the
 // listen address, or the advertised Kafka host at its port when it
 // listens on every interface.

@@ -61,6 +61,7 @@ var commands = []command{
 	{"group describe", "a group's state, members, and committed offset and lag per partition: GROUP", groupDescribe},
 	{"group seek", "move a group's committed offsets while it has no members: GROUP --to start|end|OFFSET|TIME [--topic T]... [--dry-run]", groupSeek},
 	{"cluster info", "the brokers, the controller and the cluster id", clusterInfo},
+	{"cluster health", "whether every broker is up and ready, the metadata group led, and every partition led and fully in sync; what each broker's /safe-to-restart says (exit 1 when not healthy)", clusterHealthCommand},
 }
 
 func main() {

@@ -294,3 +294,64 @@ func TestVerifyFindsGapsAndDuplicates(t *testing.T) {
 		t.Errorf("after DeleteRecords: exit %d, partition 1 read from %d, problems %+v", code, r.Partitions[1].From, r.Problems)
 	}
 }
+
+// cluster health against real brokers: healthy with every broker up; with
+// one stopped it exits 1, names the broker and the under-replicated
+// partitions, and the others' /safe-to-restart says no.
+func TestClusterHealth(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	mustRaftka(t, c, "", "topic", "create", "replicated", "--partitions", "2", "-r", "3")
+	health := func() (int, clusterHealth) {
+		t.Helper()
+		code, out, errOut := raftka(t, c, "", "-o", "json", "cluster", "health")
+		var h clusterHealth
+		if err := json.Unmarshal([]byte(out), &h); err != nil {
+			t.Fatalf("cluster health: exit %d, %v: %s %s", code, err, out, errOut)
+		}
+		return code, h
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	code, h := health()
+	for code != 0 && time.Now().Before(deadline) { // leaders settle after creation
+		time.Sleep(500 * time.Millisecond)
+		code, h = health()
+	}
+	if code != 0 || !h.Healthy || h.Partitions != 2 || len(h.Brokers) != 3 {
+		t.Fatalf("cluster health with every broker up: exit %d, %+v", code, h)
+	}
+	leaders := 0
+	for _, b := range h.Brokers {
+		if b.Ready == nil || !*b.Ready || b.SafeToRestart == nil || !*b.SafeToRestart || b.HTTP != c.Brokers[b.ID].HTTPAddr {
+			t.Errorf("broker %+v: want ready and safe to restart, HTTP at %s", b, c.Brokers[b.ID].HTTPAddr)
+		}
+		if b.Metadata == "leader" {
+			leaders++
+		}
+	}
+	if leaders != 1 || h.MetadataLeader < 0 {
+		t.Errorf("metadata leader %d, %d brokers say they lead", h.MetadataLeader, leaders)
+	}
+
+	c.Stop(2)
+	c.WaitExit(2, 30*time.Second)
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		code, h = health()
+		fenced := slices.ContainsFunc(h.Brokers, func(b brokerHealth) bool { return b.ID == 2 && b.Fenced })
+		if code == exitFailed && fenced && len(h.UnderReplicated) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster health with broker 2 stopped: exit %d, %+v", code, h)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, b := range h.Brokers {
+		if b.ID != 2 && (b.SafeToRestart == nil || *b.SafeToRestart) {
+			t.Errorf("broker %d may restart with broker 2 down, its check says: %+v", b.ID, b)
+		}
+	}
+	if !slices.ContainsFunc(h.Problems, func(p string) bool { return strings.Contains(p, "broker 2 does not answer") }) {
+		t.Errorf("problems %q do not name broker 2", h.Problems)
+	}
+}

@@ -252,6 +252,14 @@ func SafeToRestart(ctx context.Context, httpAddr string) (Check, error) {
 	return c, err
 }
 
+// Readiness asks a broker whether it is ready (/readyz): registered, the
+// metadata group and its hosted partitions led.
+func Readiness(ctx context.Context, httpAddr string) (Check, error) {
+	var c Check
+	err := getJSON(ctx, "http://"+httpAddr+"/readyz", &c)
+	return c, err
+}
+
 // getJSON GETs a broker's JSON answer into out, whatever its status: a
 // failed check answers 503 with its reasons.
 func getJSON(ctx context.Context, url string, out any) error {
