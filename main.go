@@ -24,7 +24,7 @@ import (
 
 func main() {
 	var (
-		metricsAddr, probeAddr, namespaces, override string
+		metricsAddr, probeAddr, namespaces, override, brokerImage string
 		leaderElect                                  bool
 		topicResync, lagPeriod                       time.Duration
 	)
@@ -36,6 +36,8 @@ func main() {
 		"reach brokers at these addresses instead of the client Service, for an operator outside the cluster: namespace/name=host:port[,host:port][;...] (env RAFTKA_BOOTSTRAP_OVERRIDE)")
 	flag.DurationVar(&topicResync, "topic-resync", time.Minute, "how often Topics are compared with the brokers, reverting changes made outside Kubernetes")
 	flag.DurationVar(&lagPeriod, "lag-period", 15*time.Second, "how often ConsumerGroup lag is measured")
+	flag.StringVar(&brokerImage, "default-broker-image", os.Getenv("RAFTKA_DEFAULT_BROKER_IMAGE"),
+		"the broker image of a BrokerCluster whose spec.image is empty: the broker of the operator's own version, which the chart sets (env RAFTKA_DEFAULT_BROKER_IMAGE)")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -71,7 +73,7 @@ func main() {
 	}
 	brokers := &brokerclient.Clients{Override: overrides}
 	defer brokers.Close()
-	if err := controllers.Setup(mgr, brokers, controllers.Options{TopicResync: topicResync, LagPeriod: lagPeriod}); err != nil {
+	if err := controllers.Setup(mgr, brokers, controllers.Options{TopicResync: topicResync, LagPeriod: lagPeriod, DefaultBrokerImage: brokerImage}); err != nil {
 		log.Error(err, "set up controllers")
 		os.Exit(1)
 	}

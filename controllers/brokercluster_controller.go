@@ -41,6 +41,8 @@ type BrokerClusterReconciler struct {
 	// name.
 	HTTPAddr func(cluster *raftkav1.BrokerCluster, id int32) string
 	Recorder events.EventRecorder
+	// DefaultImage is the broker image of a BrokerCluster without one.
+	DefaultImage string
 
 	waves moveWaves
 }
@@ -73,7 +75,7 @@ func (r *BrokerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 }
 
 func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.BrokerCluster) (ctrl.Result, error) {
-	if err := specs.ValidateConfig(c); err != nil {
+	if err := r.validateSpec(c); err != nil {
 		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionReady, false, "InvalidSpec", err.Error())
 		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionDegraded, true, "InvalidSpec", err.Error())
 		return ctrl.Result{}, reconcile.TerminalError(err)
@@ -115,6 +117,16 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	return ctrl.Result{RequeueAfter: time.Minute}, nil
+}
+
+// validateSpec refuses what no reconcile can mend: broker configs the
+// broker does not know, and no image to run.
+func (r *BrokerClusterReconciler) validateSpec(c *raftkav1.BrokerCluster) error {
+	if err := specs.ValidateConfig(c); err != nil {
+		return err
+	}
+	_, err := specs.BrokerImage(c, r.DefaultImage)
+	return err
 }
 
 // foundingVoters, the brokers that founded the metadata group
@@ -188,7 +200,11 @@ func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftk
 			replicas, blocked = rollout.ScaleIn(c.Spec.Replicas, *current.Spec.Replicas, v.quorum.Voters, hostedReplicas(v.md))
 		}
 	}
-	desired := specs.BuildStatefulSet(c, founding, replicas, hash)
+	// The builders see the image the brokers run; spec.image, git's, is
+	// never written.
+	built := c.DeepCopy()
+	built.Spec.Image, _ = specs.BrokerImage(c, r.DefaultImage)
+	desired := specs.BuildStatefulSet(built, founding, replicas, hash)
 	if err == nil {
 		// Claim templates are immutable: a changed storage spec applies
 		// to no existing StatefulSet.

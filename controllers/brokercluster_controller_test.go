@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -158,4 +159,25 @@ func typeName(obj client.Object) string {
 		return "*v1.PodDisruptionBudget"
 	}
 	return "?"
+}
+
+// The smallest BrokerCluster is its replicas and storage: its brokers run
+// the operator's default image, and spec.image stays empty (git owns it).
+func TestSmallestBrokerCluster(t *testing.T) {
+	ns := newNamespace(t)
+	c := &raftkav1.BrokerCluster{ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: ns},
+		Spec: raftkav1.BrokerClusterSpec{Replicas: 3, Storage: raftkav1.StorageSpec{Size: resource.MustParse("1Gi")}, Rebalancing: raftkav1.RebalancingOff}}
+	mustCreate(t, c)
+	key := types.NamespacedName{Namespace: ns, Name: "events"}
+	eventually(t, "a StatefulSet running the default image", func() (bool, string) {
+		var sts appsv1.StatefulSet
+		if err := k8s.Get(context.Background(), key, &sts); err != nil {
+			return false, err.Error()
+		}
+		image := sts.Spec.Template.Spec.Containers[0].Image
+		return image == defaultBrokerImage, image
+	})
+	if err := k8s.Get(context.Background(), key, c); err != nil || c.Spec.Image != "" {
+		t.Fatalf("spec.image after reconciling: %q %v, want it left empty", c.Spec.Image, err)
+	}
 }

@@ -16,6 +16,9 @@ type Options struct {
 	// BrokerHTTPAddr replaces the brokers' in-cluster DNS names for their
 	// HTTP endpoints, for an operator that reaches them otherwise.
 	BrokerHTTPAddr func(cluster *raftkav1.BrokerCluster, id int32) string
+	// DefaultBrokerImage is the broker image of a BrokerCluster that names
+	// none: the operator's own version of it.
+	DefaultBrokerImage string
 }
 
 // Setup registers every controller with the manager.
@@ -26,7 +29,7 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 	if opts.LagPeriod <= 0 {
 		opts.LagPeriod = 15 * time.Second
 	}
-	if err := (&BrokerClusterReconciler{Client: mgr.GetClient(), Brokers: brokers, HTTPAddr: opts.BrokerHTTPAddr,
+	if err := (&BrokerClusterReconciler{Client: mgr.GetClient(), Brokers: brokers, HTTPAddr: opts.BrokerHTTPAddr, DefaultImage: opts.DefaultBrokerImage,
 		Recorder: mgr.GetEventRecorder("raftka-brokercluster")}).SetupWithManager(mgr); err != nil {
 		return err
 	}

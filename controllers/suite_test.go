@@ -38,6 +38,10 @@ var (
 	scheme       = runtime.NewScheme()
 )
 
+// defaultBrokerImage is the suite operator's --default-broker-image.
+const defaultBrokerImage = "raftka/broker:default-of-the-operator"
+
+
 // suiteT lets brokertest, which wants a testing.TB, live for the package.
 type suiteT struct {
 	testing.TB
@@ -119,7 +123,7 @@ func runSuite(m *testing.M) int {
 		}
 		return brokers.Brokers[id].HTTPAddr
 	}
-	if err := Setup(mgr, pool, Options{TopicResync: 2 * time.Second, LagPeriod: time.Second, BrokerHTTPAddr: httpAddr}); err != nil {
+	if err := Setup(mgr, pool, Options{TopicResync: 2 * time.Second, LagPeriod: time.Second, BrokerHTTPAddr: httpAddr, DefaultBrokerImage: defaultBrokerImage}); err != nil {
 		fmt.Println(err)
 		return 1
 	}

@@ -8,16 +8,19 @@ import (
 
 // BrokerClusterSpec is the desired broker cluster.
 type BrokerClusterSpec struct {
-	// Replicas is the number of brokers. The first three form the metadata
-	// Raft group; more join it as observers. A scale-in first moves the
-	// replicas off the brokers it removes (see rebalancing), and is refused
-	// while fewer brokers would stay than a partition has replicas.
+	// Replicas is the number of brokers. Up to three of them vote in the
+	// metadata Raft group; the others follow it as observers. A scale-in
+	// first moves the replicas off the brokers it removes (see
+	// rebalancing), and is refused while fewer brokers would stay than a
+	// partition has replicas.
 	// +kubebuilder:validation:Minimum=1
 	Replicas int32 `json:"replicas"`
 
-	// Image is the broker image.
+	// Image is the broker image; by default the operator's own version of
+	// it (the operator's --default-broker-image, which the chart sets).
+	// +optional
 	// +kubebuilder:validation:MinLength=1
-	Image string `json:"image"`
+	Image string `json:"image,omitempty"`
 
 	// ImagePullPolicy of the broker containers; IfNotPresent when unset.
 	// +optional

@@ -93,6 +93,18 @@ func BrokerHost(c *raftkav1.BrokerCluster, id int32) string {
 	return fmt.Sprintf("%s-%d.%s.%s.svc", StatefulSetName(c), id, HeadlessServiceName(c), c.Namespace)
 }
 
+// BrokerImage is the image the brokers run: spec.image, else the
+// operator's default; an error when neither names one.
+func BrokerImage(c *raftkav1.BrokerCluster, fallback string) (string, error) {
+	switch {
+	case c.Spec.Image != "":
+		return c.Spec.Image, nil
+	case fallback != "":
+		return fallback, nil
+	}
+	return "", fmt.Errorf("spec.image is empty and the operator has no default broker image (--default-broker-image): name the broker image")
+}
+
 // InitialVoters is the metadata group size for a new cluster.
 func InitialVoters(c *raftkav1.BrokerCluster) int32 {
 	return min(c.Spec.Replicas, MaxMetadataVoters)

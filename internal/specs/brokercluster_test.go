@@ -142,3 +142,19 @@ func TestBrokersTakeTheirRackFromTheZoneLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestBrokerImage(t *testing.T) {
+	named := cluster(3)
+	named.Spec.Image = "example.com/broker:1"
+	if got, err := BrokerImage(named, "raftka/broker:v9"); got != "example.com/broker:1" || err != nil {
+		t.Errorf("spec.image set: %q %v", got, err)
+	}
+	unnamed := cluster(3)
+	unnamed.Spec.Image = ""
+	if got, err := BrokerImage(unnamed, "raftka/broker:v9"); got != "raftka/broker:v9" || err != nil {
+		t.Errorf("spec.image empty: %q %v, want the operator's default", got, err)
+	}
+	if _, err := BrokerImage(unnamed, ""); err == nil {
+		t.Error("no image anywhere accepted")
+	}
+}
