@@ -25,8 +25,8 @@ import (
 func main() {
 	var (
 		metricsAddr, probeAddr, namespaces, override, brokerImage string
-		leaderElect                                  bool
-		topicResync, lagPeriod                       time.Duration
+		leaderElect                                               bool
+		topicResync, lagPeriod                                    time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")

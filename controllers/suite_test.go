@@ -41,7 +41,6 @@ var (
 // defaultBrokerImage is the suite operator's --default-broker-image.
 const defaultBrokerImage = "raftka/broker:default-of-the-operator"
 
-
 // suiteT lets brokertest, which wants a testing.TB, live for the package.
 type suiteT struct {
 	testing.TB
