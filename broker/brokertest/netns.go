@@ -5,8 +5,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // network puts each broker of a cluster in a network namespace of its own,
@@ -14,7 +16,9 @@ import (
 // brokers apart (Partition) while the test process, on the bridge's side,
 // still reaches every one of them. The subnet is 10.213.N.0/24 and nothing
 // is routed off the machine: the namespaces have no default route and the
-// bridge forwards only between its own ports. It needs root and iproute2.
+// bridge forwards only between its own ports. It needs root and iproute2;
+// RerunInUserNamespace gives a test that is not root a namespace where it
+// is.
 type network struct {
 	t      testing.TB
 	prefix string // of every interface and namespace name: at most 15 bytes in all
@@ -25,7 +29,7 @@ type network struct {
 
 func newNetwork(t testing.TB, brokers int) *network {
 	if os.Geteuid() != 0 {
-		t.Fatal("brokers in network namespaces need root (CI runs as root)")
+		t.Fatal("brokers in network namespaces need root: call RerunInUserNamespace first, which gives the test a user namespace where it is")
 	}
 	tag := rand.IntN(1 << 16)
 	n := &network{t: t, prefix: fmt.Sprintf("rk%04x", tag), subnet: fmt.Sprintf("10.213.%d.", 1+tag%250), cut: map[[2]int]bool{}}
@@ -43,6 +47,40 @@ func newNetwork(t testing.TB, brokers int) *network {
 		n.ip("-n", ns, "link", "set", "lo", "up")
 	}
 	return n
+}
+
+// inUserNamespace marks a test process that RerunInUserNamespace started.
+const inUserNamespace = "RAFTKA_TEST_IN_USER_NAMESPACE"
+
+// RerunInUserNamespace lets a test that runs brokers in network namespaces
+// (Options.Namespaces) run without root: for a process that is not root
+// it runs the same test again in a user namespace of its own, where it is
+// root over a network and mounts of its own (unshare --user
+// --map-root-user --net --mount), reports that run's output and outcome,
+// and returns true: the caller returns at once. As root, or inside that
+// run, it returns false and the test goes on here.
+func RerunInUserNamespace(t *testing.T) bool {
+	t.Helper()
+	if os.Geteuid() == 0 || os.Getenv(inUserNamespace) != "" {
+		return false
+	}
+	SkipIfShort(t)
+	// /run is a tmpfs of the namespace's own, for ip netns's mounts; lo of
+	// the new network is down until raised.
+	setup := `mount -t tmpfs tmpfs /run && mkdir /run/netns && ip link set lo up && exec "$@"`
+	args := []string{"--user", "--map-root-user", "--net", "--mount", "--", "sh", "-c", setup, "sh",
+		os.Args[0], "-test.run", "^" + regexp.QuoteMeta(t.Name()) + "$", "-test.count", "1", "-test.v"}
+	if deadline, ok := t.Deadline(); ok {
+		args = append(args, "-test.timeout", time.Until(deadline).Round(time.Second).String())
+	}
+	cmd := exec.Command("unshare", args...)
+	cmd.Env = append(os.Environ(), inUserNamespace+"=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s, run again in a user namespace of its own:\n%s", t.Name(), out)
+	if err != nil {
+		t.Fatalf("the run in a user namespace failed: %v (it needs unshare from util-linux and unprivileged user namespaces, or root)", err)
+	}
+	return true
 }
 
 func (n *network) bridge() string         { return n.prefix + "br" }

@@ -30,6 +30,9 @@ import (
 //   - After the cut mends, every acknowledged record is stored once, in
 //     order, also after all brokers die at once and come back.
 func TestIsolatedLeaderLosesNothingAcknowledged(t *testing.T) {
+	if brokertest.RerunInUserNamespace(t) {
+		return
+	}
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, Namespaces: true})
 	min2 := "2"
 	c.CreateTopic("cut", 3, 3, map[string]*string{"min.insync.replicas": &min2})
@@ -149,6 +152,9 @@ type acked struct {
 // only on errors that say the leader moved), and every acknowledged record
 // is stored once, in order.
 func TestJavaProducerThroughANetworkPartition(t *testing.T) {
+	if brokertest.RerunInUserNamespace(t) {
+		return
+	}
 	cp := javaClassPath(t)
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, Namespaces: true})
 	min2 := "2"
@@ -176,6 +182,9 @@ func TestJavaProducerThroughANetworkPartition(t *testing.T) {
 // the others elect while the cut lasts, every record is read, and no
 // acknowledged commit is lost once the cut mends.
 func TestCutOffCoordinatorHandsTheGroupOver(t *testing.T) {
+	if brokertest.RerunInUserNamespace(t) {
+		return
+	}
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, Namespaces: true})
 	c.CreateTopic("ledgered", 3, 3, nil)
 	const records = 3000
