@@ -117,6 +117,28 @@ func testBrokersReady(t *testing.T, e *env) {
 	if err := json.Unmarshal([]byte(out), &info); err != nil || len(info.Brokers) != 3 {
 		t.Fatalf("raftka cluster info in a broker pod: %v\n%s", err, out)
 	}
+	// cluster health finds each broker's HTTP endpoint through the Kafka
+	// protocol (its advertised pod DNS name) and asks its checks.
+	eventually(t, time.Minute, "raftka cluster health in a broker pod says healthy", func() (bool, string) {
+		cmd := exec.Command(e.kubectl(), "exec", "-n", namespace, clusterName+"-0", "--", "raftka", "-b", "localhost:9092", "-o", "json", "cluster", "health")
+		cmd.Dir = e.root
+		out, err := cmd.CombinedOutput()
+		var health struct {
+			Healthy bool
+			Brokers []struct {
+				Ready, SafeToRestart *bool
+			}
+		}
+		if err != nil || json.Unmarshal(out, &health) != nil || !health.Healthy || len(health.Brokers) != 3 {
+			return false, fmt.Sprintf("%v: %s", err, out)
+		}
+		for _, b := range health.Brokers {
+			if b.Ready == nil || !*b.Ready || b.SafeToRestart == nil || !*b.SafeToRestart {
+				return false, string(out)
+			}
+		}
+		return true, ""
+	})
 }
 
 // kubectl is the e2e cluster's kubectl.
