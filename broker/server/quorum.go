@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lni/dragonboat/v3"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/raftka/raftka/broker/meta"
@@ -28,7 +29,6 @@ type quorum struct{ b *Broker }
 type quorumMember struct {
 	broker      int32
 	incarnation [16]byte
-	live        bool
 }
 
 // quorumView is the metadata group as this broker sees it.
@@ -55,7 +55,7 @@ func (q quorum) describe(ctx context.Context) (quorumView, error) {
 	}
 	member := func(n uint64) quorumMember {
 		id := meta.BrokerOfNode(n)
-		m := quorumMember{broker: id, live: b.liveness.isLive(id)}
+		m := quorumMember{broker: id}
 		if br, ok := v.brokers[id]; ok && br.Node() == n {
 			m.incarnation = incarnationKey(br.Incarnation)
 		}
@@ -97,9 +97,10 @@ type voterChange struct {
 	key       [16]byte // zero: any incarnation
 }
 
-// check refuses a change addressed to another cluster or to an incarnation
-// the broker no longer is; it returns the broker as recorded.
-func (q quorum) check(c voterChange) (meta.Broker, *kerr.Error, string) {
+// target refuses a change addressed to another cluster or to an
+// incarnation the broker no longer is, and returns the broker as
+// recorded and the group's membership as it stands.
+func (q quorum) target(ctx context.Context, c voterChange) (meta.Broker, *dragonboat.Membership, *kerr.Error, string) {
 	var br meta.Broker
 	var known bool
 	var cluster string
@@ -109,25 +110,25 @@ func (q quorum) check(c voterChange) (meta.Broker, *kerr.Error, string) {
 	})
 	switch {
 	case c.clusterID != nil && *c.clusterID != "" && *c.clusterID != cluster:
-		return br, kerr.InconsistentClusterID, fmt.Sprintf("this is cluster %q, not %q", cluster, *c.clusterID)
+		return br, nil, kerr.InconsistentClusterID, fmt.Sprintf("this is cluster %q, not %q", cluster, *c.clusterID)
 	case !known:
-		return br, kerr.VoterNotFound, fmt.Sprintf("broker %d is not registered", c.broker)
+		return br, nil, kerr.VoterNotFound, fmt.Sprintf("broker %d is not registered", c.broker)
 	case c.key != [16]byte{} && c.key != incarnationKey(br.Incarnation):
-		return br, kerr.InvalidVoterKey, fmt.Sprintf("broker %d runs as incarnation %s now, not the directory id given", c.broker, br.Incarnation)
+		return br, nil, kerr.InvalidVoterKey, fmt.Sprintf("broker %d runs as incarnation %s now, not the directory id given", c.broker, br.Incarnation)
 	}
-	return br, nil, ""
+	mem, err := q.b.nh.SyncGetClusterMembership(ctx, meta.MetadataShard)
+	if err != nil {
+		return br, nil, kerr.RequestTimedOut, "the metadata group did not answer: " + err.Error()
+	}
+	return br, mem, nil, ""
 }
 
 // addVoter promotes a running broker's observer to a voter.
 func (q quorum) addVoter(ctx context.Context, c voterChange) (*kerr.Error, string) {
 	b := q.b
-	br, kerrCode, msg := q.check(c)
-	if kerrCode != nil {
-		return kerrCode, msg
-	}
-	mem, err := b.nh.SyncGetClusterMembership(ctx, meta.MetadataShard)
-	if err != nil {
-		return kerr.RequestTimedOut, "the metadata group did not answer: " + err.Error()
+	br, mem, code, msg := q.target(ctx, c)
+	if code != nil {
+		return code, msg
 	}
 	node := br.Node()
 	_, voting := mem.Nodes[node]
@@ -171,13 +172,9 @@ func (q quorum) waitLive(ctx context.Context, id int32) bool {
 // could then take no change, the next voter change included.
 func (q quorum) removeVoter(ctx context.Context, c voterChange) (*kerr.Error, string) {
 	b := q.b
-	br, kerrCode, msg := q.check(c)
-	if kerrCode != nil {
-		return kerrCode, msg
-	}
-	mem, err := b.nh.SyncGetClusterMembership(ctx, meta.MetadataShard)
-	if err != nil {
-		return kerr.RequestTimedOut, "the metadata group did not answer: " + err.Error()
+	br, mem, code, msg := q.target(ctx, c)
+	if code != nil {
+		return code, msg
 	}
 	node := br.Node()
 	if _, voting := mem.Nodes[node]; !voting {
