@@ -71,9 +71,15 @@ func balanced(t testing.TB, cl *brokertest.Cluster, ns string, n int32) (bool, s
 }
 
 // startWide starts a cluster of real brokers of its own, which the
-// BrokerCluster "wide" of namespace ns stands for.
+// BrokerCluster "wide" of namespace ns stands for; the BrokerCluster is
+// deleted when the test ends.
 func startWide(t testing.TB, ns string, opts brokertest.Options) *brokertest.Cluster {
 	wide := brokertest.Start(t, opts)
+	// Before its brokers stop (cleanups run last first): the operator
+	// would otherwise go on asking brokers that are gone.
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), &raftkav1.BrokerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wide"}})
+	})
 	pool.SetOverride(ns+"/wide", wide.AllAddrs())
 	var httpAddrs []string
 	for _, b := range wide.Brokers {

@@ -438,3 +438,33 @@ func (l *Log) Close() {
 	}
 	l.files = nil
 }
+
+// Durable reports whether the frame at loc in the frame log of dir is on
+// disk whole, as Open will find it, before that log is opened: its length
+// and CRC check out. A file that is not there counts as durable: a file
+// is made durable in its directory before any frame goes in (Append), so
+// one that is gone was emptied and released since, once nothing named its
+// frames. The Raft log store asks this of the frames its records name,
+// since it fsyncs a record and the frames it names side by side.
+func Durable(dir string, loc Loc) (bool, error) {
+	f, err := os.Open(filepath.Join(dir, fileName(loc.File)))
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if loc.Off < frameHeader {
+		return false, nil
+	}
+	buf := make([]byte, frameHeader+int(loc.Size))
+	if n, err := f.ReadAt(buf, loc.Off-frameHeader); n < len(buf) {
+		if err == nil || errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		return false, err
+	}
+	payload := buf[frameHeader:]
+	return binary.BigEndian.Uint32(buf[:4]) == loc.Size && crc32.Checksum(payload, castagnoli) == binary.BigEndian.Uint32(buf[4:8]), nil
+}

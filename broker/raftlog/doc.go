@@ -27,7 +27,8 @@
 // the file's own.
 //
 // A Raft group given a frame log (SetFrames: the broker's partitions) has
-// its entries written there instead, made durable before the record that
-// names their locations; its state machine then serves the batches from
-// the same bytes, so each is written once (docs/design/write-once-storage.md).
+// its entries written there instead, made durable side by side with the
+// record that names their locations; a replay drops a record whose frames
+// a crash tore (OpenFramed). Its state machine serves the batches from the
+// same bytes, so each is written once (docs/design/write-once-storage.md).
 package raftlog

@@ -153,44 +153,68 @@ func (x index) get(k nodeKey) *nodeLog {
 }
 
 // apply applies one record's payload, found at payloadOff in file.
-func (x index) apply(payload []byte, file uint32, payloadOff int64) error {
-	d := &decoder{buf: payload, pos: 1}
-	switch payload[0] {
-	case kindUpdates, kindUpdatesFramed:
-		for count := d.uvarint(); count > 0 && d.err == nil; count-- {
-			n := x.get(d.node())
-			if st, ok := d.state(); ok {
-				n.state, n.hasState = st, true
-			}
-			if ss, ok := d.snapshot(); ok {
-				n.addSnapshot(ss)
-				n.truncateAfter(ss.Index)
-				n.maxIndex, n.hasMax = ss.Index, true
-			}
-			entries := d.uvarint()
-			if entries == 0 || d.err != nil {
-				continue
-			}
-			first := d.uvarint()
-			locs := make([]loc, 0, min(entries, 1<<16))
-			if payload[0] == kindUpdatesFramed && d.byte() == entriesFramed {
+// update is one node's part of an updates record.
+type update struct {
+	node        nodeKey
+	state       pb.State
+	hasState    bool
+	snapshot    pb.Snapshot
+	hasSnapshot bool
+	first       uint64
+	locs        []loc // of entries first..; none when the update saves none
+}
+
+// eachUpdate decodes the updates of a kindUpdates or kindUpdatesFramed
+// record payload (d past the kind byte) at payloadOff in file, calling fn
+// for each whole one; a malformed one sets d.err and ends it.
+func eachUpdate(d *decoder, kind byte, file uint32, payloadOff int64, fn func(update)) {
+	for count := d.uvarint(); count > 0 && d.err == nil; count-- {
+		u := update{node: d.node()}
+		u.state, u.hasState = d.state()
+		u.snapshot, u.hasSnapshot = d.snapshot()
+		entries := d.uvarint()
+		if entries > 0 && d.err == nil {
+			u.first = d.uvarint()
+			u.locs = make([]loc, 0, min(entries, 1<<16))
+			if kind == kindUpdatesFramed && d.byte() == entriesFramed {
 				for i := uint64(0); i < entries && d.err == nil; i++ {
 					no, off, size := d.uvarint(), d.uvarint(), d.uvarint()
 					if no == 0 || no >= framedFile || size > 1<<32-1 {
 						d.err = errCorrupt
 						break
 					}
-					locs = append(locs, framedLoc(frames.Loc{File: uint32(no), Off: int64(off), Size: uint32(size)}))
+					u.locs = append(u.locs, framedLoc(frames.Loc{File: uint32(no), Off: int64(off), Size: uint32(size)}))
 				}
 			}
-			for i := uint64(len(locs)); i < entries && d.err == nil; i++ {
+			for i := uint64(len(u.locs)); i < entries && d.err == nil; i++ {
 				b, at := d.bytes()
-				locs = append(locs, loc{file: file, off: payloadOff + int64(at), size: uint32(len(b))})
-			}
-			if d.err == nil {
-				n.putEntries(first, locs)
+				u.locs = append(u.locs, loc{file: file, off: payloadOff + int64(at), size: uint32(len(b))})
 			}
 		}
+		if d.err == nil {
+			fn(u)
+		}
+	}
+}
+
+func (x index) apply(payload []byte, file uint32, payloadOff int64) error {
+	d := &decoder{buf: payload, pos: 1}
+	switch payload[0] {
+	case kindUpdates, kindUpdatesFramed:
+		eachUpdate(d, payload[0], file, payloadOff, func(u update) {
+			n := x.get(u.node)
+			if u.hasState {
+				n.state, n.hasState = u.state, true
+			}
+			if u.hasSnapshot {
+				n.addSnapshot(u.snapshot)
+				n.truncateAfter(u.snapshot.Index)
+				n.maxIndex, n.hasMax = u.snapshot.Index, true
+			}
+			if len(u.locs) > 0 {
+				n.putEntries(u.first, u.locs)
+			}
+		})
 	case kindBootstrap:
 		k := d.node()
 		b, _ := d.bytes()

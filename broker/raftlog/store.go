@@ -52,6 +52,9 @@ type Factory struct {
 	Opened func(*Store)
 	// Frames, if set, is given to the store's SetFrames.
 	Frames func(shard uint64) *frames.Log
+	// FramesDir, with Frames, is where a node's frame log lies
+	// (OpenFramed).
+	FramesDir func(shard, node uint64) string
 	// Timed, if set, is given to the store's SetTimed.
 	Timed func(stage SaveStage, d time.Duration)
 }
@@ -65,7 +68,7 @@ func (f Factory) Create(_ dbconfig.NodeHostConfig, _ dbconfig.LogDBCallback, dir
 	if len(dirs) == 0 {
 		return nil, errors.New("raftlog: no directory")
 	}
-	s, err := Open(filepath.Join(dirs[0], "raftlog"), f.FileBytes)
+	s, err := OpenFramed(filepath.Join(dirs[0], "raftlog"), f.FileBytes, f.FramesDir)
 	if err == nil && f.Frames != nil {
 		s.SetFrames(f.Frames)
 	}
@@ -149,6 +152,17 @@ type Store struct {
 	// framesOf gives the frame log that keeps a Raft group's entries in
 	// files of its own (broker/frames), or nil to keep them here.
 	framesOf func(shard uint64) *frames.Log
+	// framesDir is where a node's frame log lies, for the replay to check
+	// the frames a record names before the frame logs are opened.
+	framesDir func(shard, node uint64) string
+	// dropped counts the records the replay found naming frames a crash
+	// tore: their saves never returned, so they count as never written.
+	dropped int
+
+	// unsynced counts, per frame log, the saves whose frames were appended
+	// and are not yet durable; a checkpoint waits for them (rollLocked).
+	framesMu sync.Mutex
+	unsynced map[*frames.Log]int
 	// timed, if set, is told how long each stage of a save took.
 	timed func(stage SaveStage, d time.Duration)
 }
@@ -157,11 +171,12 @@ type Store struct {
 type SaveStage int
 
 const (
-	// SaveFrames: the entries written to their groups' frame logs and
-	// fsynced.
+	// SaveFrames: from the save's start, the entries written to their
+	// groups' frame logs and fsynced.
 	SaveFrames SaveStage = iota
-	// SaveRecord: the save's record appended to the store and fsynced,
-	// the fsync shared with concurrent saves.
+	// SaveRecord: from the save's start, the save's record appended to
+	// the store and fsynced, side by side with the frames; the fsync is
+	// shared with concurrent saves.
 	SaveRecord
 )
 
@@ -228,14 +243,25 @@ var _ raftio.ILogDB = (*Store)(nil)
 
 // Open opens the store in dir, replaying what an earlier store wrote, and
 // starts a new file.
-func Open(dir string, fileBytes int64) (*Store, error) {
+func Open(dir string, fileBytes int64) (*Store, error) { return OpenFramed(dir, fileBytes, nil) }
+
+// OpenFramed is Open for a store whose groups keep their entries in frame
+// logs (SetFrames), framesDir telling where each node's lies: a record
+// and the frames it names are fsynced side by side, so the replay checks
+// a record's frames before it believes it. A record that names a frame a
+// crash tore is dropped whole, as never written: its save never returned,
+// so nothing was acknowledged or sent on its strength, and no later
+// record of its groups exists (a group's saves follow one another). The
+// new file Open starts holds a checkpoint without it, so it is never read
+// again once the frame logs write over its frames.
+func OpenFramed(dir string, fileBytes int64, framesDir func(shard, node uint64) string) (*Store, error) {
 	if fileBytes <= 0 {
 		fileBytes = DefaultFileBytes
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, fileBytes: fileBytes, nodes: index{}, files: map[uint32]*walFile{}}
+	s := &Store{dir: dir, fileBytes: fileBytes, nodes: index{}, files: map[uint32]*walFile{}, framesDir: framesDir, unsynced: map[*frames.Log]int{}}
 	if err := s.findSpares(); err != nil {
 		return nil, err
 	}
@@ -417,6 +443,17 @@ func (s *Store) scan(no uint32, x index) (end int64, checkpoint bool, err error)
 		if payload[0] == kindCheckpoint {
 			checkpoint = true
 		}
+		if checkpoint && payload[0] == kindUpdatesFramed {
+			durable, err := s.framesDurable(payload)
+			if err != nil {
+				return 0, false, err
+			}
+			if !durable {
+				s.dropped++
+				off += recordHeader + size
+				continue
+			}
+		}
 		if checkpoint {
 			if err := x.apply(payload, no, off+recordHeader); err != nil {
 				return 0, false, fmt.Errorf("raftlog: %s at %d: %w", s.path(no), off, err)
@@ -425,6 +462,31 @@ func (s *Store) scan(no uint32, x index) (end int64, checkpoint bool, err error)
 		off += recordHeader + size
 	}
 }
+
+// framesDurable reports whether every frame an updates record names is on
+// disk whole (frames.Durable); without framesDir, as for a store opened
+// before frames were fsynced beside records, it trusts them.
+func (s *Store) framesDurable(payload []byte) (bool, error) {
+	if s.framesDir == nil {
+		return true, nil
+	}
+	d := &decoder{buf: payload, pos: 1}
+	durable := true
+	var err error
+	eachUpdate(d, payload[0], 0, 0, func(u update) {
+		for _, l := range u.locs {
+			if !durable || err != nil || !l.framed() {
+				continue
+			}
+			durable, err = frames.Durable(s.framesDir(u.node.shard, u.node.node), l.frame())
+		}
+	})
+	return durable, err
+}
+
+// Dropped is how many records the replay dropped as never written: they
+// named frames a crash tore before their saves returned.
+func (s *Store) Dropped() int { return s.dropped }
 
 // startsWithHeader reports whether file no starts with a valid file
 // header record, masked for it.
@@ -459,6 +521,11 @@ func (s *Store) checkLocations() error {
 // are copied into it, then a checkpoint of the index is written and made
 // durable, and files that nothing points into are deleted.
 func (s *Store) rollLocked() error {
+	// The checkpoint names every entry in the index, those of saves whose
+	// frames are still being fsynced too: they must be durable first.
+	if err := s.syncUnsyncedFrames(); err != nil {
+		return s.failLocked(err)
+	}
 	var next uint32 = 1
 	if s.active != nil {
 		if err := durable.Fdatasync(s.active.f); err != nil {
@@ -848,34 +915,48 @@ func (s *Store) GetBootstrapInfo(shard, nodeID uint64) (pb.Bootstrap, error) {
 // they are saved together or not at all.
 func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
 	began := time.Now()
-	framed, settle, err := s.saveFrames(updates)
+	framed, logs, settle, err := s.appendFrames(updates)
 	// Once the record is in the index (or failed), its frames are
 	// accounted for there and the frame logs' marks may speak for them.
 	defer settle()
 	if err != nil {
 		return err
 	}
-	framesDone := time.Now()
-	if s.timed != nil && framed != nil {
-		s.timed(SaveFrames, framesDone.Sub(began))
-	}
 	rec, err := updatesRecord(updates, framed)
 	if err != nil {
+		s.framesSynced(logs)
 		return err
+	}
+	// The frames and the record that names them become durable side by
+	// side, in one fsync's time rather than two in a row: a crash may then
+	// leave the record durable and a frame torn, which the replay treats
+	// as a save never made (OpenFramed).
+	var framesErr error
+	var wg sync.WaitGroup
+	if len(logs) > 0 {
+		wg.Go(func() {
+			framesErr = s.syncFrames(logs)
+			if s.timed != nil {
+				s.timed(SaveFrames, time.Since(began))
+			}
+		})
 	}
 	err = s.appendRecord(rec)
 	if s.timed != nil && slices.ContainsFunc(updates, func(ud pb.Update) bool { return len(ud.EntriesToSave) > 0 }) {
-		s.timed(SaveRecord, time.Since(framesDone))
+		s.timed(SaveRecord, time.Since(began))
 	}
-	return err
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	return framesErr
 }
 
-// saveFrames appends the entries of the groups that have a frame log to
-// it and makes them durable, before the record that names them is written:
-// a replay believes only records, and a record must not name a frame that
-// a crash could tear. framed[i] holds update i's locations, or nil.
-func (s *Store) saveFrames(updates []pb.Update) (framed [][]frames.Loc, settle func(), err error) {
-	var logs []*frames.Log
+// appendFrames appends the entries of the groups that have a frame log to
+// it, not yet durable (syncFrames): framed[i] holds update i's locations,
+// or nil; logs are the frame logs appended to, counted as unsynced until
+// syncFrames.
+func (s *Store) appendFrames(updates []pb.Update) (framed [][]frames.Loc, logs []*frames.Log, settle func(), err error) {
 	type appended struct {
 		log  *frames.Log
 		file uint32
@@ -899,21 +980,31 @@ func (s *Store) saveFrames(updates []pb.Update) (framed [][]frames.Loc, settle f
 		for j := range ud.EntriesToSave {
 			payloads[j] = &ud.EntriesToSave[j]
 		}
+		if !slices.Contains(logs, fl) {
+			logs = append(logs, fl)
+			s.framesMu.Lock()
+			s.unsynced[fl]++
+			s.framesMu.Unlock()
+		}
 		locs, err := fl.Append(payloads)
 		if err != nil {
-			return nil, settle, s.fail(fmt.Errorf("raftlog: frames of shard %d: %w", ud.ClusterID, err))
+			s.framesSynced(logs)
+			return nil, nil, settle, s.fail(fmt.Errorf("raftlog: frames of shard %d: %w", ud.ClusterID, err))
 		}
 		unsettled = append(unsettled, appended{fl, locs[0].File})
 		if framed == nil {
 			framed = make([][]frames.Loc, len(updates))
 		}
 		framed[i] = locs
-		if !slices.Contains(logs, fl) {
-			logs = append(logs, fl)
-		}
 	}
-	// One fdatasync per partition file, side by side, so that the file
-	// system can commit its journal once for several of them.
+	return framed, logs, settle, nil
+}
+
+// syncFrames makes the frames appended to logs durable: one fdatasync per
+// partition file, side by side, so that the file system can commit its
+// journal once for several of them.
+func (s *Store) syncFrames(logs []*frames.Log) error {
+	defer s.framesSynced(logs)
 	errs := make([]error, len(logs))
 	var wg sync.WaitGroup
 	for i, fl := range logs {
@@ -921,9 +1012,37 @@ func (s *Store) saveFrames(updates []pb.Update) (framed [][]frames.Loc, settle f
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, settle, s.fail(fmt.Errorf("raftlog: frames sync: %w", err))
+		return s.fail(fmt.Errorf("raftlog: frames sync: %w", err))
 	}
-	return framed, settle, nil
+	return nil
+}
+
+// framesSynced takes a save's frame logs off the unsynced count.
+func (s *Store) framesSynced(logs []*frames.Log) {
+	s.framesMu.Lock()
+	defer s.framesMu.Unlock()
+	for _, fl := range logs {
+		if s.unsynced[fl]--; s.unsynced[fl] <= 0 {
+			delete(s.unsynced, fl)
+		}
+	}
+}
+
+// syncUnsyncedFrames makes durable the frames of every save still
+// fsyncing them (a frame log's Sync covers what was appended before it).
+func (s *Store) syncUnsyncedFrames() error {
+	s.framesMu.Lock()
+	logs := make([]*frames.Log, 0, len(s.unsynced))
+	for fl := range s.unsynced {
+		logs = append(logs, fl)
+	}
+	s.framesMu.Unlock()
+	for _, fl := range logs {
+		if err := fl.Sync(); err != nil {
+			return fmt.Errorf("frames sync before a checkpoint: %w", err)
+		}
+	}
+	return nil
 }
 
 // fail records a write failure: nothing is trusted after it.

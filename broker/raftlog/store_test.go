@@ -741,3 +741,84 @@ func TestRestartAloneKeepsTheLogUpToAMembershipChange(t *testing.T) {
 		s = reopen(t, s)
 	}
 }
+
+// A record is fsynced side by side with the frames it names, so a crash
+// can leave it durable with a frame torn. The replay then drops it whole,
+// as the save it was that never returned (every group's part of it), and
+// a later replay, once the frame log wrote new frames where the torn ones
+// were, does not read it again.
+func TestRecordNamingTornFramesIsNeverWritten(t *testing.T) {
+	root, walDir := t.TempDir(), t.TempDir()
+	dirOf := func(shard, node uint64) string { return filepath.Join(root, fmt.Sprintf("frames-%d-%d", shard, node)) }
+	openBoth := func() (*Store, *frames.Log) {
+		t.Helper()
+		fl, err := frames.Open(dirOf(5, 1), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := OpenFramed(walDir, 0, dirOf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SetFrames(func(c uint64) *frames.Log {
+			if c == 5 {
+				return fl
+			}
+			return nil
+		})
+		return s, fl
+	}
+	stateOf := func(s *Store, shard uint64) raftio.RaftState {
+		t.Helper()
+		rs, err := s.ReadRaftState(shard, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	s, fl := openBoth()
+	save(t, s, pb.Update{ClusterID: 5, NodeID: 1, State: pb.State{Term: 2, Vote: 1, Commit: 3}, EntriesToSave: entries(1, 3, 2, 1000)},
+		pb.Update{ClusterID: 6, NodeID: 1, State: pb.State{Term: 1, Vote: 1}, EntriesToSave: entries(1, 1, 1, 100)})
+	save(t, s, pb.Update{ClusterID: 5, NodeID: 1, State: pb.State{Term: 3, Vote: 2, Commit: 5}, EntriesToSave: entries(4, 5, 3, 1000)},
+		pb.Update{ClusterID: 6, NodeID: 1, State: pb.State{Term: 2, Vote: 2}, EntriesToSave: entries(2, 2, 2, 100)})
+	_ = s.Close()
+	fl.Close()
+	// The crash: the second save's record reached the disk, the last
+	// bytes of its last frame did not.
+	files, _ := filepath.Glob(filepath.Join(dirOf(5, 1), "*"))
+	if len(files) != 1 {
+		t.Fatalf("frame files %v", files)
+	}
+	st, _ := os.Stat(files[0])
+	if err := os.Truncate(files[0], st.Size()-10); err != nil {
+		t.Fatal(err)
+	}
+
+	s, fl = openBoth()
+	if s.Dropped() != 1 {
+		t.Fatalf("the replay dropped %d records, want the one naming a torn frame", s.Dropped())
+	}
+	if rs := stateOf(s, 5); rs.State.Term != 2 || rs.State.Vote != 1 || rs.State.Commit != 3 || rs.EntryCount != 3 {
+		t.Fatalf("framed group after the replay: %+v, want the first save's state and entries 1-3", rs)
+	}
+	if rs := stateOf(s, 6); rs.State.Term != 1 || rs.EntryCount != 1 {
+		t.Fatalf("the other group of the dropped save: %+v, want its first save only", rs)
+	}
+	sameEntries(t, "framed group", read(t, s, 5, 1, 10), entries(1, 3, 2, 1000))
+	// The frame log reopened at its first torn frame; the next frames go
+	// after the intact ones of the dropped save.
+	save(t, s, pb.Update{ClusterID: 5, NodeID: 1, State: pb.State{Term: 4, Vote: 3, Commit: 3}, EntriesToSave: entries(4, 4, 4, 500)})
+	_ = s.Close()
+	fl.Close()
+
+	s, fl = openBoth()
+	t.Cleanup(fl.Close)
+	t.Cleanup(func() { _ = s.Close() })
+	if s.Dropped() != 0 {
+		t.Fatalf("the second replay dropped %d records", s.Dropped())
+	}
+	if rs := stateOf(s, 5); rs.State.Term != 4 || rs.State.Vote != 3 {
+		t.Fatalf("framed group after the second replay: %+v", rs)
+	}
+	sameEntries(t, "framed group", read(t, s, 5, 1, 10), append(entries(1, 3, 2, 1000), entries(4, 4, 4, 500)...))
+}

@@ -153,8 +153,15 @@ func Start(cfg Config) (*Broker, error) {
 	expert := dbconfig.GetDefaultExpertConfig()
 	expert.LogDB = logdb
 	if cfg.RaftLogStore == RaftLogWAL {
-		expert.LogDBFactory = raftlog.Factory{FileBytes: cfg.RaftLogFileBytes, Opened: func(s *raftlog.Store) { b.raftLog = s },
-			Frames: func(shard uint64) *frames.Log { return b.replicas.frameLog(shard) }, Timed: b.metrics.timedSave}
+		opened := func(s *raftlog.Store) {
+			b.raftLog = s
+			if n := s.Dropped(); n > 0 {
+				b.log.Warn("raft log replay dropped records whose partition frames a crash tore: their saves never returned, so nothing was acknowledged from them", "records", n)
+			}
+		}
+		expert.LogDBFactory = raftlog.Factory{FileBytes: cfg.RaftLogFileBytes, Opened: opened,
+			Frames:    func(shard uint64) *frames.Log { return b.replicas.frameLog(shard) },
+			FramesDir: func(shard, node uint64) string { return framesDir(cfg.DataDir, shard, node) }, Timed: b.metrics.timedSave}
 	}
 	expert.Engine.ExecShards = 4
 	expert.Engine.CommitShards = 4

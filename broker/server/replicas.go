@@ -154,11 +154,20 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 // directory of their own, so that a replica moved away and back, or
 // replaced after a lost disk, never opens an older node's files.
 func (r *replicaSet) replicaDir(shard, node uint64) string {
+	return replicaDir(r.b.cfg.DataDir, shard, node)
+}
+
+func replicaDir(dataDir string, shard, node uint64) string {
 	name := strconv.FormatUint(shard, 10)
 	if e := meta.EpochOfNode(node); e != 0 {
 		name += "." + strconv.FormatUint(uint64(e), 10)
 	}
-	return filepath.Join(r.b.cfg.DataDir, "partitions", name)
+	return filepath.Join(dataDir, "partitions", name)
+}
+
+// framesDir is where a partition replica's node keeps its frame log.
+func framesDir(dataDir string, shard, node uint64) string {
+	return filepath.Join(replicaDir(dataDir, shard, node), "frames")
 }
 
 // startsAsObserver reports whether a replica's node starts as a
@@ -206,7 +215,7 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 	if r.b.cfg.PartitionFrames && r.b.raftLog != nil {
 		// Before the group starts: the Raft log store asks for the frame
 		// log as soon as the group saves or reads an entry.
-		fl, err := frames.Open(filepath.Join(dir, "frames"), p.segmentBytes)
+		fl, err := frames.Open(framesDir(r.b.cfg.DataDir, shard, node), p.segmentBytes)
 		if err != nil {
 			return err
 		}
