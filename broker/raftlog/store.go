@@ -402,16 +402,44 @@ func (s *Store) replay() error {
 // scan applies the records of one file to x from its last checkpoint on,
 // and returns where the valid records end and whether it holds a
 // checkpoint. Records after the first torn one are not read: nothing was
-// acknowledged after it.
+// acknowledged after it. A record that names a frame a crash tore is
+// dropped (OpenFramed).
 func (s *Store) scan(no uint32, x index) (end int64, checkpoint bool, err error) {
-	f, err := os.Open(s.path(no))
+	torn, err := s.tornRecords(no)
 	if err != nil {
 		return 0, false, err
+	}
+	end, err = s.eachRecord(no, func(off int64, payload []byte) error {
+		if payload[0] == kindCheckpoint {
+			checkpoint = true
+		}
+		if !checkpoint {
+			return nil
+		}
+		if torn[off] {
+			s.dropped++
+			return nil
+		}
+		if err := x.apply(payload, no, off+recordHeader); err != nil {
+			return fmt.Errorf("raftlog: %s at %d: %w", s.path(no), off, err)
+		}
+		return nil
+	})
+	return end, checkpoint, err
+}
+
+// eachRecord calls fn with the offset and payload of each valid record of
+// file no, up to the first torn one, where it returns: the valid records'
+// end. payload is only good until fn returns.
+func (s *Store) eachRecord(no uint32, fn func(off int64, payload []byte) error) (int64, error) {
+	f, err := os.Open(s.path(no))
+	if err != nil {
+		return 0, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	r := bufio.NewReaderSize(f, 1<<20)
 	var header [recordHeader]byte
@@ -420,47 +448,81 @@ func (s *Store) scan(no uint32, x index) (end int64, checkpoint bool, err error)
 	mask := fileMask(no)
 	for {
 		if _, err := io.ReadFull(r, header[:]); err != nil {
-			return off, checkpoint, nil
+			return off, nil
 		}
 		size := int64(binary.BigEndian.Uint32(header[0:4]))
 		if size == 0 || size > st.Size()-off-recordHeader {
-			return off, checkpoint, nil
+			return off, nil
 		}
 		if int64(cap(payload)) < size {
 			payload = make([]byte, size)
 		}
 		payload = payload[:size]
 		if _, err := io.ReadFull(r, payload); err != nil {
-			return off, checkpoint, nil
+			return off, nil
 		}
 		crc, stored := crc32.Checksum(payload, castagnoli), binary.BigEndian.Uint32(header[4:8])
 		if off == 0 && crc == stored {
 			mask = 0 // a legacy file
 		}
 		if crc^mask != stored {
-			return off, checkpoint, nil
+			return off, nil
 		}
-		if payload[0] == kindCheckpoint {
-			checkpoint = true
-		}
-		if checkpoint && payload[0] == kindUpdatesFramed {
-			durable, err := s.framesDurable(payload)
-			if err != nil {
-				return 0, false, err
-			}
-			if !durable {
-				s.dropped++
-				off += recordHeader + size
-				continue
-			}
-		}
-		if checkpoint {
-			if err := x.apply(payload, no, off+recordHeader); err != nil {
-				return 0, false, fmt.Errorf("raftlog: %s at %d: %w", s.path(no), off, err)
-			}
+		if err := fn(off, payload); err != nil {
+			return 0, err
 		}
 		off += recordHeader + size
 	}
+}
+
+// tornRecords finds the updates records of file no that name a frame a
+// crash tore, by offset. Only a node's last framed record can: each save
+// of a Raft group waits for the one before it, so a record that another
+// of the same node follows had its frames durable; checking the last ones
+// alone keeps the open from reading every frame written since the
+// checkpoint.
+func (s *Store) tornRecords(no uint32) (map[int64]bool, error) {
+	if s.framesDir == nil {
+		return nil, nil
+	}
+	last := map[nodeKey]int64{}
+	sizes := map[int64]int{}
+	_, err := s.eachRecord(no, func(off int64, payload []byte) error {
+		if payload[0] != kindUpdatesFramed {
+			return nil
+		}
+		d := &decoder{buf: payload, pos: 1}
+		eachUpdate(d, payload[0], 0, 0, func(u update) {
+			if len(u.locs) > 0 && u.locs[0].framed() {
+				last[u.node], sizes[off] = off, len(payload)
+			}
+		})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(s.path(no))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	torn := map[int64]bool{}
+	for _, off := range last {
+		if _, checked := torn[off]; checked {
+			continue
+		}
+		payload := make([]byte, sizes[off])
+		if _, err := f.ReadAt(payload, off+recordHeader); err != nil {
+			return nil, err
+		}
+		durable, err := s.framesDurable(payload)
+		if err != nil {
+			return nil, err
+		}
+		torn[off] = !durable
+	}
+	return torn, nil
 }
 
 // framesDurable reports whether every frame an updates record names is on
