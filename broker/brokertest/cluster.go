@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -184,6 +185,9 @@ func freePorts(t testing.TB, n int) []int {
 	var ports []int
 	for tries := 0; len(ports) < n && tries < 10000; tries++ {
 		p := 10000 + rand.IntN(low-10000)
+		if slices.Contains(ports, p) {
+			continue // free, but already given: two brokers would share it (CI saw one)
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
 			continue
