@@ -21,9 +21,11 @@ import (
 // group's voters and observers (DescribeQuorum); each with the error that
 // kept it from being read.
 type brokersView struct {
-	admin      *kadm.Client
-	md         kadm.Metadata
-	mdErr      error
+	admin *kadm.Client
+	md    kadm.Metadata
+	mdErr error
+	// hosted counts each broker's partition replicas in md.
+	hosted     map[int32]int
 	registered []brokerclient.RegisteredBroker
 	regErr     error
 	quorum     brokerclient.Quorum
@@ -42,6 +44,7 @@ func (r *BrokerClusterReconciler) viewBrokers(ctx context.Context, c *raftkav1.B
 		return v
 	}
 	v.md, v.mdErr = v.admin.Metadata(vctx)
+	v.hosted = hostedReplicas(v.md)
 	v.registered, v.regErr = r.Brokers.Registered(vctx, addrs)
 	v.quorum, v.quorumErr = r.Brokers.MetadataQuorum(vctx, addrs)
 	return v

@@ -198,7 +198,7 @@ func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftk
 		case v.quorumErr != nil:
 			replicas, blocked = *current.Spec.Replicas, "scale-in waits: cannot ask the brokers which of them vote in the metadata group: "+v.quorumErr.Error()
 		default:
-			replicas, blocked = rollout.ScaleIn(c.Spec.Replicas, *current.Spec.Replicas, v.quorum.Voters, hostedReplicas(v.md))
+			replicas, blocked = rollout.ScaleIn(c.Spec.Replicas, *current.Spec.Replicas, v.quorum.Voters, v.hosted)
 		}
 	}
 	// The builders see the image the brokers run; spec.image, git's, is

@@ -22,7 +22,7 @@ func (r *BrokerClusterReconciler) syncMetadataVoters(ctx context.Context, c *raf
 	if c.Spec.Rebalancing == raftkav1.RebalancingOff || view.quorumErr != nil || view.mdErr != nil {
 		return false
 	}
-	change, ok := rollout.NextVoterChange(c.Spec.Replicas, specs.MaxMetadataVoters, view.quorum.Voters, view.quorum.Observers, hostedReplicas(view.md))
+	change, ok := rollout.NextVoterChange(c.Spec.Replicas, specs.MaxMetadataVoters, view.quorum.Voters, view.quorum.Observers, view.hosted)
 	if !ok {
 		return false
 	}

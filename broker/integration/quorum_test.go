@@ -13,35 +13,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
+	"github.com/raftka/raftka/internal/brokerclient"
 )
 
 // metadataQuorum asks DescribeQuorum, as kafka-metadata-quorum.sh
 // describe --status does, for the voters and observers.
 func metadataQuorum(ctx context.Context, t *testing.T, c *brokertest.Cluster) (voters, observers []int32) {
 	t.Helper()
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	rt := kmsg.NewDescribeQuorumRequestTopic()
-	rt.Topic = "__cluster_metadata"
-	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, c.Client())
+	q, err := brokerclient.ReadQuorum(ctx, c.Client())
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("DescribeQuorum: %v", err)
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		t.Fatalf("DescribeQuorum: %v %+v", err, resp)
+	if q.Leader < 0 || !slices.Contains(q.Voters, q.Leader) {
+		t.Fatalf("DescribeQuorum: leader %d is not among the voters %v", q.Leader, q.Voters)
 	}
-	p := resp.Topics[0].Partitions[0]
-	for _, v := range p.CurrentVoters {
-		voters = append(voters, v.ReplicaID)
-	}
-	for _, o := range p.Observers {
-		observers = append(observers, o.ReplicaID)
-	}
-	if p.LeaderID < 0 || !slices.Contains(voters, p.LeaderID) {
-		t.Fatalf("DescribeQuorum: leader %d is not among the voters %v", p.LeaderID, voters)
-	}
-	return voters, observers
+	return q.Voters, q.Observers
 }
 
 // changeVoter sends AddRaftVoter or RemoveRaftVoter for a broker.

@@ -526,12 +526,8 @@ func (s *Store) tornRecords(no uint32) (map[int64]bool, error) {
 }
 
 // framesDurable reports whether every frame an updates record names is on
-// disk whole (frames.Durable); without framesDir, as for a store opened
-// before frames were fsynced beside records, it trusts them.
+// disk whole (frames.Durable).
 func (s *Store) framesDurable(payload []byte) (bool, error) {
-	if s.framesDir == nil {
-		return true, nil
-	}
 	d := &decoder{buf: payload, pos: 1}
 	durable := true
 	var err error

@@ -76,7 +76,7 @@ func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
 			add("log.dirs", b.cfg.DataDir, src, true)
 			// Where the broker's HTTP endpoint (/readyz, /safe-to-restart,
 			// /metrics) is reached, for tools that know only its Kafka address.
-			add(httpEndpointConfig, advertisedHTTP(b.advertisedHost(), b.cfg.HTTPListen), src, true)
+			add(httpEndpointConfig, b.httpEndpoint(), src, true)
 			b.meta.Read(func(s *meta.State) {
 				flags := map[string]int64{meta.BrokerConfigLeaderThrottledRate: b.cfg.LeaderThrottledRate,
 					meta.BrokerConfigFollowerThrottledRate: b.cfg.FollowerThrottledRate}

@@ -326,14 +326,15 @@ func (b *Broker) selfRecord() (meta.Broker, error) {
 	if err != nil {
 		return meta.Broker{}, err
 	}
-	return meta.Broker{ID: b.cfg.ID, Host: host, Port: port, RaftAddr: b.cfg.RaftAddr, HTTPAddr: advertisedHTTP(host, b.cfg.HTTPListen),
+	return meta.Broker{ID: b.cfg.ID, Host: host, Port: port, RaftAddr: b.cfg.RaftAddr, HTTPAddr: b.httpEndpoint(),
 		Rack: b.cfg.Rack, Incarnation: b.self.Incarnation}, nil
 }
 
-// advertisedHost is the host of the advertised Kafka address.
-func (b *Broker) advertisedHost() string {
+// httpEndpoint is where this broker's HTTP endpoint is reached, as the
+// metadata records it and the broker config raftka.http.endpoint says.
+func (b *Broker) httpEndpoint() string {
 	host, _, _ := splitHostPort(b.cfg.AdvertisedKafka)
-	return host
+	return advertisedHTTP(host, b.cfg.HTTPListen)
 }
 
 // advertisedHTTP is where peers reach this broker's HTTP endpoint: the

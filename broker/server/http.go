@@ -75,9 +75,10 @@ func writeCheck(w http.ResponseWriter, c Check) {
 // leader, and every partition replica it hosts has a leader.
 func (b *Broker) Readiness() Check {
 	var reasons []string
-	if _, _, err := b.nh.GetLeaderID(meta.MetadataShard); errors.Is(err, dragonboat.ErrClusterNotFound) {
+	switch leader, ok, err := b.nh.GetLeaderID(meta.MetadataShard); {
+	case errors.Is(err, dragonboat.ErrClusterNotFound):
 		reasons = append(reasons, "removed from the metadata group (RemoveRaftVoter): this broker is leaving the cluster")
-	} else if _, ok := b.metaLeader(); !ok {
+	case err != nil || !ok || leader == 0:
 		reasons = append(reasons, "metadata group has no leader")
 	}
 	registered := false

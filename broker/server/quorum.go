@@ -53,6 +53,11 @@ func (q quorum) describe(ctx context.Context) (quorumView, error) {
 	if id, ok := b.metaLeader(); ok {
 		v.leader = id
 	}
+	b.meta.Read(func(s *meta.State) {
+		for id, br := range s.Brokers {
+			v.brokers[id] = br
+		}
+	})
 	member := func(n uint64) quorumMember {
 		id := meta.BrokerOfNode(n)
 		m := quorumMember{broker: id}
@@ -61,11 +66,6 @@ func (q quorum) describe(ctx context.Context) (quorumView, error) {
 		}
 		return m
 	}
-	b.meta.Read(func(s *meta.State) {
-		for id, br := range s.Brokers {
-			v.brokers[id] = br
-		}
-	})
 	for n := range mem.Nodes {
 		v.voters = append(v.voters, member(n))
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"slices"
 	"strconv"
@@ -57,31 +56,25 @@ type clusterHealth struct {
 // broker whether it may restart now. It exits 1 when something is not
 // whole, so that scripts can wait on it.
 func clusterHealthCommand(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("cluster health", flag.ContinueOnError)
-	positional, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(positional) > 0 {
+	if len(args) > 0 {
 		return usagef("no arguments")
 	}
-	adm, done, err := e.admin(ctx)
+	cl, err := e.client(ctx)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	md, err := adm.Metadata(ctx)
 	if err != nil {
 		return err
 	}
 	h := clusterHealth{MetadataLeader: -1}
-	pool := &brokerclient.Clients{}
-	defer pool.Close()
-	registered, err := pool.Registered(ctx, e.brokers)
+	registered, err := brokerclient.ReadRegistered(ctx, cl)
 	if err != nil {
 		return fmt.Errorf("list the registered brokers: %w", err)
 	}
-	quorum, qerr := pool.MetadataQuorum(ctx, e.brokers)
+	quorum, qerr := brokerclient.ReadQuorum(ctx, cl)
 	if qerr != nil {
 		h.Problems = append(h.Problems, "the metadata group did not answer: "+qerr.Error())
 	} else {
@@ -145,22 +138,22 @@ func clusterHealthCommand(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// httpEndpoints asks each live broker where its HTTP endpoint is (the
-// read-only broker config raftka.http.endpoint).
+// httpEndpoints asks the live brokers, in one DescribeConfigs that kadm
+// sends to each, where their HTTP endpoints are (the read-only broker
+// config raftka.http.endpoint). A broker that does not answer is left out.
 func httpEndpoints(ctx context.Context, adm *kadm.Client, md kadm.Metadata) map[int32]string {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	configs, _ := adm.DescribeBrokerConfigs(cctx, md.Brokers.NodeIDs()...)
 	out := map[int32]string{}
-	for _, b := range md.Brokers {
-		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		configs, err := adm.DescribeBrokerConfigs(cctx, b.NodeID)
-		cancel()
-		if err != nil {
+	for _, rc := range configs {
+		id, err := strconv.ParseInt(rc.Name, 10, 32)
+		if rc.Err != nil || err != nil {
 			continue
 		}
-		for _, rc := range configs {
-			for _, c := range rc.Configs {
-				if c.Key == "raftka.http.endpoint" && c.Value != nil {
-					out[b.NodeID] = *c.Value
-				}
+		for _, c := range rc.Configs {
+			if c.Key == "raftka.http.endpoint" && c.Value != nil {
+				out[int32(id)] = *c.Value
 			}
 		}
 	}

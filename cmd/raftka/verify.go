@@ -63,6 +63,9 @@ func verify(ctx context.Context, e *env, args []string) error {
 	if *produceN < 0 {
 		return usagef("--produce %d: want a count of records", *produceN)
 	}
+	if *produceN > 0 && *from != "start" {
+		return usagef("--produce reads what it writes: it takes no --from")
+	}
 	start, err := parsePosition("--from", *from)
 	if err != nil {
 		return err
@@ -83,14 +86,19 @@ func verify(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	report := verifyReport{Topic: topic, Compacted: detail.compacted}
+	if *produceN > 0 {
+		// What the run writes: from where the partitions end now.
+		start = position{kind: atEnd}
+	}
+	starts, err := start.resolve(ctx, adm, topic)
+	if err != nil {
+		return err
+	}
 	var own *numbering
 	var acked map[int32][]int64
-	var ownStart map[int32]int64
 	if *produceN > 0 {
-		// Read from where the partitions end now: what the run writes.
-		start = position{kind: atEnd}
 		own = newNumbering("verify-"+randomName(), int32(len(detail.partitions)))
-		if acked, ownStart, err = produceNumbered(ctx, cl, topic, own, *produceN); err != nil {
+		if acked, err = produceNumbered(ctx, cl, own, *produceN); err != nil {
 			return err
 		}
 		report.Produced = *produceN
@@ -98,25 +106,12 @@ func verify(ctx context.Context, e *env, args []string) error {
 			report.Acked += len(seqs)
 		}
 	}
-	starts, err := start.resolve(ctx, adm, topic)
-	if err != nil {
-		return err
-	}
-	if own != nil {
-		// The start was resolved after producing: take it back to where
-		// the run began.
-		for p, o := range ownStart {
-			lo := starts[topic][p]
-			lo.Offset = o
-			starts[topic][p] = lo
-		}
-	}
 	ends, err := end.resolve(ctx, adm, topic)
 	if err != nil {
 		return err
 	}
 	for _, p := range detail.partitions {
-		r := partitionReader{cl: cl, adm: adm, topic: topic, id: detail.id, partition: p, compacted: detail.compacted, own: own}
+		r := partitionReader{cl: cl, adm: adm, topic: topic, id: detail.id, partition: p, compacted: detail.compacted, own: own, led: -1}
 		pr, problems, err := r.read(ctx, starts[topic][p].Offset, ends[topic][p].Offset)
 		if err != nil {
 			return err
@@ -178,6 +173,8 @@ type partitionReader struct {
 	partition int32
 	compacted bool
 	own       *numbering // verify --produce's records, or nil
+	// led is the partition's leader as last asked, or -1.
+	led int32
 	// ownRead counts the reads of each of own's sequences.
 	ownRead map[int64]int
 }
@@ -269,14 +266,9 @@ func (r *partitionReader) fetch(ctx context.Context, offset int64) ([]kmsg.Recor
 			case <-time.After(300 * time.Millisecond):
 			}
 		}
-		md, err := r.adm.Metadata(ctx, r.topic)
+		leader, err := r.leader(ctx)
 		if err != nil {
 			lastErr = err
-			continue
-		}
-		leader := md.Topics[r.topic].Partitions[r.partition].Leader
-		if leader < 0 {
-			lastErr = fmt.Errorf("partition %d has no leader", r.partition)
 			continue
 		}
 		req := kmsg.NewPtrFetchRequest()
@@ -288,12 +280,11 @@ func (r *partitionReader) fetch(ctx context.Context, offset int64) ([]kmsg.Recor
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		resp, err := req.RequestWith(ctx, r.cl.Broker(int(leader)))
-		if err != nil {
-			lastErr = err
-			continue
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
 		}
-		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			lastErr = err
+		if err != nil {
+			lastErr, r.led = err, -1 // the leader may have moved: ask again
 			continue
 		}
 		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
@@ -305,13 +296,29 @@ func (r *partitionReader) fetch(ctx context.Context, offset int64) ([]kmsg.Recor
 		case errors.Is(err, kerr.OffsetOutOfRange):
 			return nil, p.LogStartOffset, nil
 		case err != nil:
-			lastErr = err
+			lastErr, r.led = err, -1
 			continue
 		}
 		batches, err := splitBatches(p.RecordBatches)
 		return batches, p.LogStartOffset, err
 	}
 	return nil, 0, fmt.Errorf("read partition %d at offset %d: %w", r.partition, offset, lastErr)
+}
+
+// leader is the partition's leader, asked of the cluster only when not
+// known yet or after a fetch failed.
+func (r *partitionReader) leader(ctx context.Context) (int32, error) {
+	if r.led >= 0 {
+		return r.led, nil
+	}
+	md, err := r.adm.Metadata(ctx, r.topic)
+	if err != nil {
+		return -1, err
+	}
+	if r.led = md.Topics[r.topic].Partitions[r.partition].Leader; r.led < 0 {
+		return -1, fmt.Errorf("partition %d has no leader", r.partition)
+	}
+	return r.led, nil
 }
 
 // splitBatches parses the record batches of a Fetch answer; a batch cut
@@ -373,18 +380,8 @@ func (r *partitionReader) missingAcked(acked []int64) []problem {
 }
 
 // produceNumbered writes n numbered records over the topic's partitions
-// and returns each partition's acknowledged sequences and where the
-// partitions ended before.
-func produceNumbered(ctx context.Context, cl *kgo.Client, topic string, own *numbering, n int) (map[int32][]int64, map[int32]int64, error) {
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	before := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { before[o.Partition] = o.Offset })
+// and returns each partition's acknowledged sequences.
+func produceNumbered(ctx context.Context, cl *kgo.Client, own *numbering, n int) (map[int32][]int64, error) {
 	var mu sync.Mutex
 	acked := map[int32][]int64{}
 	var firstErr error
@@ -404,7 +401,7 @@ func produceNumbered(ctx context.Context, cl *kgo.Client, topic string, own *num
 		})
 	}
 	if err := cl.Flush(ctx); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -412,9 +409,9 @@ func produceNumbered(ctx context.Context, cl *kgo.Client, topic string, own *num
 		slices.Sort(seqs)
 	}
 	if firstErr != nil && len(acked) == 0 {
-		return nil, nil, fmt.Errorf("no record acknowledged: %w", firstErr)
+		return nil, fmt.Errorf("no record acknowledged: %w", firstErr)
 	}
-	return acked, before, nil
+	return acked, nil
 }
 
 func randomName() string {

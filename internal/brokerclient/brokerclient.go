@@ -90,9 +90,15 @@ func (c *Clients) Registered(ctx context.Context, addrs []string) ([]RegisteredB
 	if err != nil {
 		return nil, err
 	}
+	return ReadRegistered(ctx, cl)
+}
+
+// ReadRegistered is Registered through a client of the caller's own (the
+// raftka command's).
+func ReadRegistered(ctx context.Context, r kmsg.Requestor) ([]RegisteredBroker, error) {
 	req := kmsg.NewPtrDescribeClusterRequest()
 	req.IncludeFencedBrokers = true
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -136,12 +142,17 @@ func (c *Clients) MetadataQuorum(ctx context.Context, addrs []string) (Quorum, e
 	if err != nil {
 		return Quorum{}, err
 	}
+	return ReadQuorum(ctx, cl)
+}
+
+// ReadQuorum is MetadataQuorum through a client of the caller's own.
+func ReadQuorum(ctx context.Context, r kmsg.Requestor) (Quorum, error) {
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	rt := kmsg.NewDescribeQuorumRequestTopic()
 	rt.Topic = "__cluster_metadata"
 	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, r)
 	if err != nil {
 		return Quorum{}, err
 	}
