@@ -827,15 +827,30 @@ func (s *Store) raiseSynced(seq uint64) {
 // appendRecord writes a sealed record, applies it to the index and returns
 // once it is durable. Concurrent callers share one fdatasync.
 func (s *Store) appendRecord(rec []byte) error {
+	seq, err := s.writeRecord(rec, nil)
+	if err != nil {
+		return err
+	}
+	return s.syncThrough(seq)
+}
+
+// writeRecord appends rec to the active file, not yet durable, and
+// returns its sequence number for syncThrough. With before set, it first
+// calls it under the lock that orders records, with the index as it
+// stands before rec.
+func (s *Store) writeRecord(rec []byte, before func()) (uint64, error) {
 	s.mu.Lock()
 	if s.failed != nil {
 		s.mu.Unlock()
-		return s.failed
+		return 0, s.failed
+	}
+	if before != nil {
+		before()
 	}
 	if s.active.size >= s.fileBytes {
 		if err := s.rollLocked(); err != nil {
 			s.mu.Unlock()
-			return err
+			return 0, err
 		}
 	}
 	w := s.active
@@ -843,7 +858,7 @@ func (s *Store) appendRecord(rec []byte) error {
 	if err := w.append(rec); err != nil {
 		err = s.failLocked(err)
 		s.mu.Unlock()
-		return err
+		return 0, err
 	}
 	if err := s.nodes.apply(rec[recordHeader:], w.no, off+recordHeader); err != nil {
 		panic(err) // the record was encoded here: a bug, not a disk fault
@@ -851,7 +866,7 @@ func (s *Store) appendRecord(rec []byte) error {
 	s.written++
 	seq := s.written
 	s.mu.Unlock()
-	return s.syncThrough(seq)
+	return seq, nil
 }
 
 func (s *Store) syncThrough(seq uint64) error {
@@ -999,7 +1014,11 @@ func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
 			}
 		})
 	}
-	err = s.appendRecord(rec)
+	var mustSync bool
+	seq, err := s.writeRecord(rec, func() { mustSync = s.mustSyncLocked(updates) })
+	if err == nil && mustSync {
+		err = s.syncThrough(seq)
+	}
 	if s.timed != nil && slices.ContainsFunc(updates, func(ud pb.Update) bool { return len(ud.EntriesToSave) > 0 }) {
 		s.timed(SaveRecord, time.Since(began))
 	}
@@ -1008,6 +1027,33 @@ func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
 		return err
 	}
 	return framesErr
+}
+
+// mustSyncLocked tells whether a save of updates must be durable before
+// it returns: it must when it saves entries or a snapshot, or changes a
+// node's term or vote. A save that only moves commit indexes need not
+// be (etcd's raft.MustSync draws the same line): the commit index is
+// learned again from the leader, and entries at or below an on-disk
+// state machine's applied index are skipped when they are committed
+// again. Such a record becomes durable with the next fsync of the file,
+// which any later save or roll makes, or is lost whole in a crash; in a
+// quiet partition it saves the fsync that followed every commit on each
+// replica, one in a row on the leader's path to the acknowledgement.
+func (s *Store) mustSyncLocked(updates []pb.Update) bool {
+	for i := range updates {
+		ud := &updates[i]
+		if len(ud.EntriesToSave) > 0 || !pb.IsEmptySnapshot(ud.Snapshot) {
+			return true
+		}
+		if pb.IsEmptyState(ud.State) {
+			continue
+		}
+		n := s.nodes[nodeKey{ud.ClusterID, ud.NodeID}]
+		if n == nil || !n.hasState || n.state.Term != ud.State.Term || n.state.Vote != ud.State.Vote {
+			return true
+		}
+	}
+	return false
 }
 
 // appendFrames appends the entries of the groups that have a frame log to

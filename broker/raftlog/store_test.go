@@ -822,3 +822,70 @@ func TestRecordNamingTornFramesIsNeverWritten(t *testing.T) {
 	}
 	sameEntries(t, "framed group", read(t, s, 5, 1, 10), append(entries(1, 3, 2, 1000), entries(4, 4, 4, 500)...))
 }
+
+// A save that only moves the commit index is written but not fsynced
+// (etcd's MustSync line); a crash may lose it whole, never the entries or
+// the term and vote saved before it, and the next save that must be
+// durable makes it durable too.
+func TestCommitOnlySavesWaitForTheNextSync(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, 0)
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 2, Vote: 3, Commit: 1}, EntriesToSave: entries(1, 5, 2, 100)})
+	synced := s.Stats().Syncs
+	last, _ := newestFile(t, dir)
+	st, err := os.Stat(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	durableSize := st.Size()
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 2, Vote: 3, Commit: 5}})
+	if got := s.Stats().Syncs; got != synced {
+		t.Fatalf("a commit-only save fsynced: %d syncs, want %d", got, synced)
+	}
+	for _, change := range []pb.State{{Term: 3, Vote: 3, Commit: 5}, {Term: 3, Vote: 2, Commit: 5}} {
+		save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: change})
+		if got := s.Stats().Syncs; got != synced+1 {
+			t.Fatalf("saving term %d vote %d: %d syncs, want %d", change.Term, change.Vote, got, synced+1)
+		}
+		synced++
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The crash lost everything written after the last fsync but the
+	// commit-only record: the entries and the term survive.
+	if err := os.Truncate(last, durableSize); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, dir, 0)
+	rs, err := s.ReadRaftState(1, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.State.Term != 2 || rs.State.Vote != 3 || rs.State.Commit != 1 || rs.EntryCount != 5 {
+		t.Fatalf("after losing the commit-only save: %+v, %d entries; want term 2 vote 3 commit 1, 5 entries", rs.State, rs.EntryCount)
+	}
+
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 2, Vote: 3, Commit: 4}})
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, EntriesToSave: entries(6, 6, 2, 100)})
+	last, _ = newestFile(t, dir)
+	if st, err = os.Stat(last); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing written after the entries' fsync: a crash now keeps both.
+	durableSize = st.Size()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(last, durableSize); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, dir, 0)
+	if rs, err = s.ReadRaftState(1, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if rs.State.Commit != 4 || rs.EntryCount != 6 {
+		t.Fatalf("after a later save: %+v, %d entries; want commit 4, 6 entries", rs.State, rs.EntryCount)
+	}
+}
