@@ -147,7 +147,7 @@ func TestLostDiskLosesNothingAcknowledged(t *testing.T) {
 
 	// A new client: the shared one's connections to the brokers killed
 	// above may be dead, and its next request on one reads EOF.
-	admin := kadm.NewClient(c.Client())
+	admin = kadm.NewClient(c.Client())
 	fetched, err := admin.FetchOffsets(ctx, "billing")
 	if err != nil {
 		t.Fatal(err)
