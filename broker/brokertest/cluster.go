@@ -44,14 +44,23 @@ type Options struct {
 	// group (--metadata-voters); min(3, Brokers) if 0. The others join it
 	// as observers.
 	FoundingVoters int
+	// Listeners are Kafka listeners each broker has beside its PLAINTEXT
+	// one (KafkaAddr), as name and security protocol; their addresses
+	// are in Broker.Listeners.
+	Listeners []Listener
 }
+
+// Listener is a named Kafka listener with its security protocol.
+type Listener struct{ Name, Protocol string }
 
 // Broker is one broker process of a test cluster.
 type Broker struct {
 	ID                  int
 	KafkaAddr, RaftAddr string
 	HTTPAddr            string
-	DataDir, LogPath    string
+	// Listeners are the addresses of Options.Listeners, by name.
+	Listeners        map[string]string
+	DataDir, LogPath string
 	// Flags are extra flags for this broker's next start.
 	Flags  []string
 	cmd    *exec.Cmd
@@ -60,14 +69,16 @@ type Broker struct {
 
 // Cluster is a set of broker processes.
 type Cluster struct {
-	t       testing.TB
-	bin     string
-	voters  string
-	join    string
-	flags   []string
-	admin   *kadm.Client
-	net     *network // nil unless Options.Namespaces
-	Brokers []*Broker
+	t      testing.TB
+	bin    string
+	voters string
+	join   string
+	flags  []string
+	admin  *kadm.Client
+	net    *network // nil unless Options.Namespaces
+	// listeners are Options.Listeners.
+	listeners []Listener
+	Brokers   []*Broker
 }
 
 var (
@@ -114,7 +125,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.Brokers == 0 {
 		opts.Brokers = 3
 	}
-	c := &Cluster{t: t, bin: Binary(t), flags: opts.ExtraFlags}
+	c := &Cluster{t: t, bin: Binary(t), flags: opts.ExtraFlags, listeners: opts.Listeners}
 	root := t.TempDir()
 	if opts.DataRoot != "" {
 		dir, err := os.MkdirTemp(opts.DataRoot, "raftka-test")
@@ -128,7 +139,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.Namespaces {
 		c.net = newNetwork(t, opts.Brokers)
 	} else {
-		ports = freePorts(t, 3*opts.Brokers)
+		ports = freePorts(t, (3+len(opts.Listeners))*opts.Brokers)
 	}
 	if opts.FoundingVoters == 0 {
 		opts.FoundingVoters = min(3, opts.Brokers)
@@ -147,9 +158,18 @@ func Start(t testing.TB, opts Options) *Cluster {
 			host := c.net.addr(i)
 			b.KafkaAddr, b.RaftAddr, b.HTTPAddr = host+":9092", host+":7100", host+":8080"
 		} else {
-			b.KafkaAddr = "127.0.0.1:" + strconv.Itoa(ports[3*i])
-			b.RaftAddr = "127.0.0.1:" + strconv.Itoa(ports[3*i+1])
-			b.HTTPAddr = "127.0.0.1:" + strconv.Itoa(ports[3*i+2])
+			mine := ports[(3+len(opts.Listeners))*i:]
+			b.KafkaAddr = "127.0.0.1:" + strconv.Itoa(mine[0])
+			b.RaftAddr = "127.0.0.1:" + strconv.Itoa(mine[1])
+			b.HTTPAddr = "127.0.0.1:" + strconv.Itoa(mine[2])
+		}
+		b.Listeners = map[string]string{}
+		for j, l := range opts.Listeners {
+			if c.net != nil {
+				b.Listeners[l.Name] = c.net.addr(i) + ":" + strconv.Itoa(9094+j)
+			} else {
+				b.Listeners[l.Name] = "127.0.0.1:" + strconv.Itoa(ports[(3+len(opts.Listeners))*i+3+j])
+			}
 		}
 		c.Brokers = append(c.Brokers, b)
 		if i < opts.FoundingVoters {
@@ -168,6 +188,19 @@ func Start(t testing.TB, opts Options) *Cluster {
 		c.WaitReady(i)
 	}
 	return c
+}
+
+// listenerFlags are a broker's flags for its Kafka listeners.
+func (c *Cluster) listenerFlags(b *Broker) []string {
+	if len(c.listeners) == 0 {
+		return []string{"--listen", b.KafkaAddr}
+	}
+	listeners, protocols := []string{"PLAINTEXT://" + b.KafkaAddr}, []string{"PLAINTEXT:PLAINTEXT"}
+	for _, l := range c.listeners {
+		listeners = append(listeners, l.Name+"://"+b.Listeners[l.Name])
+		protocols = append(protocols, l.Name+":"+l.Protocol)
+	}
+	return []string{"--listeners", strings.Join(listeners, ","), "--listener-security-protocol-map", strings.Join(protocols, ",")}
 }
 
 // freePorts picks ports below the kernel's ephemeral range: a broker's
@@ -215,9 +248,9 @@ func (c *Cluster) Restart(i int) {
 		c.t.Fatal(err)
 	}
 	rf := min(len(c.Brokers), 3)
-	args := append([]string{"--id", strconv.Itoa(i), "--data-dir", b.DataDir, "--listen", b.KafkaAddr,
-		"--raft-address", b.RaftAddr, "--http-listen", b.HTTPAddr, "--metadata-voters", c.voters,
-		"--default-replication-factor", strconv.Itoa(rf), "--group-initial-rebalance-delay", "200ms", "--log-level", "info"}, c.flags...)
+	args := append([]string{"--id", strconv.Itoa(i), "--data-dir", b.DataDir}, c.listenerFlags(b)...)
+	args = append(append(args, "--raft-address", b.RaftAddr, "--http-listen", b.HTTPAddr, "--metadata-voters", c.voters,
+		"--default-replication-factor", strconv.Itoa(rf), "--group-initial-rebalance-delay", "200ms", "--log-level", "info"), c.flags...)
 	if len(c.Brokers) > 1 {
 		args = append(args, "--join", c.join)
 	}

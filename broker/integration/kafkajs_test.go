@@ -57,11 +57,18 @@ const clientRecords = 300
 // returns what it reports on stdout.
 func runClient(t *testing.T, c *brokertest.Cluster, topic, dir, name string, args ...string) clientRun {
 	t.Helper()
+	return runClientWith(t, c.AllAddrs(), nil, topic, dir, name, args...)
+}
+
+// runClientWith runs a client program against brokers, with env added
+// to its environment.
+func runClientWith(t *testing.T, brokers, env []string, topic, dir, name string, args ...string) clientRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "BROKERS="+strings.Join(c.AllAddrs(), ","), "TOPIC="+topic, "COUNT="+strconv.Itoa(clientRecords))
+	cmd.Env = append(append(os.Environ(), "BROKERS="+strings.Join(brokers, ","), "TOPIC="+topic, "COUNT="+strconv.Itoa(clientRecords)), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

@@ -26,6 +26,8 @@ type Command struct {
 	RecoverPartition     *RecoverPartition     `json:",omitempty"`
 	CompleteRecovery     *CompleteRecovery     `json:",omitempty"`
 	SetMetadataVoters    *SetMetadataVoters    `json:",omitempty"`
+	// AlterScramCredentials: scram.go.
+	AlterScramCredentials *AlterScramCredentials `json:",omitempty"`
 }
 
 // SetMetadataVoters records which brokers vote in the metadata group

@@ -29,7 +29,7 @@ func commandsFrom(data []byte) []Command {
 	topics := []string{"a", "b"}
 	for len(data) > 0 {
 		topic := topics[next()%2]
-		switch next() % 13 {
+		switch next() % 14 {
 		case 0:
 			out = append(out, Command{RegisterBroker: &Broker{ID: int32(next() % 5), RaftAddr: "r", Incarnation: string(rune('a' + next()%3)), Generation: uint32(next() % 3)}})
 		case 1:
@@ -62,6 +62,14 @@ func commandsFrom(data []byte) []Command {
 			out = append(out, Command{CompleteRecovery: &CompleteRecovery{Shard: FirstPartitionShard + uint64(next()%6), Node: RaftNodeID(int32(next()%5), uint32(next()%4)), RecoveredEnd: int64(next())}})
 		case 12:
 			out = append(out, Command{SetMetadataVoters: &SetMetadataVoters{Voters: brokerList()}})
+		case 13:
+			user, mech := string(rune('a'+next()%3)), []string{ScramSHA256, ScramSHA512}[next()%2]
+			if next()%2 == 0 {
+				out = append(out, Command{AlterScramCredentials: &AlterScramCredentials{Deletions: []ScramDeletion{{User: user, Mechanism: mech}}}})
+			} else {
+				cred := ScramCredential{Salt: []byte{byte(next())}, StoredKey: []byte{byte(next())}, ServerKey: []byte{byte(next())}, Iterations: 4096}
+				out = append(out, Command{AlterScramCredentials: &AlterScramCredentials{Upserts: []ScramUpsert{{User: user, Mechanism: mech, Credential: cred}}}})
+			}
 		case 8:
 			out = append(out, Command{Leader: &LeaderChange{Shard: FirstPartitionShard + uint64(next()%6), Leader: int32(next() % 5), Epoch: int32(next() % 4), Node: RaftNodeID(int32(next()%5), uint32(next()%4))}})
 		}
@@ -74,7 +82,8 @@ func commandsFrom(data []byte) []Command {
 // snapshot halfway, end in the same state; and placement stays sound:
 // every partition's replicas are distinct known brokers with a node each
 // of their own broker, no two alike, and a move's target is among them;
-// the recorded metadata voters are registered brokers.
+// the recorded metadata voters are registered brokers; a user with no
+// SCRAM credential left is forgotten.
 func FuzzApply(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 2, 0, 0, 0, 2, 0, 2, 3, 2, 1, 5, 2, 3, 1, 2, 3, 0, 1, 6, 1, 3, 1, 2, 3})
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 2, 2, 0, 1, 3, 0, 2, 2, 1, 2, 3, 0, 0, 1, 1, 3, 3, 1, 4, 0, 5, 0, 1, 4, 2, 0, 3, 1})
@@ -91,6 +100,11 @@ func FuzzApply(f *testing.F) {
 		}
 		if !reflect.DeepEqual(snapshotOf(t, a), snapshotOf(t, b)) {
 			t.Fatalf("replicas diverged:\n%s\n%s", snapshotOf(t, a), snapshotOf(t, b))
+		}
+		for user, creds := range a.ScramCredentials {
+			if len(creds) == 0 {
+				t.Fatalf("user %q is kept with no SCRAM credential", user)
+			}
 		}
 		for _, id := range a.MetadataVoters {
 			if _, ok := a.Brokers[id]; !ok {

@@ -40,6 +40,31 @@ type Broker struct {
 	// so a broker that came back on an empty disk never votes or
 	// acknowledges as a replica it used to be.
 	Generation uint32 `json:",omitempty"`
+	// Listeners are the broker's named Kafka listeners as clients reach
+	// them; Host and Port are its inter-broker listener's. Empty for a
+	// broker registered before listeners were recorded.
+	Listeners []Endpoint `json:",omitempty"`
+}
+
+// Endpoint is one of a broker's named listeners.
+type Endpoint struct {
+	Name string
+	Host string
+	Port int32
+}
+
+// Address is where a client that connected through the named listener
+// reaches the broker: that listener's advertised address, or the
+// inter-broker listener's when the broker records none of that name (it
+// registered before listeners were recorded, or runs with other
+// listeners for the moment of a rolling change).
+func (b Broker) Address(listener string) (string, int32) {
+	for _, e := range b.Listeners {
+		if e.Name == listener {
+			return e.Host, e.Port
+		}
+	}
+	return b.Host, b.Port
 }
 
 // Node is this broker's Raft node id in the metadata group.
@@ -85,6 +110,8 @@ type State struct {
 	BrokerConfigs map[string]map[string]string `json:",omitempty"`
 	// Offsets: group -> topic -> partition -> offset.
 	Offsets map[string]map[string]map[int32]GroupOffset
+	// ScramCredentials: user -> mechanism -> credential (scram.go).
+	ScramCredentials map[string]map[string]ScramCredential `json:",omitempty"`
 
 	// topicsByID indexes Topics by id for Fetch and Produce v13+, which
 	// name topics by id in every request; derived, so not in snapshots.
@@ -196,6 +223,8 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		return s.completeRecovery(c.CompleteRecovery)
 	case c.SetMetadataVoters != nil:
 		return s.setMetadataVoters(c.SetMetadataVoters)
+	case c.AlterScramCredentials != nil:
+		return s.alterScramCredentials(c.AlterScramCredentials)
 	case c.AllocateProducerIDs:
 		first := s.NextProducerID
 		s.NextProducerID += ProducerIDBlock

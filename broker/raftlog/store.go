@@ -1048,8 +1048,8 @@ func (s *Store) mustSyncLocked(updates []pb.Update) bool {
 		if pb.IsEmptyState(ud.State) {
 			continue
 		}
-		n := s.nodes[nodeKey{ud.ClusterID, ud.NodeID}]
-		if n == nil || !n.hasState || n.state.Term != ud.State.Term || n.state.Vote != ud.State.Vote {
+		st, n := ud.State, s.nodes[nodeKey{ud.ClusterID, ud.NodeID}]
+		if n == nil || !n.hasState || n.state.Term != st.Term || n.state.Vote != st.Vote {
 			return true
 		}
 	}

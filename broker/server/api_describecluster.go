@@ -28,7 +28,8 @@ func handleDescribeCluster(b *Broker, r *request) (kmsg.Response, error) {
 			}
 			br := s.Brokers[id]
 			rb := kmsg.NewDescribeClusterResponseBroker()
-			rb.NodeID, rb.Host, rb.Port, rb.IsFenced = br.ID, br.Host, br.Port, !live
+			rb.Host, rb.Port = br.Address(r.conn.listener.Name)
+			rb.NodeID, rb.IsFenced = br.ID, !live
 			if br.Rack != "" {
 				rb.Rack = kmsg.StringPtr(br.Rack)
 			}

@@ -10,6 +10,8 @@ import (
 	"github.com/lni/dragonboat/v3"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/meta"
 )
 
 // DescribeQuorum v0-2 (flexible): the metadata group as the partition
@@ -72,9 +74,15 @@ func handleDescribeQuorum(b *Broker, r *request) (kmsg.Response, error) {
 			}
 			n := kmsg.NewDescribeQuorumResponseNode()
 			n.NodeID = id
-			l := kmsg.NewDescribeQuorumResponseNodeListener()
-			l.Name, l.Host, l.Port = "PLAINTEXT", br.Host, uint16(br.Port)
-			n.Listeners = append(n.Listeners, l)
+			endpoints := br.Listeners
+			if len(endpoints) == 0 { // registered before listeners were recorded
+				endpoints = []meta.Endpoint{{Name: "PLAINTEXT", Host: br.Host, Port: br.Port}}
+			}
+			for _, e := range endpoints {
+				l := kmsg.NewDescribeQuorumResponseNodeListener()
+				l.Name, l.Host, l.Port = e.Name, e.Host, uint16(e.Port)
+				n.Listeners = append(n.Listeners, l)
+			}
 			resp.Nodes = append(resp.Nodes, n)
 		}
 		return resp

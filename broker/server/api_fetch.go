@@ -28,7 +28,7 @@ func handleFetch(b *Broker, r *request) (kmsg.Response, error) {
 	deadline := time.Now().Add(min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxFetchWait))
 	r.deferred = func() kmsg.Response {
 		for {
-			resp, bytes, failed, wake := b.fetchOnce(req)
+			resp, bytes, failed, wake := b.fetchOnce(req, r.conn.listener.Name)
 			if failed || bytes >= int(req.MinBytes) || !time.Now().Before(deadline) {
 				if req.ReplicaID >= 0 || req.ReplicaState.ID >= 0 {
 					// A replica catching up: leader.replication.throttled.rate.
@@ -42,7 +42,7 @@ func handleFetch(b *Broker, r *request) (kmsg.Response, error) {
 	return nil, nil
 }
 
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	budget := int(req.MaxBytes)
 	if budget <= 0 {
@@ -79,7 +79,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 			}
 			if err != nil {
 				rp.ErrorCode, failed = err.Code, true
-				if h, ok := b.leaderHintFor(name, p.Partition); ok && err == kerr.NotLeaderForPartition {
+				if h, ok := b.leaderHintFor(name, p.Partition, listener); ok && err == kerr.NotLeaderForPartition {
 					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
 					if !listed[h.leader] {
 						listed[h.leader] = true

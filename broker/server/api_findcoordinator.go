@@ -33,7 +33,8 @@ func handleFindCoordinator(b *Broker, r *request) (kmsg.Response, error) {
 					c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 					return
 				}
-				c.NodeID, c.Host, c.Port = br.ID, br.Host, br.Port
+				c.Host, c.Port = br.Address(r.conn.listener.Name)
+				c.NodeID = br.ID
 			})
 		}
 		resp.Coordinators = append(resp.Coordinators, c)

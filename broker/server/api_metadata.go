@@ -29,7 +29,7 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 	}
 	var missing []string
 	b.meta.Read(func(s *meta.State) {
-		defer func() { resp.Brokers = b.metadataBrokers(s, resp) }()
+		defer func() { resp.Brokers = b.metadataBrokers(s, resp, r.conn.listener.Name) }()
 		if req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0) {
 			for _, name := range sortedTopicNames(s) {
 				resp.Topics = append(resp.Topics, b.metadataTopic(s.Topics[name]))
@@ -72,7 +72,7 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 // names their partitions by the leaders last recorded; a client drops a
 // broker missing from a Metadata answer (franz-go does), so leaving them
 // out would leave it only the cut-off broker to ask.
-func (b *Broker) metadataBrokers(s *meta.State, resp *kmsg.MetadataResponse) []kmsg.MetadataResponseBroker {
+func (b *Broker) metadataBrokers(s *meta.State, resp *kmsg.MetadataResponse, listener string) []kmsg.MetadataResponseBroker {
 	named := map[int32]bool{resp.ControllerID: true}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
@@ -86,7 +86,8 @@ func (b *Broker) metadataBrokers(s *meta.State, resp *kmsg.MetadataResponse) []k
 		}
 		br := s.Brokers[id]
 		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port = br.ID, br.Host, br.Port
+		mb.Host, mb.Port = br.Address(listener)
+		mb.NodeID = br.ID
 		if br.Rack != "" {
 			mb.Rack = kmsg.StringPtr(br.Rack)
 		}

@@ -65,7 +65,7 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 		names = append(names, name)
 	}
 	if len(pending) == 0 {
-		b.addProduceLeaderHints(resp, names)
+		b.addProduceLeaderHints(resp, names, r.conn.listener.Name)
 		return resp, nil
 	}
 	proposed := time.Now()
@@ -100,7 +100,7 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 		b.metrics.stage(stageCommit, answered.Sub(proposed))
 		r.written = func() { b.metrics.stage(stageRespond, time.Since(answered)) }
 		b.metrics.produced.Inc()
-		b.addProduceLeaderHints(resp, names)
+		b.addProduceLeaderHints(resp, names, r.conn.listener.Name)
 		return resp
 	}
 	return nil, nil
@@ -136,7 +136,7 @@ func (b *Broker) awaitProposal(p pendingProduce) (dragonboat.RequestResult, bool
 
 // addProduceLeaderHints names the current leader of every partition answered
 // with NOT_LEADER_OR_FOLLOWER, and that leader's endpoint.
-func (b *Broker) addProduceLeaderHints(resp *kmsg.ProduceResponse, names []string) {
+func (b *Broker) addProduceLeaderHints(resp *kmsg.ProduceResponse, names []string, listener string) {
 	listed := map[int32]bool{}
 	for ti := range resp.Topics {
 		rt, name := &resp.Topics[ti], names[ti]
@@ -145,7 +145,7 @@ func (b *Broker) addProduceLeaderHints(resp *kmsg.ProduceResponse, names []strin
 			if rp.ErrorCode != kerr.NotLeaderForPartition.Code {
 				continue
 			}
-			h, ok := b.leaderHintFor(name, rp.Partition)
+			h, ok := b.leaderHintFor(name, rp.Partition, listener)
 			if !ok {
 				continue
 			}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -66,11 +67,12 @@ type Broker struct {
 	peers    peerClients
 	progress followerProgress
 
-	ln     net.Listener
-	conns  sync.WaitGroup
-	ctx    context.Context
-	cancel context.CancelFunc
-	bg     sync.WaitGroup
+	listeners []*kafkaListener
+	auth      *authenticator
+	conns     sync.WaitGroup
+	ctx       context.Context
+	cancel    context.CancelFunc
+	bg        sync.WaitGroup
 }
 
 func init() {
@@ -123,6 +125,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.liveness = newLiveness(cfg.ID)
 	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
 	b.metrics = newMetrics(b)
+	b.auth = newAuthenticator(cfg.SASL, b.meta, b.metrics)
 	self, found, err := identity.Load(cfg.DataDir, filepath.Join(cfg.DataDir, "raft"), cfg.ID)
 	if err != nil {
 		cancel()
@@ -191,12 +194,17 @@ func Start(cfg Config) (*Broker, error) {
 		nh.Stop()
 		return fail(fmt.Errorf("start metadata group: %w", err))
 	}
-	ln, err := net.Listen("tcp", cfg.KafkaListen)
-	if err != nil {
-		nh.Stop()
-		return fail(err)
+	for _, l := range cfg.Listeners {
+		ln, err := net.Listen("tcp", l.Listen)
+		if err != nil {
+			for _, open := range b.listeners {
+				open.ln.Close()
+			}
+			nh.Stop()
+			return fail(fmt.Errorf("listener %s: %w", l.Name, err))
+		}
+		b.listeners = append(b.listeners, &kafkaListener{Listener: l, ln: ln})
 	}
-	b.ln = ln
 	close(b.started)
 	b.goBackground(b.register)
 	b.goBackground(b.replicas.run)
@@ -214,7 +222,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.goBackground(b.members.run)
 	b.goBackground(b.recoveries.run)
 	b.goBackground(b.serve)
-	b.log.Info("broker started", "kafka", ln.Addr().String(), "raft", cfg.RaftAddr, "generation", b.self.Generation)
+	b.log.Info("broker started", "kafka", b.Addr().String(), "listeners", len(b.listeners), "raft", cfg.RaftAddr, "generation", b.self.Generation)
 	return b, nil
 }
 
@@ -304,15 +312,17 @@ func (b *Broker) goBackground(fn func(ctx context.Context)) {
 	}()
 }
 
-// Addr is the address the Kafka listener is bound to.
-func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
+// Addr is the address the inter-broker Kafka listener is bound to.
+func (b *Broker) Addr() net.Addr { return b.listeners[0].ln.Addr() }
 
 // Close hands off the leadership of the groups it leads (shutdown.go),
 // stops serving and closes Raft; data stays on disk.
 func (b *Broker) Close() {
 	b.handOffLeadership(b.cfg.ControlledShutdownTimeout)
 	b.cancel()
-	b.ln.Close()
+	for _, l := range b.listeners {
+		l.ln.Close()
+	}
 	b.bg.Wait()
 	b.conns.Wait()
 	b.nh.Stop()
@@ -322,18 +332,22 @@ func (b *Broker) Close() {
 
 // selfRecord is this broker as the metadata records it.
 func (b *Broker) selfRecord() (meta.Broker, error) {
-	host, port, err := splitHostPort(b.cfg.AdvertisedKafka)
-	if err != nil {
-		return meta.Broker{}, err
+	var endpoints []meta.Endpoint
+	for _, l := range b.cfg.Listeners {
+		host, port, err := splitHostPort(l.Advertised)
+		if err != nil {
+			return meta.Broker{}, fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+		endpoints = append(endpoints, meta.Endpoint{Name: l.Name, Host: host, Port: port})
 	}
-	return meta.Broker{ID: b.cfg.ID, Host: host, Port: port, RaftAddr: b.cfg.RaftAddr, HTTPAddr: b.httpEndpoint(),
-		Rack: b.cfg.Rack, Incarnation: b.self.Incarnation}, nil
+	return meta.Broker{ID: b.cfg.ID, Host: endpoints[0].Host, Port: endpoints[0].Port, Listeners: endpoints, RaftAddr: b.cfg.RaftAddr,
+		HTTPAddr: b.httpEndpoint(), Rack: b.cfg.Rack, Incarnation: b.self.Incarnation}, nil
 }
 
 // httpEndpoint is where this broker's HTTP endpoint is reached, as the
 // metadata records it and the broker config raftka.http.endpoint says.
 func (b *Broker) httpEndpoint() string {
-	host, _, _ := splitHostPort(b.cfg.AdvertisedKafka)
+	host, _, _ := splitHostPort(b.cfg.Listeners[0].Advertised)
 	return advertisedHTTP(host, b.cfg.HTTPListen)
 }
 
@@ -366,7 +380,7 @@ func (b *Broker) register(ctx context.Context) {
 		var known bool
 		var clusterID string
 		b.meta.Read(func(s *meta.State) { current, known = s.Brokers[b.cfg.ID]; clusterID = s.ClusterID })
-		if known && current == *cmd.RegisterBroker {
+		if known && reflect.DeepEqual(current, *cmd.RegisterBroker) {
 			b.recordRegistration(clusterID)
 			return
 		}

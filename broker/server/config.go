@@ -19,14 +19,18 @@ const (
 
 // Config is a broker's configuration, from flags or a file.
 type Config struct {
-	ID              int32
-	DataDir         string
-	KafkaListen     string // host:port the Kafka listener binds
-	AdvertisedKafka string // host:port clients are told to use
-	RaftAddr        string // host:port of this broker's Raft transport, stable across restarts
-	RaftListen      string // host:port the Raft transport binds; RaftAddr when empty
-	HTTPListen      string // metrics, readiness and safe-restart endpoints; empty disables
-	MetadataVoters  map[int32]string
+	ID      int32
+	DataDir string
+	// Listeners are the Kafka listeners (ParseListeners); the first is the
+	// inter-broker one, whose advertised address peers and the operator
+	// use.
+	Listeners []Listener
+	// SASL configures authentication on SASL_* listeners (sasl.go).
+	SASL           SASLConfig
+	RaftAddr       string // host:port of this broker's Raft transport, stable across restarts
+	RaftListen     string // host:port the Raft transport binds; RaftAddr when empty
+	HTTPListen     string // metrics, readiness and safe-restart endpoints; empty disables
+	MetadataVoters map[int32]string
 	// JoinAddresses are HTTP host:port of brokers to ask for a place in the
 	// metadata group, for a broker that is not one of its voters.
 	JoinAddresses            []string
@@ -136,6 +140,12 @@ func (c *Config) validate() error {
 	}
 	if len(c.MetadataVoters) == 0 {
 		return fmt.Errorf("metadata voters are required")
+	}
+	if len(c.Listeners) == 0 {
+		return fmt.Errorf("a Kafka listener is required")
+	}
+	if p := c.Listeners[0].Protocol; p.sasl() {
+		return fmt.Errorf("the inter-broker listener %s (the first) must be PLAINTEXT: brokers do not authenticate to each other yet", c.Listeners[0].Name)
 	}
 	if _, ok := c.MetadataVoters[c.ID]; !ok && len(c.JoinAddresses) == 0 {
 		ids := make([]int, 0, len(c.MetadataVoters))

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -20,11 +21,21 @@ import (
 // turn to be answered.
 const maxInFlight = 64
 
+// kafkaListener is a bound Kafka listener.
+type kafkaListener struct {
+	Listener
+	ln net.Listener
+}
+
 type clientConn struct {
-	b    *Broker
-	nc   net.Conn
-	out  chan chan reply // responses in request order
-	done chan struct{}
+	b        *Broker
+	listener *kafkaListener
+	nc       net.Conn
+	out      chan chan reply // responses in request order
+	done     chan struct{}
+	// sasl is the connection's authentication, on a SASL listener; nil
+	// on others. Only the read loop touches it.
+	sasl *saslSession
 }
 
 // reply is a response frame for the writer, nil to close the connection;
@@ -34,9 +45,18 @@ type reply struct {
 	written func()
 }
 
+// serve accepts connections on every listener until ctx ends.
 func (b *Broker) serve(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, l := range b.listeners {
+		wg.Go(func() { b.accept(ctx, l) })
+	}
+	wg.Wait()
+}
+
+func (b *Broker) accept(ctx context.Context, l *kafkaListener) {
 	for {
-		nc, err := b.ln.Accept()
+		nc, err := l.ln.Accept()
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -53,7 +73,10 @@ func (b *Broker) serve(ctx context.Context) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		c := &clientConn{b: b, nc: nc, out: make(chan chan reply, maxInFlight), done: make(chan struct{})}
+		c := &clientConn{b: b, listener: l, nc: nc, out: make(chan chan reply, maxInFlight), done: make(chan struct{})}
+		if l.Protocol.sasl() {
+			c.sasl = b.auth.newSession(nc)
+		}
 		b.conns.Add(2)
 		go c.readLoop()
 		go c.writeLoop()
@@ -117,13 +140,20 @@ func (c *clientConn) readLoop() {
 			return
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if size < 8 || size > c.b.cfg.MaxRequestBytes {
+		raw := c.sasl != nil && c.sasl.raw
+		if (size < 8 && !raw) || size < 0 || size > c.b.cfg.MaxRequestBytes {
 			c.b.log.Warn("closing connection: bad request size", "remote", c.nc.RemoteAddr().String(), "size", size)
 			return
 		}
 		body := make([]byte, size)
 		if _, err := io.ReadFull(r, body); err != nil {
 			return
+		}
+		if raw {
+			if !c.rawSASLToken(body) {
+				return
+			}
+			continue
 		}
 		if !c.handle(body) {
 			return
@@ -161,6 +191,13 @@ func (c *clientConn) handle(body []byte) (keep bool) {
 	}
 	key, version, corr, kreq, h := parsed.key, parsed.version, parsed.corr, parsed.kreq, handlers[parsed.key]
 	clientID := parsed.clientID
+	if c.sasl != nil && !c.sasl.admits(key, time.Now()) {
+		// Kafka's brokers too close a connection whose first request is
+		// not part of the SASL exchange, or whose session ended.
+		c.b.log.Warn("closing connection: request without authentication", "remote", c.nc.RemoteAddr().String(), "api", kmsg.NameForKey(key),
+			"listener", c.listener.Name, "session_ended", c.sasl.principal != "")
+		return false
+	}
 	req := &request{conn: c, kreq: kreq, clientID: clientID}
 	start := time.Now()
 	// Produce with acks=0 expects no answer at all.
@@ -194,8 +231,8 @@ func (c *clientConn) handle(body []byte) (keep bool) {
 	}
 	c.b.metrics.observe(key, start)
 	resp.SetVersion(version)
-	slot <- reply{frame: frame(corr, flexible, resp)}
-	return true
+	slot <- reply{frame: frame(corr, flexible, resp), written: req.written}
+	return !req.closeAfter
 }
 
 func ready(f []byte) chan reply {

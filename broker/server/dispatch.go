@@ -15,6 +15,9 @@ type request struct {
 	// written, when a handler sets it, is called once the response went
 	// to the socket.
 	written func()
+	// closeAfter, when a handler sets it, closes the connection once the
+	// response is written (a failed authentication).
+	closeAfter bool
 }
 
 type handlerFunc func(b *Broker, r *request) (kmsg.Response, error)

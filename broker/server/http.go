@@ -205,6 +205,9 @@ type metrics struct {
 	// retries it answered without writing them again: the signal of a
 	// gap or a duplicate that `raftka verify` looks for in the log.
 	outOfOrder, duplicates *prometheus.CounterVec
+	// authentications counts SASL exchanges by mechanism and result:
+	// success, reauthentication or failure.
+	authentications *prometheus.CounterVec
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -228,8 +231,10 @@ func newMetrics(b *Broker) *metrics {
 			Help: "Produce batches this broker, as partition leader, answered OUT_OF_ORDER_SEQUENCE_NUMBER: an idempotent producer's sequence skipped ahead of what the partition holds."}, []string{"topic"}),
 		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_produce_duplicate_batches_total",
 			Help: "Idempotent producers' retried batches this broker, as partition leader, recognised and answered with their first offset without writing them again."}, []string{"topic"}),
+		authentications: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_sasl_authentications_total",
+			Help: "SASL exchanges on this broker's SASL listeners by mechanism and result: success, reauthentication (KIP-368, on a connection already authenticated) or failure."}, []string{"mechanism", "result"}),
 	}
-	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, m.outOfOrder, m.duplicates, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), partitionCollector{b})
+	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, m.outOfOrder, m.duplicates, m.authentications, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), partitionCollector{b})
 	return m
 }
 

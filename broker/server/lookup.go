@@ -246,7 +246,7 @@ type leaderHint struct {
 	rack          *string
 }
 
-func (b *Broker) leaderHintFor(topic string, index int32) (leaderHint, bool) {
+func (b *Broker) leaderHintFor(topic string, index int32, listener string) (leaderHint, bool) {
 	info, err := b.partitionFor(topic, index)
 	if err != nil || info.leader < 0 || info.leader == b.cfg.ID {
 		return leaderHint{}, false
@@ -255,7 +255,8 @@ func (b *Broker) leaderHintFor(topic string, index int32) (leaderHint, bool) {
 	found := false
 	b.meta.Read(func(s *meta.State) {
 		if br, ok := s.Brokers[info.leader]; ok {
-			h.host, h.port, found = br.Host, br.Port, true
+			h.host, h.port = br.Address(listener)
+			found = true
 			if br.Rack != "" {
 				h.rack = kmsg.StringPtr(br.Rack)
 			}

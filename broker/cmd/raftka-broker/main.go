@@ -34,8 +34,14 @@ func run(args []string) error {
 		id            = fs.Int("id", -1, "broker id, unique and stable (a StatefulSet ordinal); see --id-from-hostname")
 		idFromHost    = fs.Bool("id-from-hostname", false, "take the broker id from the host name's trailing -N, as a StatefulSet pod's name ends")
 		dataDir       = fs.String("data-dir", "./data", "directory for the Raft log and partition segments")
-		listen        = fs.String("listen", "127.0.0.1:9092", "address the Kafka listener binds")
+		listen        = fs.String("listen", "127.0.0.1:9092", "address the Kafka listener binds, a single PLAINTEXT listener; --listeners replaces it")
 		advertised    = fs.String("advertised-address", "", "host:port clients are told to connect to (default: --listen)")
+		listeners     = fs.String("listeners", "", "Kafka listeners as NAME://host:port,... (Kafka's listeners); the first is the inter-broker listener, which must be PLAINTEXT; replaces --listen")
+		advListeners  = fs.String("advertised-listeners", "", "NAME://host:port,... clients of each listener are told to connect to (Kafka's advertised.listeners; default: each listener's bind address)")
+		protocolMap   = fs.String("listener-security-protocol-map", "", "NAME:PROTOCOL,... for --listeners, PROTOCOL being PLAINTEXT or SASL_PLAINTEXT (Kafka's listener.security.protocol.map; default: a listener named after a protocol uses it)")
+		plainNoTLS    = fs.Bool("sasl-plain-without-tls", false, "offer SASL PLAIN on SASL_PLAINTEXT listeners, where the password crosses the network unencrypted (SCRAM-SHA-256 and SCRAM-SHA-512 are always offered)")
+		authTimeout   = fs.Duration("sasl-authentication-timeout", 10*time.Second, "how long a connection to a SASL listener may take to authenticate before it is closed")
+		sessionLife   = fs.Duration("sasl-session-lifetime", 0, "how long a SASL authentication holds before the client must re-authenticate on its connection (Kafka's connections.max.reauth.ms, KIP-368); 0: for the connection's life")
 		raftAddr      = fs.String("raft-address", "127.0.0.1:19092", "host:port of this broker's Raft transport; must stay the same across restarts")
 		raftListen    = fs.String("raft-listen", "", "address the Raft transport binds, such as 0.0.0.0:9093 (default: --raft-address)")
 		voters        = fs.String("metadata-voters", "", "metadata Raft group members as id=raft-host:port,... (at most 3; this broker must be one)")
@@ -94,8 +100,9 @@ func run(args []string) error {
 	if *id < 0 {
 		return fmt.Errorf("--id or --id-from-hostname is required")
 	}
-	if *advertised == "" {
-		*advertised = *listen
+	kafkaListeners, err := parseListenerFlags(fs, *listen, *advertised, *listeners, *advListeners, *protocolMap)
+	if err != nil {
+		return err
 	}
 	if *voters == "" {
 		*voters = fmt.Sprintf("%d=%s", *id, *raftAddr)
@@ -105,7 +112,8 @@ func run(args []string) error {
 		return err
 	}
 	b, err := server.Start(server.Config{
-		ID: int32(*id), DataDir: *dataDir, KafkaListen: *listen, AdvertisedKafka: *advertised, RaftAddr: *raftAddr, RaftListen: *raftListen,
+		ID: int32(*id), DataDir: *dataDir, Listeners: kafkaListeners,
+		SASL: server.SASLConfig{PlainWithoutTLS: *plainNoTLS, AuthenticationTimeout: *authTimeout, SessionLifetime: *sessionLife}, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
 		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, FollowerThrottledRate: *followerRate, ControlledShutdownTimeout: *shutdownWait, LeaderThrottledRate: *leaderRate, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, PartitionFrames: *frames, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
@@ -124,6 +132,27 @@ func run(args []string) error {
 		b.Close()
 		return err
 	}
+}
+
+// parseListenerFlags reads the Kafka listeners: --listeners and its
+// companions, or the single PLAINTEXT listener of --listen and
+// --advertised-address.
+func parseListenerFlags(fs *flag.FlagSet, listen, advertised, listeners, advertisedListeners, protocolMap string) ([]server.Listener, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if listeners == "" {
+		if advertisedListeners != "" || protocolMap != "" {
+			return nil, fmt.Errorf("--advertised-listeners and --listener-security-protocol-map need --listeners")
+		}
+		if advertised == "" {
+			advertised = listen
+		}
+		return server.ParseListeners("PLAINTEXT://"+listen, "PLAINTEXT://"+advertised, "")
+	}
+	if set["listen"] || set["advertised-address"] {
+		return nil, fmt.Errorf("--listen and --advertised-address name a single listener: give --listeners or them, not both")
+	}
+	return server.ParseListeners(listeners, advertisedListeners, protocolMap)
 }
 
 // applyEnv sets every flag not given on the command line from RAFTKA_<NAME>.

@@ -3,7 +3,9 @@
 Creates TOPIC, produces COUNT records with acks=all, consumes them in a
 consumer group committing by hand, and prints what it saw as JSON in the
 shape the KafkaJS client prints. No api_version is set: the client probes
-the brokers the way it does by default.
+the brokers the way it does by default. With SASL_MECHANISM set, every
+client authenticates as SASL_USERNAME with SASL_PASSWORD over
+SASL_PLAINTEXT (kafka-python's SaslHandshake v0 and bare SASL frames).
 """
 import json
 import os
@@ -15,21 +17,25 @@ from kafka.admin import NewTopic
 brokers = os.environ["BROKERS"].split(",")
 topic = os.environ["TOPIC"]
 count = int(os.environ["COUNT"])
+security = {}
+if os.environ.get("SASL_MECHANISM"):
+    security = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": os.environ["SASL_MECHANISM"],
+                "sasl_plain_username": os.environ["SASL_USERNAME"], "sasl_plain_password": os.environ["SASL_PASSWORD"]}
 
-admin = KafkaAdminClient(bootstrap_servers=brokers, client_id="kafka-python-test")
+admin = KafkaAdminClient(bootstrap_servers=brokers, client_id="kafka-python-test", **security)
 admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3,
                               topic_configs={"min.insync.replicas": "2"})])
 admin.close()
 
 producer = KafkaProducer(bootstrap_servers=brokers, acks="all", retries=20,
-                         max_in_flight_requests_per_connection=1)
+                         max_in_flight_requests_per_connection=1, **security)
 futures = [producer.send(topic, key=b"k%d" % (i % 7), value=b"v%d" % i) for i in range(count)]
 producer.flush()
 acked = sum(1 for f in futures if f.get(timeout=60) is not None)
 producer.close()
 
 consumer = KafkaConsumer(topic, bootstrap_servers=brokers, group_id="kafka-python-group",
-                         auto_offset_reset="earliest", enable_auto_commit=False)
+                         auto_offset_reset="earliest", enable_auto_commit=False, **security)
 seen = []
 polls = 0
 while len(seen) < count and polls < 120:
