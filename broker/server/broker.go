@@ -194,7 +194,14 @@ func Start(cfg Config) (*Broker, error) {
 		nh.Stop()
 		return fail(fmt.Errorf("start metadata group: %w", err))
 	}
+	var certs *tlsFiles
 	for _, l := range cfg.Listeners {
+		if l.Protocol.tls() && certs == nil {
+			if certs, err = newTLSFiles(cfg.TLS, b.log); err != nil {
+				nh.Stop()
+				return fail(fmt.Errorf("listener %s: %w", l.Name, err))
+			}
+		}
 		ln, err := net.Listen("tcp", l.Listen)
 		if err != nil {
 			for _, open := range b.listeners {
@@ -203,7 +210,11 @@ func Start(cfg Config) (*Broker, error) {
 			nh.Stop()
 			return fail(fmt.Errorf("listener %s: %w", l.Name, err))
 		}
-		b.listeners = append(b.listeners, &kafkaListener{Listener: l, ln: ln})
+		kl := &kafkaListener{Listener: l, ln: ln}
+		if l.Protocol.tls() {
+			kl.tls = certs.serverConfig(l)
+		}
+		b.listeners = append(b.listeners, kl)
 	}
 	close(b.started)
 	b.goBackground(b.register)

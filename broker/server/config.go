@@ -26,7 +26,9 @@ type Config struct {
 	// use.
 	Listeners []Listener
 	// SASL configures authentication on SASL_* listeners (sasl.go).
-	SASL           SASLConfig
+	SASL SASLConfig
+	// TLS configures SSL and SASL_SSL listeners (tls.go).
+	TLS            TLSConfig
 	RaftAddr       string // host:port of this broker's Raft transport, stable across restarts
 	RaftListen     string // host:port the Raft transport binds; RaftAddr when empty
 	HTTPListen     string // metrics, readiness and safe-restart endpoints; empty disables
@@ -144,8 +146,8 @@ func (c *Config) validate() error {
 	if len(c.Listeners) == 0 {
 		return fmt.Errorf("a Kafka listener is required")
 	}
-	if p := c.Listeners[0].Protocol; p.sasl() {
-		return fmt.Errorf("the inter-broker listener %s (the first) must be PLAINTEXT: brokers do not authenticate to each other yet", c.Listeners[0].Name)
+	if p := c.Listeners[0].Protocol; p != Plaintext {
+		return fmt.Errorf("the inter-broker listener %s (the first) must be PLAINTEXT: brokers do not yet authenticate to each other or speak TLS to each other", c.Listeners[0].Name)
 	}
 	if _, ok := c.MetadataVoters[c.ID]; !ok && len(c.JoinAddresses) == 0 {
 		ids := make([]int, 0, len(c.MetadataVoters))

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,7 +25,8 @@ const maxInFlight = 64
 // kafkaListener is a bound Kafka listener.
 type kafkaListener struct {
 	Listener
-	ln net.Listener
+	ln  net.Listener
+	tls *tls.Config // SSL and SASL_SSL listeners
 }
 
 type clientConn struct {
@@ -36,6 +38,9 @@ type clientConn struct {
 	// sasl is the connection's authentication, on a SASL listener; nil
 	// on others. Only the read loop touches it.
 	sasl *saslSession
+	// tlsPrincipal is the subject of the client's verified certificate on
+	// an SSL listener (tlsPrincipal), set once the handshake is done.
+	tlsPrincipal string
 }
 
 // reply is a response frame for the writer, nil to close the connection;
@@ -72,6 +77,9 @@ func (b *Broker) accept(ctx context.Context, l *kafkaListener) {
 			}
 			time.Sleep(10 * time.Millisecond)
 			continue
+		}
+		if l.tls != nil {
+			nc = tls.Server(nc, l.tls)
 		}
 		c := &clientConn{b: b, listener: l, nc: nc, out: make(chan chan reply, maxInFlight), done: make(chan struct{})}
 		if l.Protocol.sasl() {
@@ -133,6 +141,9 @@ func (c *clientConn) readLoop() {
 		<-c.b.ctx.Done()
 		c.nc.Close()
 	}()
+	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(tc) {
+		return
+	}
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	var sizeBuf [4]byte
 	for {
@@ -159,6 +170,30 @@ func (c *clientConn) readLoop() {
 			return
 		}
 	}
+}
+
+// handshake runs a TLS handshake within the authentication timeout (a
+// SASL listener's session set that deadline already).
+func (c *clientConn) handshake(tc *tls.Conn) bool {
+	timeout := c.b.cfg.SASL.AuthenticationTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	if c.sasl == nil {
+		_ = tc.SetReadDeadline(time.Now().Add(timeout))
+	}
+	ctx, cancel := context.WithTimeout(c.b.ctx, timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.b.log.Debug("closing connection: TLS handshake failed", "remote", tc.RemoteAddr().String(), "listener", c.listener.Name, "error", err)
+		return false
+	}
+	if c.sasl == nil {
+		_ = tc.SetReadDeadline(time.Time{})
+		c.tlsPrincipal = tlsPrincipal(tc.ConnectionState())
+		c.b.log.Debug("TLS client connected", "remote", tc.RemoteAddr().String(), "listener", c.listener.Name, "principal", c.tlsPrincipal)
+	}
+	return true
 }
 
 // handle decodes and runs one request. It returns false when the

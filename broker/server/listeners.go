@@ -20,6 +20,9 @@ const (
 // sasl tells whether a connection must authenticate with SASL first.
 func (p SecurityProtocol) sasl() bool { return p == SASLPlaintext || p == SASLSSL }
 
+// tls tells whether a connection runs over TLS.
+func (p SecurityProtocol) tls() bool { return p == SSL || p == SASLSSL }
+
 // Listener is one named Kafka listener: where it binds, what clients that
 // connect to it are told to use (Metadata, FindCoordinator and
 // DescribeCluster answer each client with its listener's addresses), and
@@ -94,9 +97,6 @@ func ParseListeners(listeners, advertised, protocolMap string) ([]Listener, erro
 		p, ok := protocols[l.Name]
 		if !ok {
 			return nil, fmt.Errorf("listener %s has no security protocol in the listener security protocol map", l.Name)
-		}
-		if p == SSL || p == SASLSSL {
-			return nil, fmt.Errorf("listener %s: security protocol %s is not supported yet (PLAINTEXT and SASL_PLAINTEXT are)", l.Name, p)
 		}
 		l.Protocol, l.Advertised = p, l.Listen
 	}

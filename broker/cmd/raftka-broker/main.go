@@ -38,9 +38,13 @@ func run(args []string) error {
 		advertised    = fs.String("advertised-address", "", "host:port clients are told to connect to (default: --listen)")
 		listeners     = fs.String("listeners", "", "Kafka listeners as NAME://host:port,... (Kafka's listeners); the first is the inter-broker listener, which must be PLAINTEXT; replaces --listen")
 		advListeners  = fs.String("advertised-listeners", "", "NAME://host:port,... clients of each listener are told to connect to (Kafka's advertised.listeners; default: each listener's bind address)")
-		protocolMap   = fs.String("listener-security-protocol-map", "", "NAME:PROTOCOL,... for --listeners, PROTOCOL being PLAINTEXT or SASL_PLAINTEXT (Kafka's listener.security.protocol.map; default: a listener named after a protocol uses it)")
+		protocolMap   = fs.String("listener-security-protocol-map", "", "NAME:PROTOCOL,... for --listeners, PROTOCOL being PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (Kafka's listener.security.protocol.map; default: a listener named after a protocol uses it)")
 		plainNoTLS    = fs.Bool("sasl-plain-without-tls", false, "offer SASL PLAIN on SASL_PLAINTEXT listeners, where the password crosses the network unencrypted (SCRAM-SHA-256 and SCRAM-SHA-512 are always offered)")
 		authTimeout   = fs.Duration("sasl-authentication-timeout", 10*time.Second, "how long a connection to a SASL listener may take to authenticate before it is closed")
+		sslCert       = fs.String("ssl-certificate-file", "", "PEM certificate (chain) that SSL and SASL_SSL listeners serve; read again within a second of a change, so a rotated Secret needs no restart")
+		sslKey        = fs.String("ssl-key-file", "", "PEM private key of --ssl-certificate-file")
+		sslCA         = fs.String("ssl-ca-file", "", "PEM certificates that sign the client certificates SSL listeners accept (with --ssl-client-auth)")
+		sslClientAuth = fs.String("ssl-client-auth", "none", "whether SSL listeners ask clients for a certificate, whose subject is then the connection's principal: none, requested or required (Kafka's ssl.client.auth)")
 		sessionLife   = fs.Duration("sasl-session-lifetime", 0, "how long a SASL authentication holds before the client must re-authenticate on its connection (Kafka's connections.max.reauth.ms, KIP-368); 0: for the connection's life")
 		raftAddr      = fs.String("raft-address", "127.0.0.1:19092", "host:port of this broker's Raft transport; must stay the same across restarts")
 		raftListen    = fs.String("raft-listen", "", "address the Raft transport binds, such as 0.0.0.0:9093 (default: --raft-address)")
@@ -113,7 +117,8 @@ func run(args []string) error {
 	}
 	b, err := server.Start(server.Config{
 		ID: int32(*id), DataDir: *dataDir, Listeners: kafkaListeners,
-		SASL: server.SASLConfig{PlainWithoutTLS: *plainNoTLS, AuthenticationTimeout: *authTimeout, SessionLifetime: *sessionLife}, RaftAddr: *raftAddr, RaftListen: *raftListen,
+		SASL: server.SASLConfig{PlainWithoutTLS: *plainNoTLS, AuthenticationTimeout: *authTimeout, SessionLifetime: *sessionLife},
+		TLS:  server.TLSConfig{CertFile: *sslCert, KeyFile: *sslKey, CAFile: *sslCA, ClientAuth: *sslClientAuth}, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
 		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, FollowerThrottledRate: *followerRate, ControlledShutdownTimeout: *shutdownWait, LeaderThrottledRate: *leaderRate, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, PartitionFrames: *frames, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
