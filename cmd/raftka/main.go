@@ -34,6 +34,8 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // streams.
 type env struct {
 	brokers []string
+	// connect are the client options of the brokers' listener (security).
+	connect []kgo.Opt
 	json    bool
 	in      io.Reader
 	out     io.Writer
@@ -60,6 +62,9 @@ var commands = []command{
 	{"group list", "list the consumer groups", groupList},
 	{"group describe", "a group's state, members, and committed offset and lag per partition: GROUP", groupDescribe},
 	{"group seek", "move a group's committed offsets while it has no members: GROUP --to start|end|OFFSET|TIME [--topic T]... [--dry-run]", groupSeek},
+	{"user list", "the SCRAM users of SASL listeners and their mechanisms", userList},
+	{"user set-password", "create a SCRAM user or change its password, read from stdin: NAME [--mechanism SCRAM-SHA-512|SCRAM-SHA-256] [--iterations N]", userSetPassword},
+	{"user delete", "delete a user's SCRAM credentials (all, or one mechanism's): NAME [--mechanism M]", userDelete},
 	{"cluster info", "the brokers, the controller and the cluster id", clusterInfo},
 	{"cluster health", "whether every broker is up and ready, the metadata group led, and every partition led and fully in sync; what each broker's /safe-to-restart says (exit 1 when not healthy)", clusterHealthCommand},
 }
@@ -70,7 +75,12 @@ func main() {
 
 func run(args []string, in io.Reader, out, errOut io.Writer) int {
 	brokers, output := os.Getenv("RAFTKA_BROKERS"), "table"
-	args, err := takeGlobalFlags(args, map[string]*string{"b": &brokers, "brokers": &brokers, "o": &output, "output": &output})
+	sec := securityFromEnv()
+	global := map[string]*string{"b": &brokers, "brokers": &brokers, "o": &output, "output": &output}
+	for name, target := range sec.flags() {
+		global[name] = target
+	}
+	args, err := takeGlobalFlags(args, global)
 	if err != nil {
 		_, _ = fmt.Fprintln(errOut, "raftka:", err)
 		printUsage(errOut)
@@ -91,7 +101,12 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 		_, _ = fmt.Fprintf(errOut, "raftka: -o %s: want table or json\n", output)
 		return exitUsage
 	}
-	e := &env{brokers: splitBrokers(brokers), json: output == "json", in: in, out: out}
+	connect, err := sec.clientOpts()
+	if err != nil {
+		_, _ = fmt.Fprintln(errOut, "raftka:", err)
+		return exitUsage
+	}
+	e := &env{brokers: splitBrokers(brokers), connect: connect, json: output == "json", in: in, out: out}
 	if len(e.brokers) == 0 {
 		e.brokers = []string{"127.0.0.1:9092"}
 	}
@@ -161,6 +176,11 @@ func printUsage(w io.Writer) {
 
 The brokers come from -b/--brokers, else $RAFTKA_BROKERS, else 127.0.0.1:9092.
 
+A listener that is not PLAINTEXT: --security-protocol SSL|SASL_PLAINTEXT|SASL_SSL,
+--sasl-mechanism SCRAM-SHA-512|SCRAM-SHA-256|PLAIN, --username NAME, the password
+in $RAFTKA_PASSWORD (or --password), --ca-file PEM, and for mTLS --cert-file and
+--key-file; each also as $RAFTKA_<NAME> (RAFTKA_SECURITY_PROTOCOL, ...).
+
 Commands:`)
 	sorted := append([]command(nil), commands...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].words < sorted[j].words })
@@ -183,7 +203,8 @@ func splitBrokers(s string) []string {
 // client connects to the brokers; a cluster that does not answer is an
 // error that says where it looked.
 func (e *env) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.brokers...), kgo.ClientID("raftka-cli")}, opts...)...)
+	base := append([]kgo.Opt{kgo.SeedBrokers(e.brokers...), kgo.ClientID("raftka-cli")}, e.connect...)
+	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, err
 	}

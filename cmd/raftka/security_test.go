@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+// Users made with the command log in through a SASL_SSL listener, with
+// the settings as flags and from the environment; a wrong password and a
+// deleted user are refused.
+func TestUsersAndSecuredListeners(t *testing.T) {
+	dir := t.TempDir()
+	ca := brokertest.NewCA(t)
+	cert, key := ca.Issue(t, 2, "broker", false)
+	for name, data := range map[string][]byte{"ca.pem": ca.PEM, "cert.pem": cert, "key.pem": key} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3, Listeners: []brokertest.Listener{{Name: "SECURE", Protocol: "SASL_SSL"}},
+		ExtraFlags: []string{"--ssl-certificate-file", filepath.Join(dir, "cert.pem"), "--ssl-key-file", filepath.Join(dir, "key.pem")}})
+	var secure []string
+	for _, b := range c.Brokers {
+		secure = append(secure, b.Listeners["SECURE"])
+	}
+	asAlice := func(password string, args ...string) (int, string, string) {
+		return raftka(t, c, "", append([]string{"-b", strings.Join(secure, ","), "--security-protocol", "SASL_SSL", "--ca-file", filepath.Join(dir, "ca.pem"),
+			"--username", "alice", "--password", password}, args...)...)
+	}
+
+	if out := mustRaftka(t, c, "alice-secret\n", "user", "set-password", "alice"); !strings.Contains(out, "SCRAM-SHA-512 password of user alice") {
+		t.Errorf("set-password said %q", out)
+	}
+	mustRaftka(t, c, "bob-secret\n", "user", "set-password", "bob", "--mechanism", "SCRAM-SHA-256", "--iterations", "4096")
+	if out := strings.Join(strings.Fields(mustRaftka(t, c, "", "user", "list", "-o", "json")), ""); out != `[{"user":"alice","mechanisms":["SCRAM-SHA-512=iterations=8192"]},{"user":"bob","mechanisms":["SCRAM-SHA-256=iterations=4096"]}]` {
+		t.Errorf("user list: %s", out)
+	}
+	if code, _, errOut := asAlice("alice-secret", "topic", "create", "secured", "--partitions", "2"); code != 0 {
+		t.Fatalf("topic create as alice over SASL_SSL: exit %d: %s", code, errOut)
+	}
+	if code, _, _ := asAlice("guess", "topic", "list"); code != exitFailed {
+		t.Errorf("a wrong password: exit %d, want %d", code, exitFailed)
+	}
+	t.Setenv("RAFTKA_SECURITY_PROTOCOL", "SASL_SSL")
+	t.Setenv("RAFTKA_SASL_MECHANISM", "SCRAM-SHA-256")
+	t.Setenv("RAFTKA_USERNAME", "bob")
+	t.Setenv("RAFTKA_PASSWORD", "bob-secret")
+	t.Setenv("RAFTKA_CA_FILE", filepath.Join(dir, "ca.pem"))
+	code, out, errOut := raftka(t, c, "", "-b", strings.Join(secure, ","), "topic", "list")
+	if code != 0 || !strings.Contains(out, "secured") {
+		t.Errorf("topic list as bob from the environment: exit %d: %s%s", code, out, errOut)
+	}
+	t.Setenv("RAFTKA_SECURITY_PROTOCOL", "")
+	t.Setenv("RAFTKA_SASL_MECHANISM", "")
+	t.Setenv("RAFTKA_USERNAME", "")
+	t.Setenv("RAFTKA_CA_FILE", "")
+
+	mustRaftka(t, c, "", "user", "delete", "alice")
+	if out := mustRaftka(t, c, "", "user", "list", "-o", "json"); strings.Contains(out, "alice") {
+		t.Errorf("alice is listed after her deletion: %s", out)
+	}
+	if code, _, _ := asAlice("alice-secret", "topic", "list"); code != exitFailed {
+		t.Errorf("a deleted user: exit %d, want %d", code, exitFailed)
+	}
+}
