@@ -90,6 +90,13 @@ func TestSASLScramAuthentication(t *testing.T) {
 		"eve": kerr.DuplicateResource.Code}; fmt.Sprint(codes) != fmt.Sprint(want) {
 		t.Errorf("refused credential changes: %v, want %v", codes, want)
 	}
+	// Without --authorizer acl, the ACL APIs say so.
+	describeACLs := kmsg.NewPtrDescribeACLsRequest()
+	describeACLs.ResourceType, describeACLs.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	describeACLs.Operation, describeACLs.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	if aclResp, err := describeACLs.RequestWith(ctx, c.Client()); err != nil || aclResp.ErrorCode != kerr.SecurityDisabled.Code {
+		t.Errorf("DescribeAcls without the authorizer: %v, error code %v, want SECURITY_DISABLED", err, aclResp)
+	}
 	described, err := admin.DescribeUserSCRAMs(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,9 @@ type Command struct {
 	SetMetadataVoters    *SetMetadataVoters    `json:",omitempty"`
 	// AlterScramCredentials: scram.go.
 	AlterScramCredentials *AlterScramCredentials `json:",omitempty"`
+	// CreateACLs and DeleteACLs: acls.go.
+	CreateACLs *CreateACLs `json:",omitempty"`
+	DeleteACLs *DeleteACLs `json:",omitempty"`
 }
 
 // SetMetadataVoters records which brokers vote in the metadata group

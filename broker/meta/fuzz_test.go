@@ -3,7 +3,12 @@ package meta
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/acl"
 )
 
 // commandsFrom turns fuzz bytes into metadata commands over a small
@@ -29,7 +34,7 @@ func commandsFrom(data []byte) []Command {
 	topics := []string{"a", "b"}
 	for len(data) > 0 {
 		topic := topics[next()%2]
-		switch next() % 14 {
+		switch next() % 15 {
 		case 0:
 			out = append(out, Command{RegisterBroker: &Broker{ID: int32(next() % 5), RaftAddr: "r", Incarnation: string(rune('a' + next()%3)), Generation: uint32(next() % 3)}})
 		case 1:
@@ -62,6 +67,14 @@ func commandsFrom(data []byte) []Command {
 			out = append(out, Command{CompleteRecovery: &CompleteRecovery{Shard: FirstPartitionShard + uint64(next()%6), Node: RaftNodeID(int32(next()%5), uint32(next()%4)), RecoveredEnd: int64(next())}})
 		case 12:
 			out = append(out, Command{SetMetadataVoters: &SetMetadataVoters{Voters: brokerList()}})
+		case 14:
+			b := acl.Binding{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: topic, PatternType: kmsg.ACLResourcePatternTypeLiteral,
+				Principal: "User:" + string(rune('a'+next()%3)), Host: "*", Operation: kmsg.ACLOperation(2 + next()%3), Permission: kmsg.ACLPermissionType(2 + next()%2)}
+			if next()%2 == 0 {
+				out = append(out, Command{DeleteACLs: &DeleteACLs{Bindings: []acl.Binding{b}}})
+			} else {
+				out = append(out, Command{CreateACLs: &CreateACLs{Bindings: []acl.Binding{b, b}}})
+			}
 		case 13:
 			user, mech := string(rune('a'+next()%3)), []string{ScramSHA256, ScramSHA512}[next()%2]
 			if next()%2 == 0 {
@@ -83,7 +96,7 @@ func commandsFrom(data []byte) []Command {
 // every partition's replicas are distinct known brokers with a node each
 // of their own broker, no two alike, and a move's target is among them;
 // the recorded metadata voters are registered brokers; a user with no
-// SCRAM credential left is forgotten.
+// SCRAM credential left is forgotten; no ACL is kept twice.
 func FuzzApply(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 2, 0, 0, 0, 2, 0, 2, 3, 2, 1, 5, 2, 3, 1, 2, 3, 0, 1, 6, 1, 3, 1, 2, 3})
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 2, 2, 0, 1, 3, 0, 2, 2, 1, 2, 3, 0, 0, 1, 1, 3, 3, 1, 4, 0, 5, 0, 1, 4, 2, 0, 3, 1})
@@ -100,6 +113,11 @@ func FuzzApply(f *testing.F) {
 		}
 		if !reflect.DeepEqual(snapshotOf(t, a), snapshotOf(t, b)) {
 			t.Fatalf("replicas diverged:\n%s\n%s", snapshotOf(t, a), snapshotOf(t, b))
+		}
+		for i, b := range a.ACLs {
+			if slices.Contains(a.ACLs[i+1:], b) {
+				t.Fatalf("ACL %+v is kept twice", b)
+			}
 		}
 		for user, creds := range a.ScramCredentials {
 			if len(creds) == 0 {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/raftka/raftka/broker/acl"
 )
 
 // FirstPartitionShard is the first Raft shard id given to a partition;
@@ -112,6 +114,9 @@ type State struct {
 	Offsets map[string]map[string]map[int32]GroupOffset
 	// ScramCredentials: user -> mechanism -> credential (scram.go).
 	ScramCredentials map[string]map[string]ScramCredential `json:",omitempty"`
+	// ACLs are the authorizer's bindings, in the order they were made
+	// (acls.go).
+	ACLs []acl.Binding `json:",omitempty"`
 
 	// topicsByID indexes Topics by id for Fetch and Produce v13+, which
 	// name topics by id in every request; derived, so not in snapshots.
@@ -225,6 +230,10 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		return s.setMetadataVoters(c.SetMetadataVoters)
 	case c.AlterScramCredentials != nil:
 		return s.alterScramCredentials(c.AlterScramCredentials)
+	case c.CreateACLs != nil:
+		return s.createACLs(c.CreateACLs)
+	case c.DeleteACLs != nil:
+		return s.deleteACLs(c.DeleteACLs)
 	case c.AllocateProducerIDs:
 		first := s.NextProducerID
 		s.NextProducerID += ProducerIDBlock

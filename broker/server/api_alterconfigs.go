@@ -25,7 +25,11 @@ func handleAlterConfigs(b *Broker, r *request) (kmsg.Response, error) {
 		}
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = b.alterConfigs(res.ResourceType, ac)
+		if err := configsAllowed(b, r, res.ResourceType, res.ResourceName, kmsg.ACLOperationAlterConfigs); err != nil {
+			rr.ErrorCode, rr.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
+		} else {
+			rr.ErrorCode, rr.ErrorMessage = b.alterConfigs(res.ResourceType, ac)
+		}
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp, nil

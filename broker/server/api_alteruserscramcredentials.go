@@ -23,9 +23,13 @@ const alterScramWait = 10 * time.Second
 
 func handleAlterUserSCRAMCredentials(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
+	denied := r.onCluster(b, kmsg.ACLOperationAlter) // in the reader, as CreateAcls
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 		changes, refused := scramChanges(b, req)
+		if denied != nil {
+			changes = &meta.AlterScramCredentials{}
+		}
 		var users []string
 		for _, d := range req.Deletions {
 			if !slices.Contains(users, d.Name) {
@@ -52,7 +56,9 @@ func handleAlterUserSCRAMCredentials(b *Broker, r *request) (kmsg.Response, erro
 		for _, user := range users {
 			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 			res.User = user
-			if e, ok := refused[user]; ok {
+			if denied != nil {
+				res.ErrorCode, res.ErrorMessage = denied.Code, kmsg.StringPtr(denied.Message)
+			} else if e, ok := refused[user]; ok {
 				res.ErrorCode, res.ErrorMessage = e.err.Code, kmsg.StringPtr(e.message)
 			} else if failed != nil {
 				res.ErrorCode = failed.Code

@@ -19,6 +19,14 @@ func init() { register(kmsg.CreateTopics, 0, 7, handleCreateTopics) }
 func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.CreateTopicsRequest)
 	timeout := adminTimeout(req.TimeoutMillis, 60*time.Second)
+	// CREATE on the cluster or on the topic, asked in the reader.
+	mayCreateAll := r.onCluster(b, kmsg.ACLOperationCreate) == nil
+	denied := map[string]*kerr.Error{}
+	for _, t := range req.Topics {
+		if !mayCreateAll {
+			denied[t.Topic] = r.onTopic(b, kmsg.ACLOperationCreate, t.Topic)
+		}
+	}
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		ctx, cancel := context.WithTimeout(b.ctx, timeout)
@@ -27,6 +35,11 @@ func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic = t.Topic
+			if err := denied[t.Topic]; err != nil {
+				rt.ErrorCode = err.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
 			ct := &meta.CreateTopic{Placement: b.placementRules(), Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
 				Configs: map[string]string{}, ValidateOnly: req.ValidateOnly}
 			if len(t.ReplicaAssignment) > 0 {

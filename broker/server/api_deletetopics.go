@@ -46,6 +46,11 @@ func handleDeleteTopics(b *Broker, r *request) (kmsg.Response, error) {
 			}
 			rt.Topic = kmsg.StringPtr(name)
 		}
+		if err := r.onTopic(b, kmsg.ACLOperationDelete, name); err != nil {
+			rt.ErrorCode = err.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		out, err := b.proposeMeta(ctx, &meta.Command{DeleteTopic: name})
 		switch {
 		case err != nil:

@@ -16,6 +16,10 @@ func handleDescribeCluster(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterID = ClusterID
+	if err := r.onCluster(b, kmsg.ACLOperationDescribe); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
+		return resp, nil
+	}
 	resp.ControllerID = -1
 	if id, ok := b.metaLeader(); ok {
 		resp.ControllerID = id

@@ -23,6 +23,11 @@ func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
 	for _, res := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		if err := configsAllowed(b, r, res.ResourceType, res.ResourceName, kmsg.ACLOperationDescribeConfigs); err != nil {
+			rr.ErrorCode, rr.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		wanted := func(name string) bool {
 			if res.ConfigNames == nil {
 				return true
@@ -99,4 +104,13 @@ func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp, nil
+}
+
+// configsAllowed is the check of the config APIs: op on the topic, or on
+// the cluster for a broker's configs.
+func configsAllowed(b *Broker, r *request, rt kmsg.ConfigResourceType, name string, op kmsg.ACLOperation) *kerr.Error {
+	if rt == kmsg.ConfigResourceTypeTopic {
+		return r.onTopic(b, op, name)
+	}
+	return r.onCluster(b, op)
 }

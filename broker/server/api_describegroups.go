@@ -19,6 +19,11 @@ func handleDescribeGroups(b *Broker, r *request) (kmsg.Response, error) {
 	for _, id := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
+		if err := r.onGroup(b, kmsg.ACLOperationDescribe, id); err != nil {
+			rg.ErrorCode = err.Code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if !coordinator {
 			rg.ErrorCode = kerr.NotCoordinator.Code
 			resp.Groups = append(resp.Groups, rg)

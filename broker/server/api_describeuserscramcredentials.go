@@ -19,6 +19,10 @@ func init() { register(kmsg.DescribeUserSCRAMCredentials, 0, 0, handleDescribeUs
 func handleDescribeUserSCRAMCredentials(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if err := r.onCluster(b, kmsg.ACLOperationDescribe); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
+		return resp, nil
+	}
 	b.meta.Read(func(s *meta.State) {
 		users := make([]string, 0, len(req.Users))
 		for _, u := range req.Users {

@@ -26,9 +26,10 @@ const maxFetchWait = 30 * time.Second
 func handleFetch(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.FetchRequest)
 	deadline := time.Now().Add(min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxFetchWait))
+	denied := fetchDenied(b, r, req)
 	r.deferred = func() kmsg.Response {
 		for {
-			resp, bytes, failed, wake := b.fetchOnce(req, r.conn.listener.Name)
+			resp, bytes, failed, wake := b.fetchOnce(req, r.conn.listener.Name, denied)
 			if failed || bytes >= int(req.MinBytes) || !time.Now().Before(deadline) {
 				if req.ReplicaID >= 0 || req.ReplicaState.ID >= 0 {
 					// A replica catching up: leader.replication.throttled.rate.
@@ -42,7 +43,39 @@ func handleFetch(b *Broker, r *request) (kmsg.Response, error) {
 	return nil, nil
 }
 
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
+// fetchDenied is the authorizer's answer for a fetch, asked in the
+// connection's reader: READ on each topic for a consumer, CLUSTER_ACTION
+// for another broker's replica; a denied topic's partitions get its
+// error.
+func fetchDenied(b *Broker, r *request, req *kmsg.FetchRequest) map[string]*kerr.Error {
+	denied := map[string]*kerr.Error{}
+	if req.Version < 15 && req.ReplicaID >= 0 || req.Version >= 15 && req.ReplicaState.ID >= 0 {
+		if err := r.onCluster(b, kmsg.ACLOperationClusterAction); err != nil {
+			for _, t := range req.Topics {
+				name, _ := fetchTopicName(b, req, t)
+				denied[name] = err
+			}
+		}
+		return denied
+	}
+	for _, t := range req.Topics {
+		if name, known := fetchTopicName(b, req, t); known {
+			if err := r.onTopic(b, kmsg.ACLOperationRead, name); err != nil {
+				denied[name] = err
+			}
+		}
+	}
+	return denied
+}
+
+func fetchTopicName(b *Broker, req *kmsg.FetchRequest, t kmsg.FetchRequestTopic) (string, bool) {
+	if req.Version >= 13 {
+		return b.topicName(t.TopicID)
+	}
+	return t.Topic, true
+}
+
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, denied map[string]*kerr.Error) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	budget := int(req.MaxBytes)
 	if budget <= 0 {
@@ -57,16 +90,18 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string) (*kmsg.Fetch
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		name, known := t.Topic, true
-		if req.Version >= 13 {
-			name, known = b.topicName(t.TopicID)
-		}
+		name, known := fetchTopicName(b, req, t)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.RecordBatches = []byte{} // librdkafka rejects a null record set
 			if !known {
 				rp.ErrorCode, failed = kerr.UnknownTopicID.Code, true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			if err := denied[name]; err != nil {
+				rp.ErrorCode, failed = err.Code, true
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}

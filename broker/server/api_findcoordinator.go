@@ -24,6 +24,8 @@ func handleFindCoordinator(b *Broker, r *request) (kmsg.Response, error) {
 		if req.CoordinatorType != 0 {
 			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			c.ErrorMessage = kmsg.StringPtr("transactions are not supported yet")
+		} else if err := r.onGroup(b, kmsg.ACLOperationDescribe, key); err != nil {
+			c.ErrorCode = err.Code
 		} else if id, ok := b.metaLeader(); !ok {
 			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		} else {

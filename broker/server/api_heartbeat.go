@@ -11,6 +11,10 @@ func init() { register(kmsg.Heartbeat, 0, 4, handleHeartbeat) }
 func handleHeartbeat(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if err := r.onGroup(b, kmsg.ACLOperationRead, req.Group); err != nil {
+		resp.ErrorCode = err.Code
+		return resp, nil
+	}
 	if !b.isCoordinator() {
 		resp.ErrorCode = kerr.NotCoordinator.Code
 		return resp, nil

@@ -32,6 +32,9 @@ func handleIncrementalAlterConfigs(b *Broker, r *request) (kmsg.Response, error)
 				rr.ErrorCode, rr.ErrorMessage = kerr.InvalidConfig.Code, kmsg.StringPtr(c.Name+" is not a list config: use SET or DELETE")
 			}
 		}
+		if err := configsAllowed(b, r, res.ResourceType, res.ResourceName, kmsg.ACLOperationAlterConfigs); err != nil {
+			rr.ErrorCode, rr.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
+		}
 		if rr.ErrorCode == 0 {
 			rr.ErrorCode, rr.ErrorMessage = b.alterConfigs(res.ResourceType, ac)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftka/raftka/broker/acl"
 	"github.com/raftka/raftka/broker/meta"
 )
 
@@ -21,6 +22,10 @@ func handleInitProducerID(b *Broker, r *request) (kmsg.Response, error) {
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
+	if !b.mayProduceIdempotently(r) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
 	if req.ProducerID >= 0 && req.ProducerEpoch >= 0 {
@@ -62,4 +67,17 @@ func (p *producerIDs) next(ctx context.Context, b *Broker) (int64, error) {
 	id := p.nextID
 	p.nextID++
 	return id, nil
+}
+
+// mayProduceIdempotently is Kafka's rule for a producer id without a
+// transaction: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic.
+func (b *Broker) mayProduceIdempotently(r *request) bool {
+	if r.allowed(b, kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, acl.ClusterName) {
+		return true
+	}
+	found := false
+	b.meta.Read(func(s *meta.State) {
+		found = acl.AllowsAny(s.ACLs, r.conn.principal(), r.conn.host(), kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic)
+	})
+	return found
 }

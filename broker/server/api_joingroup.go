@@ -19,6 +19,11 @@ func (b *Broker) isCoordinator() bool {
 
 func handleJoinGroup(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.JoinGroupRequest)
+	if err := r.onGroup(b, kmsg.ACLOperationRead, req.Group); err != nil {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = err.Code, -1
+		return resp, nil
+	}
 	if !b.isCoordinator() {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode, resp.Generation = kerr.NotCoordinator.Code, -1

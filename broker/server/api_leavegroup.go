@@ -11,6 +11,10 @@ func init() { register(kmsg.LeaveGroup, 0, 5, handleLeaveGroup) }
 func handleLeaveGroup(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if err := r.onGroup(b, kmsg.ACLOperationRead, req.Group); err != nil {
+		resp.ErrorCode = err.Code
+		return resp, nil
+	}
 	if !b.isCoordinator() {
 		resp.ErrorCode = kerr.NotCoordinator.Code
 		return resp, nil

@@ -33,7 +33,11 @@ func handleListGroups(b *Broker, r *request) (kmsg.Response, error) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	everyGroup := r.onCluster(b, kmsg.ACLOperationDescribe) == nil
 	for _, id := range ids {
+		if !everyGroup && r.onGroup(b, kmsg.ACLOperationDescribe, id) != nil {
+			continue // Kafka lists the groups the client may describe
+		}
 		st := all[id]
 		if len(req.StatesFilter) > 0 && !contains(req.StatesFilter, st[0]) {
 			continue

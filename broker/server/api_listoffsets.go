@@ -19,9 +19,18 @@ func handleListOffsets(b *Broker, r *request) (kmsg.Response, error) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
+		denied := r.onTopic(b, kmsg.ACLOperationDescribe, t.Topic)
+		if req.ReplicaID >= 0 {
+			denied = r.onCluster(b, kmsg.ACLOperationClusterAction)
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
+			if denied != nil {
+				rp.ErrorCode = denied.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			var rep *replica
 			var err *kerr.Error
 			if req.ReplicaID >= 0 {

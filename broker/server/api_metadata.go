@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftka/raftka/broker/acl"
 	"github.com/raftka/raftka/broker/meta"
 )
 
@@ -30,9 +32,15 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 	var missing []string
 	b.meta.Read(func(s *meta.State) {
 		defer func() { resp.Brokers = b.metadataBrokers(s, resp, r.conn.listener.Name) }()
+		describable := func(name string) bool {
+			return b.authz.allowsIn(s, r.conn, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name)
+		}
 		if req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0) {
+			// Every topic: those the client may describe.
 			for _, name := range sortedTopicNames(s) {
-				resp.Topics = append(resp.Topics, b.metadataTopic(s.Topics[name]))
+				if describable(name) {
+					resp.Topics = append(resp.Topics, b.metadataTopic(s.Topics[name]))
+				}
 			}
 			return
 		}
@@ -43,13 +51,22 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 			} else {
 				t = s.TopicByID(rt.TopicID)
 			}
+			if t != nil && !describable(t.Name) || t == nil && rt.Topic != nil && !describable(*rt.Topic) {
+				// Kafka's answer whether or not the topic exists, so
+				// that a client learns no name it may not describe.
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
 			if t == nil {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, kerr.UnknownTopicOrPartition.Code
 				if rt.Topic != nil && meta.ValidateTopicName(*rt.Topic) != nil {
 					mt.ErrorCode = kerr.InvalidTopicException.Code
-				} else if rt.Topic != nil {
-					missing = append(missing, *rt.Topic)
+				} else if rt.Topic != nil && (b.authz.allowsIn(s, r.conn, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, acl.ClusterName) ||
+					b.authz.allowsIn(s, r.conn, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, *rt.Topic)) {
+					missing = append(missing, *rt.Topic) // auto-created below, if on
 				}
 				resp.Topics = append(resp.Topics, mt)
 				continue
@@ -103,7 +120,7 @@ func (b *Broker) autoCreate(names []string, resp *kmsg.MetadataResponse) {
 	defer cancel()
 	for i := range resp.Topics {
 		mt := &resp.Topics[i]
-		if mt.Topic == nil || mt.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		if mt.Topic == nil || mt.ErrorCode != kerr.UnknownTopicOrPartition.Code || !slices.Contains(names, *mt.Topic) {
 			continue
 		}
 		_, err := b.proposeMeta(ctx, &meta.Command{CreateTopic: &meta.CreateTopic{Placement: b.placementRules(), Name: *mt.Topic,

@@ -19,7 +19,10 @@ func handleOffsetCommit(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	code := int16(0)
+	groupDenied := r.onGroup(b, kmsg.ACLOperationRead, req.Group)
 	switch {
+	case groupDenied != nil:
+		code = groupDenied.Code
 	case !b.isCoordinator():
 		code = kerr.NotCoordinator.Code
 	case req.Group == "":
@@ -33,10 +36,13 @@ func handleOffsetCommit(b *Broker, r *request) (kmsg.Response, error) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
+		topicDenied := r.onTopic(b, kmsg.ACLOperationRead, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, code
-			if code == 0 {
+			if code == 0 && topicDenied != nil {
+				rp.ErrorCode = topicDenied.Code
+			} else if code == 0 {
 				if _, err := b.partitionFor(t.Topic, p.Partition); err != nil {
 					rp.ErrorCode = err.Code
 				} else {

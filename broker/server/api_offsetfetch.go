@@ -26,7 +26,7 @@ func handleOffsetFetch(b *Broker, r *request) (kmsg.Response, error) {
 				g.Topics = append(g.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 			}
 		}
-		rg := b.offsetFetchGroup(g, coordinator)
+		rg := b.offsetFetchGroup(r, g, coordinator)
 		resp.ErrorCode = rg.ErrorCode
 		for _, t := range rg.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -41,14 +41,21 @@ func handleOffsetFetch(b *Broker, r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	for _, g := range req.Groups {
-		resp.Groups = append(resp.Groups, b.offsetFetchGroup(g, coordinator))
+		resp.Groups = append(resp.Groups, b.offsetFetchGroup(r, g, coordinator))
 	}
 	return resp, nil
 }
 
-func (b *Broker) offsetFetchGroup(g kmsg.OffsetFetchRequestGroup, coordinator bool) kmsg.OffsetFetchResponseGroup {
+// offsetFetchGroup answers one group: DESCRIBE on the group is needed,
+// and a topic the client may not describe is answered
+// TOPIC_AUTHORIZATION_FAILED, or left out when every topic was asked.
+func (b *Broker) offsetFetchGroup(r *request, g kmsg.OffsetFetchRequestGroup, coordinator bool) kmsg.OffsetFetchResponseGroup {
 	rg := kmsg.NewOffsetFetchResponseGroup()
 	rg.Group = g.Group
+	if err := r.onGroup(b, kmsg.ACLOperationDescribe, g.Group); err != nil {
+		rg.ErrorCode = err.Code
+		return rg
+	}
 	if !coordinator {
 		rg.ErrorCode = kerr.NotCoordinator.Code
 		return rg
@@ -63,9 +70,16 @@ func (b *Broker) offsetFetchGroup(g kmsg.OffsetFetchRequestGroup, coordinator bo
 	for topic, parts := range b.committedOffsets(g.Group, asked) {
 		rt := kmsg.NewOffsetFetchResponseGroupTopic()
 		rt.Topic = topic
+		denied := r.onTopic(b, kmsg.ACLOperationDescribe, topic)
+		if denied != nil && asked == nil {
+			continue
+		}
 		for _, p := range parts {
 			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p.partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
+			if denied != nil {
+				rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = -1, -1, nil, denied.Code
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		rg.Topics = append(rg.Topics, rt)

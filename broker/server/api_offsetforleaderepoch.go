@@ -15,11 +15,17 @@ func handleOffsetForLeaderEpoch(b *Broker, r *request) (kmsg.Response, error) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
+		denied := r.onTopic(b, kmsg.ACLOperationDescribe, t.Topic)
+		if req.ReplicaID >= 0 {
+			denied = r.onCluster(b, kmsg.ACLOperationClusterAction)
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
 			rep, info, err := b.actingReplica(t.Topic, p.Partition, true)
 			switch {
+			case denied != nil:
+				rp.ErrorCode = denied.Code
 			case err != nil:
 				rp.ErrorCode = err.Code
 			case p.CurrentLeaderEpoch >= 0 && p.CurrentLeaderEpoch < info.leaderEpoch:

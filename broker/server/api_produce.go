@@ -53,6 +53,10 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 				rp.ErrorCode = kerr.UnknownTopicID.Code
 				continue
 			}
+			if err := r.onTopic(b, kmsg.ACLOperationWrite, name); err != nil {
+				rp.ErrorCode = err.Code
+				continue
+			}
 			pp, err := b.proposeProduce(req, name, p, timeout)
 			if err != nil {
 				rp.ErrorCode = err.Code

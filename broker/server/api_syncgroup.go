@@ -10,6 +10,9 @@ func init() { register(kmsg.SyncGroup, 0, 5, handleSyncGroup) }
 
 func handleSyncGroup(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.SyncGroupRequest)
+	if err := r.onGroup(b, kmsg.ACLOperationRead, req.Group); err != nil {
+		return &kmsg.SyncGroupResponse{ErrorCode: err.Code}, nil
+	}
 	if !b.isCoordinator() {
 		return &kmsg.SyncGroupResponse{ErrorCode: kerr.NotCoordinator.Code}, nil
 	}

@@ -69,6 +69,7 @@ type Broker struct {
 
 	listeners []*kafkaListener
 	auth      *authenticator
+	authz     *authorizer
 	conns     sync.WaitGroup
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -126,6 +127,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
 	b.metrics = newMetrics(b)
 	b.auth = newAuthenticator(cfg.SASL, b.meta, b.metrics)
+	b.authz = &authorizer{cfg: cfg.Authorizer, meta: b.meta}
 	self, found, err := identity.Load(cfg.DataDir, filepath.Join(cfg.DataDir, "raft"), cfg.ID)
 	if err != nil {
 		cancel()

@@ -28,7 +28,9 @@ type Config struct {
 	// SASL configures authentication on SASL_* listeners (sasl.go).
 	SASL SASLConfig
 	// TLS configures SSL and SASL_SSL listeners (tls.go).
-	TLS            TLSConfig
+	TLS TLSConfig
+	// Authorizer turns ACLs on (authorizer.go).
+	Authorizer     AuthorizerConfig
 	RaftAddr       string // host:port of this broker's Raft transport, stable across restarts
 	RaftListen     string // host:port the Raft transport binds; RaftAddr when empty
 	HTTPListen     string // metrics, readiness and safe-restart endpoints; empty disables
@@ -145,6 +147,9 @@ func (c *Config) validate() error {
 	}
 	if len(c.Listeners) == 0 {
 		return fmt.Errorf("a Kafka listener is required")
+	}
+	if c.Authorizer.Enabled && len(c.Listeners) < 2 {
+		return fmt.Errorf("with the ACL authorizer, clients need a listener other than the inter-broker one (the first), which is trusted: give --listeners two")
 	}
 	if p := c.Listeners[0].Protocol; p != Plaintext {
 		return fmt.Errorf("the inter-broker listener %s (the first) must be PLAINTEXT: brokers do not yet authenticate to each other or speak TLS to each other", c.Listeners[0].Name)

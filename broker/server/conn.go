@@ -233,6 +233,11 @@ func (c *clientConn) handle(body []byte) (keep bool) {
 			"listener", c.listener.Name, "session_ended", c.sasl.principal != "")
 		return false
 	}
+	if !c.b.authz.admitsAPI(c, key) {
+		c.b.log.Warn("closing connection: API needs an operation on the cluster the principal lacks", "remote", c.nc.RemoteAddr().String(),
+			"api", kmsg.NameForKey(key), "principal", c.principal())
+		return false
+	}
 	req := &request{conn: c, kreq: kreq, clientID: clientID}
 	start := time.Now()
 	// Produce with acks=0 expects no answer at all.

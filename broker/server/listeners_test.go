@@ -19,7 +19,7 @@ func TestParseListeners(t *testing.T) {
 			want: []Listener{{"INTERNAL", "0.0.0.0:9092", "0.0.0.0:9092", Plaintext}, {"EXTERNAL", "0.0.0.0:9094", "kafka.example.com:31094", SASLPlaintext}}},
 		{name: "no protocol for a listener", listeners: "CLIENT://:9092", wantErr: true},
 		{name: "unknown protocol", listeners: "A://:9092", protocols: "A:KERBEROS", wantErr: true},
-		{name: "TLS not yet", listeners: "SSL://:9093", wantErr: true},
+		{name: "TLS", listeners: "SSL://:9093", want: []Listener{{"SSL", ":9093", ":9093", SSL}}},
 		{name: "listener named twice", listeners: "PLAINTEXT://:9092,PLAINTEXT://:9093", wantErr: true},
 		{name: "advertised listener that is not one", listeners: "PLAINTEXT://:9092", advertised: "OTHER://h:1", wantErr: true},
 		{name: "no port", listeners: "PLAINTEXT://host", wantErr: true},

@@ -45,6 +45,8 @@ func run(args []string) error {
 		sslKey        = fs.String("ssl-key-file", "", "PEM private key of --ssl-certificate-file")
 		sslCA         = fs.String("ssl-ca-file", "", "PEM certificates that sign the client certificates SSL listeners accept (with --ssl-client-auth)")
 		sslClientAuth = fs.String("ssl-client-auth", "none", "whether SSL listeners ask clients for a certificate, whose subject is then the connection's principal: none, requested or required (Kafka's ssl.client.auth)")
+		authorizerOn  = fs.String("authorizer", "none", "acl: check every request against the ACLs kept in the metadata (kafka-acls.sh), Kafka's rules; clients then need a listener other than the inter-broker one (the first), which is trusted and must be reachable only by the brokers and the operator. none: every request is allowed")
+		superUsers    = fs.String("super-users", "", "principals that may do anything with --authorizer acl, as User:NAME;User:NAME (Kafka's super.users)")
 		sessionLife   = fs.Duration("sasl-session-lifetime", 0, "how long a SASL authentication holds before the client must re-authenticate on its connection (Kafka's connections.max.reauth.ms, KIP-368); 0: for the connection's life")
 		raftAddr      = fs.String("raft-address", "127.0.0.1:19092", "host:port of this broker's Raft transport; must stay the same across restarts")
 		raftListen    = fs.String("raft-listen", "", "address the Raft transport binds, such as 0.0.0.0:9093 (default: --raft-address)")
@@ -104,6 +106,9 @@ func run(args []string) error {
 	if *id < 0 {
 		return fmt.Errorf("--id or --id-from-hostname is required")
 	}
+	if *authorizerOn != "none" && *authorizerOn != "acl" {
+		return fmt.Errorf("--authorizer %q: want none or acl", *authorizerOn)
+	}
 	kafkaListeners, err := parseListenerFlags(fs, *listen, *advertised, *listeners, *advListeners, *protocolMap)
 	if err != nil {
 		return err
@@ -117,8 +122,9 @@ func run(args []string) error {
 	}
 	b, err := server.Start(server.Config{
 		ID: int32(*id), DataDir: *dataDir, Listeners: kafkaListeners,
-		SASL: server.SASLConfig{PlainWithoutTLS: *plainNoTLS, AuthenticationTimeout: *authTimeout, SessionLifetime: *sessionLife},
-		TLS:  server.TLSConfig{CertFile: *sslCert, KeyFile: *sslKey, CAFile: *sslCA, ClientAuth: *sslClientAuth}, RaftAddr: *raftAddr, RaftListen: *raftListen,
+		SASL:       server.SASLConfig{PlainWithoutTLS: *plainNoTLS, AuthenticationTimeout: *authTimeout, SessionLifetime: *sessionLife},
+		Authorizer: server.AuthorizerConfig{Enabled: *authorizerOn == "acl", SuperUsers: server.ParseSuperUsers(*superUsers)},
+		TLS:        server.TLSConfig{CertFile: *sslCert, KeyFile: *sslKey, CAFile: *sslCA, ClientAuth: *sslClientAuth}, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
 		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, FollowerThrottledRate: *followerRate, ControlledShutdownTimeout: *shutdownWait, LeaderThrottledRate: *leaderRate, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, PartitionFrames: *frames, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
