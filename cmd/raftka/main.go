@@ -65,6 +65,9 @@ var commands = []command{
 	{"user list", "the SCRAM users of SASL listeners and their mechanisms", userList},
 	{"user set-password", "create a SCRAM user or change its password, read from stdin: NAME [--mechanism SCRAM-SHA-512|SCRAM-SHA-256] [--iterations N]", userSetPassword},
 	{"user delete", "delete a user's SCRAM credentials (all, or one mechanism's): NAME [--mechanism M]", userDelete},
+	{"acl list", "the ACLs (brokers run with --authorizer acl), all or those the flags select: [--allow P|--deny P] [--topic T|--group G|--cluster|--transactional-id ID] [--prefixed] [--operation OP]", aclList},
+	{"acl add", "add ACLs: --allow P|--deny P (User:NAME, User:*)... --operation OP[,OP]... --topic T|--group G|--cluster|--transactional-id ID... [--prefixed] [--host H]", aclAdd},
+	{"acl remove", "remove the ACLs the flags name, as acl add takes them", aclRemove},
 	{"cluster info", "the brokers, the controller and the cluster id", clusterInfo},
 	{"cluster health", "whether every broker is up and ready, the metadata group led, and every partition led and fully in sync; what each broker's /safe-to-restart says (exit 1 when not healthy)", clusterHealthCommand},
 }

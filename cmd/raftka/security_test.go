@@ -67,3 +67,43 @@ func TestUsersAndSecuredListeners(t *testing.T) {
 		t.Errorf("a deleted user: exit %d, want %d", code, exitFailed)
 	}
 }
+
+// ACLs made with the command decide what a user may do on a broker run
+// with --authorizer acl, and removing them revokes it.
+func TestACLCommands(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3, Listeners: []brokertest.Listener{{Name: "CLIENT", Protocol: "SASL_PLAINTEXT"}},
+		ExtraFlags: []string{"--authorizer", "acl"}})
+	var clientAddrs []string
+	for _, b := range c.Brokers {
+		clientAddrs = append(clientAddrs, b.Listeners["CLIENT"])
+	}
+	mustRaftka(t, c, "", "topic", "create", "orders", "--partitions", "1")
+	mustRaftka(t, c, "alice-secret\n", "user", "set-password", "alice")
+	asAlice := func(stdin string, args ...string) (int, string, string) {
+		return raftka(t, c, stdin, append([]string{"-b", strings.Join(clientAddrs, ","), "--username", "alice", "--password", "alice-secret"}, args...)...)
+	}
+	if code, _, _ := asAlice("refused\n", "produce", "orders"); code != exitFailed {
+		t.Fatalf("alice producing without an ACL: exit %d, want %d", code, exitFailed)
+	}
+	if out := mustRaftka(t, c, "", "acl", "add", "--allow", "alice", "--operation", "write,describe", "--topic", "orders"); strings.Count(out, "added ALLOW User:alice") != 2 {
+		t.Errorf("acl add said %q", out)
+	}
+	listed := strings.Join(strings.Fields(mustRaftka(t, c, "", "acl", "list", "--allow", "User:alice", "-o", "json")), "")
+	for _, op := range []string{"WRITE", "DESCRIBE"} {
+		if !strings.Contains(listed, `"principal":"User:alice","host":"*","resource":"TOPIC","name":"orders","pattern":"LITERAL","operation":"`+op+`","permission":"ALLOW"`) {
+			t.Errorf("acl list shows no %s for alice: %s", op, listed)
+		}
+	}
+	if code, _, errOut := asAlice("allowed\n", "produce", "orders"); code != 0 {
+		t.Fatalf("alice producing with her ACL: exit %d: %s", code, errOut)
+	}
+	if out := mustRaftka(t, c, "", "acl", "remove", "--allow", "alice", "--operation", "write", "--topic", "orders"); !strings.Contains(out, "removed ALLOW User:alice WRITE") {
+		t.Errorf("acl remove said %q", out)
+	}
+	if code, _, _ := asAlice("refused again\n", "produce", "orders"); code != exitFailed {
+		t.Errorf("alice producing after her ACL was removed: exit %d, want %d", code, exitFailed)
+	}
+	if code, _, _ := raftka(t, c, "", "acl", "add", "--allow", "alice", "--topic", "orders"); code != exitUsage {
+		t.Errorf("acl add without an operation: exit %d, want %d", code, exitUsage)
+	}
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The ACLs of brokers run with --authorizer acl (kafka-acls.sh does the
+// same).
+
+// aclFlags are the flags that name ACLs: add and remove give them whole,
+// list filters by the ones given.
+type aclFlags struct {
+	allow, deny, hosts, operations   listFlag
+	topics, groups, transactionalIDs listFlag
+	cluster, prefixed                *bool
+}
+
+func newACLFlags(fs *flag.FlagSet) *aclFlags {
+	f := &aclFlags{cluster: fs.Bool("cluster", false, ""), prefixed: fs.Bool("prefixed", false, "")}
+	fs.Var(&f.allow, "allow", "")
+	fs.Var(&f.deny, "deny", "")
+	fs.Var(&f.hosts, "host", "")
+	fs.Var(&f.operations, "operation", "")
+	fs.Var(&f.topics, "topic", "")
+	fs.Var(&f.groups, "group", "")
+	fs.Var(&f.transactionalIDs, "transactional-id", "")
+	return f
+}
+
+// builder turns the flags into kadm's ACL builder; whole, every part
+// must be named (add, remove), else a part not named matches any.
+func (f *aclFlags) builder(whole bool) (*kadm.ACLBuilder, error) {
+	b := kadm.NewACLs()
+	resources := 0
+	if len(f.topics) > 0 {
+		b.Topics(f.topics...)
+		resources++
+	}
+	if len(f.groups) > 0 {
+		b.Groups(f.groups...)
+		resources++
+	}
+	if len(f.transactionalIDs) > 0 {
+		b.TransactionalIDs(f.transactionalIDs...)
+		resources++
+	}
+	if *f.cluster {
+		b.Clusters()
+		resources++
+	}
+	if resources == 0 {
+		if whole {
+			return nil, usagef("name a resource: --topic, --group, --transactional-id or --cluster")
+		}
+		b.AnyResource()
+	}
+	if whole && len(f.allow)+len(f.deny) == 0 {
+		return nil, usagef("name a principal: --allow User:NAME or --deny User:NAME")
+	}
+	prefixUser := func(ps []string) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			if !strings.Contains(p, ":") {
+				p = "User:" + p
+			}
+			out[i] = p
+		}
+		return out
+	}
+	switch {
+	case len(f.allow) > 0:
+		b.Allow(prefixUser(f.allow)...).AllowHosts(f.hosts...)
+	case !whole && len(f.deny) == 0:
+		b.Allow().AllowHosts(f.hosts...)
+	}
+	switch {
+	case len(f.deny) > 0:
+		b.Deny(prefixUser(f.deny)...).DenyHosts(f.hosts...)
+	case !whole && len(f.allow) == 0:
+		b.Deny().DenyHosts(f.hosts...)
+	}
+	var ops []kadm.ACLOperation
+	for _, o := range f.operations {
+		for _, name := range strings.Split(o, ",") {
+			op, err := kmsg.ParseACLOperation(strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "-", "_"))
+			if err != nil {
+				return nil, usagef("--operation %s: %v", name, err)
+			}
+			ops = append(ops, op)
+		}
+	}
+	switch {
+	case len(ops) > 0:
+		b.Operations(ops...)
+	case whole:
+		return nil, usagef("name an operation: --operation read,write,...")
+	default:
+		b.Operations(kadm.OpAny)
+	}
+	switch {
+	case *f.prefixed:
+		b.ResourcePatternType(kadm.ACLPatternPrefixed)
+	case whole:
+		b.ResourcePatternType(kadm.ACLPatternLiteral)
+	default:
+		b.ResourcePatternType(kadm.ACLPatternAny)
+	}
+	return b, nil
+}
+
+type aclRow struct {
+	Principal  string `json:"principal"`
+	Host       string `json:"host"`
+	Resource   string `json:"resource"`
+	Name       string `json:"name"`
+	Pattern    string `json:"pattern"`
+	Operation  string `json:"operation"`
+	Permission string `json:"permission"`
+}
+
+func aclRowOf(d kadm.DescribedACL) aclRow {
+	return aclRow{d.Principal, d.Host, d.Type.String(), d.Name, d.Pattern.String(), d.Operation.String(), d.Permission.String()}
+}
+
+func (e *env) printACLs(rows []aclRow) error {
+	if e.json {
+		return printJSON(e.out, rows)
+	}
+	var cells [][]string
+	for _, r := range rows {
+		cells = append(cells, []string{r.Permission, r.Principal, r.Operation, r.Resource, r.Name, r.Pattern, r.Host})
+	}
+	return printTable(e.out, []string{"PERMISSION", "PRINCIPAL", "OPERATION", "RESOURCE", "NAME", "PATTERN", "HOST"}, cells)
+}
+
+func aclList(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("acl list", flag.ContinueOnError)
+	f := newACLFlags(fs)
+	if rest, err := parseArgs(fs, args); err != nil {
+		return err
+	} else if len(rest) > 0 {
+		return usagef("no arguments but flags")
+	}
+	b, err := f.builder(false)
+	if err != nil {
+		return err
+	}
+	adm, done, err := e.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	results, err := adm.DescribeACLs(ctx, b)
+	if err != nil {
+		return err
+	}
+	rows := []aclRow{}
+	for _, r := range results {
+		if r.Err != nil {
+			return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+		}
+		for _, d := range r.Described {
+			rows = append(rows, aclRowOf(d))
+		}
+	}
+	return e.printACLs(rows)
+}
+
+func aclAdd(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("acl add", flag.ContinueOnError)
+	f := newACLFlags(fs)
+	if rest, err := parseArgs(fs, args); err != nil {
+		return err
+	} else if len(rest) > 0 {
+		return usagef("no arguments but flags")
+	}
+	b, err := f.builder(true)
+	if err != nil {
+		return err
+	}
+	adm, done, err := e.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	results, err := adm.CreateACLs(ctx, b)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if r.Err != nil {
+			return fmt.Errorf("%s %s on %s %s: %w", r.Principal, r.Operation, r.Type, r.Name, r.Err)
+		}
+		_, _ = fmt.Fprintf(e.out, "added %s %s %s on %s %s (%s)\n", r.Permission, r.Principal, r.Operation, r.Type, r.Name, r.Pattern)
+	}
+	return nil
+}
+
+func aclRemove(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("acl remove", flag.ContinueOnError)
+	f := newACLFlags(fs)
+	if rest, err := parseArgs(fs, args); err != nil {
+		return err
+	} else if len(rest) > 0 {
+		return usagef("no arguments but flags")
+	}
+	b, err := f.builder(true)
+	if err != nil {
+		return err
+	}
+	adm, done, err := e.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	results, err := adm.DeleteACLs(ctx, b)
+	if err != nil {
+		return err
+	}
+	removed := 0
+	for _, r := range results {
+		if r.Err != nil {
+			return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+		}
+		for _, d := range r.Deleted {
+			if d.Err != nil {
+				return d.Err
+			}
+			removed++
+			_, _ = fmt.Fprintf(e.out, "removed %s %s %s on %s %s (%s)\n", d.Permission, d.Principal, d.Operation, d.Type, d.Name, d.Pattern)
+		}
+	}
+	if removed == 0 {
+		return fmt.Errorf("no ACL matched")
+	}
+	return nil
+}
