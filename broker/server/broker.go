@@ -126,7 +126,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.liveness = newLiveness(cfg.ID)
 	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
 	b.metrics = newMetrics(b)
-	b.auth = newAuthenticator(cfg.SASL, b.meta, b.metrics)
+	b.auth = newAuthenticator(cfg.SASL, b.meta)
 	b.authz = &authorizer{cfg: cfg.Authorizer, meta: b.meta}
 	self, found, err := identity.Load(cfg.DataDir, filepath.Join(cfg.DataDir, "raft"), cfg.ID)
 	if err != nil {

@@ -56,13 +56,12 @@ type authenticator struct {
 	// has none, so that an exchange for an unknown user runs as one for a
 	// known user with a wrong password and fails at the same step.
 	decoyKey []byte
-	metrics  *metrics
 }
 
-func newAuthenticator(cfg SASLConfig, m *meta.StateMachine, mx *metrics) *authenticator {
+func newAuthenticator(cfg SASLConfig, m *meta.StateMachine) *authenticator {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	return &authenticator{cfg: cfg, meta: m, decoyKey: key, metrics: mx}
+	return &authenticator{cfg: cfg, meta: m, decoyKey: key}
 }
 
 // mechanisms are the SASL mechanisms a listener offers.

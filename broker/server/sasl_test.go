@@ -42,7 +42,7 @@ func authWithUser(t testing.TB, cfg SASLConfig) *authenticator {
 	if _, err := m.Update([]sm.Entry{{Index: 1, Cmd: (&meta.Command{AlterScramCredentials: alter}).Encode()}}); err != nil {
 		t.Fatal(err)
 	}
-	return newAuthenticator(cfg, m, nil)
+	return newAuthenticator(cfg, m)
 }
 
 func newTestSession(a *authenticator) *saslSession {

@@ -114,6 +114,25 @@ func (f *aclFlags) builder(whole bool) (*kadm.ACLBuilder, error) {
 	return b, nil
 }
 
+// aclAdmin reads a command's ACL flags into kadm's builder and connects.
+func (e *env) aclAdmin(ctx context.Context, command string, args []string, whole bool) (*kadm.ACLBuilder, *kadm.Client, func(), error) {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	f := newACLFlags(fs)
+	rest, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(rest) > 0 {
+		return nil, nil, nil, usagef("no arguments but flags")
+	}
+	b, err := f.builder(whole)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	adm, done, err := e.admin(ctx)
+	return b, adm, done, err
+}
+
 type aclRow struct {
 	Principal  string `json:"principal"`
 	Host       string `json:"host"`
@@ -140,18 +159,7 @@ func (e *env) printACLs(rows []aclRow) error {
 }
 
 func aclList(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("acl list", flag.ContinueOnError)
-	f := newACLFlags(fs)
-	if rest, err := parseArgs(fs, args); err != nil {
-		return err
-	} else if len(rest) > 0 {
-		return usagef("no arguments but flags")
-	}
-	b, err := f.builder(false)
-	if err != nil {
-		return err
-	}
-	adm, done, err := e.admin(ctx)
+	b, adm, done, err := e.aclAdmin(ctx, "acl list", args, false)
 	if err != nil {
 		return err
 	}
@@ -173,18 +181,7 @@ func aclList(ctx context.Context, e *env, args []string) error {
 }
 
 func aclAdd(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("acl add", flag.ContinueOnError)
-	f := newACLFlags(fs)
-	if rest, err := parseArgs(fs, args); err != nil {
-		return err
-	} else if len(rest) > 0 {
-		return usagef("no arguments but flags")
-	}
-	b, err := f.builder(true)
-	if err != nil {
-		return err
-	}
-	adm, done, err := e.admin(ctx)
+	b, adm, done, err := e.aclAdmin(ctx, "acl add", args, true)
 	if err != nil {
 		return err
 	}
@@ -203,18 +200,7 @@ func aclAdd(ctx context.Context, e *env, args []string) error {
 }
 
 func aclRemove(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("acl remove", flag.ContinueOnError)
-	f := newACLFlags(fs)
-	if rest, err := parseArgs(fs, args); err != nil {
-		return err
-	} else if len(rest) > 0 {
-		return usagef("no arguments but flags")
-	}
-	b, err := f.builder(true)
-	if err != nil {
-		return err
-	}
-	adm, done, err := e.admin(ctx)
+	b, adm, done, err := e.aclAdmin(ctx, "acl remove", args, true)
 	if err != nil {
 		return err
 	}
