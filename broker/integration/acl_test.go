@@ -131,6 +131,27 @@ func TestACLs(t *testing.T) {
 		t.Errorf("bob creating elsewhere: %v, want TOPIC_AUTHORIZATION_FAILED", created.Err)
 	}
 
+	// Administration of topics and groups asks per resource: bob has ALL
+	// on team-a.*, alice only READ and WRITE on orders and READ on billing.
+	if grown, err := kadm.NewClient(bob).CreatePartitions(ctx, 1, "team-a.payments"); err != nil || grown.Error() != nil {
+		t.Errorf("bob adding a partition to team-a.payments: %v %v", err, grown.Error())
+	}
+	if grown, _ := aliceAdmin.CreatePartitions(ctx, 1, "orders"); !errors.Is(grown.Error(), kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice adding a partition to orders: %v, want TOPIC_AUTHORIZATION_FAILED", grown.Error())
+	}
+	truncate := kadm.Offsets{}
+	truncate.AddOffset("orders", 0, 0, -1)
+	if deleted, _ := aliceAdmin.DeleteRecords(ctx, truncate); !errors.Is(deleted.Error(), kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice deleting records of orders: %v, want TOPIC_AUTHORIZATION_FAILED", deleted.Error())
+	}
+	if deletedGroups, _ := aliceAdmin.DeleteGroups(ctx, "billing"); !errors.Is(deletedGroups.Error(), kerr.GroupAuthorizationFailed) {
+		t.Errorf("alice deleting group billing: %v, want GROUP_AUTHORIZATION_FAILED", deletedGroups.Error())
+	}
+	// Cluster administration needs the cluster operation; carol has none.
+	if _, err := kadm.NewClient(carol).ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"orders": {0: {}}}); err == nil {
+		t.Error("carol electing leaders was not refused")
+	}
+
 	// DescribeAcls shows them; DeleteAcls revokes alice's write.
 	described, err := admin.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow("User:alice").AllowHosts().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
 	if err != nil || len(described) != 1 || described[0].Err != nil || len(described[0].Described) != 4 {

@@ -18,6 +18,10 @@ func init() { register(kmsg.CreatePartitions, 0, 3, handleCreatePartitions) }
 func handleCreatePartitions(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.CreatePartitionsRequest)
 	timeout := adminTimeout(req.TimeoutMillis, 60*time.Second)
+	denied := map[string]*kerr.Error{} // ALTER on each topic, asked in the reader
+	for _, t := range req.Topics {
+		denied[t.Topic] = r.onTopic(b, kmsg.ACLOperationAlter, t.Topic)
+	}
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 		ctx, cancel := context.WithTimeout(b.ctx, timeout)
@@ -26,6 +30,11 @@ func handleCreatePartitions(b *Broker, r *request) (kmsg.Response, error) {
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
 			rt.Topic = t.Topic
+			if err := denied[t.Topic]; err != nil {
+				rt.ErrorCode = err.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
 			cp := &meta.CreatePartitions{Placement: b.placementRules(), Name: t.Topic, Count: t.Count, ValidateOnly: req.ValidateOnly}
 			for _, a := range t.Assignment {
 				cp.Assignment = append(cp.Assignment, append([]int32{}, a.Replicas...))

@@ -22,7 +22,10 @@ func handleDeleteGroups(b *Broker, r *request) (kmsg.Response, error) {
 	for _, id := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
+		denied := r.onGroup(b, kmsg.ACLOperationDelete, id)
 		switch {
+		case denied != nil:
+			rg.ErrorCode = denied.Code
 		case !coordinator:
 			rg.ErrorCode = kerr.NotCoordinator.Code
 		default:

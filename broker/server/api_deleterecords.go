@@ -22,9 +22,15 @@ func handleDeleteRecords(b *Broker, r *request) (kmsg.Response, error) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
+		denied := r.onTopic(b, kmsg.ACLOperationDelete, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1
+			if denied != nil {
+				rp.ErrorCode = denied.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			rep, info, err := b.leaderReplica(t.Topic, p.Partition)
 			if err != nil {
 				rp.ErrorCode = err.Code

@@ -16,9 +16,15 @@ func handleDescribeProducers(b *Broker, r *request) (kmsg.Response, error) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
+		denied := r.onTopic(b, kmsg.ACLOperationRead, t.Topic)
 		for _, index := range t.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = index
+			if denied != nil {
+				rp.ErrorCode = denied.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			rep, _, err := b.leaderReplica(t.Topic, index)
 			if err != nil {
 				rp.ErrorCode = err.Code

@@ -19,6 +19,10 @@ func init() { register(kmsg.OffsetDelete, 0, 0, handleOffsetDelete) }
 func handleOffsetDelete(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if err := r.onGroup(b, kmsg.ACLOperationDelete, req.Group); err != nil {
+		resp.ErrorCode = err.Code
+		return resp, nil
+	}
 	if !b.isCoordinator() {
 		resp.ErrorCode = kerr.NotCoordinator.Code
 		return resp, nil
@@ -51,11 +55,14 @@ func handleOffsetDelete(b *Broker, r *request) (kmsg.Response, error) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
+		denied := r.onTopic(b, kmsg.ACLOperationRead, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
 			_, err := b.partitionFor(t.Topic, p.Partition)
 			switch {
+			case denied != nil:
+				rp.ErrorCode = denied.Code
 			case err != nil:
 				rp.ErrorCode = err.Code
 			case subscribedAll || subscribed[t.Topic]:

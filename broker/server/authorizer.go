@@ -120,12 +120,10 @@ func (r *request) onCluster(b *Broker, op kmsg.ACLOperation) *kerr.Error {
 	return kerr.ClusterAuthorizationFailed
 }
 
-// clusterGated are the APIs whose handlers do not ask the authorizer
-// themselves: a client that is not trusted needs the operation on the
-// cluster (Kafka asks for it of most of them; for the topic and group
-// ones among them it asks less, per resource, which is not done yet).
-// One without it is disconnected rather than answered with a per-item
-// error.
+// clusterGated are the cluster-administration APIs, whose handlers do
+// not ask the authorizer themselves: a client that is not trusted needs
+// the operation on the cluster that Kafka asks for them. One without it
+// is disconnected rather than answered with a per-item error.
 var clusterGated = map[kmsg.Key]kmsg.ACLOperation{
 	kmsg.AlterPartitionAssignments:  kmsg.ACLOperationAlter,
 	kmsg.ListPartitionReassignments: kmsg.ACLOperationDescribe,
@@ -135,11 +133,6 @@ var clusterGated = map[kmsg.Key]kmsg.ACLOperation{
 	kmsg.AddRaftVoter:               kmsg.ACLOperationAlter,
 	kmsg.RemoveRaftVoter:            kmsg.ACLOperationAlter,
 	kmsg.UnregisterBroker:           kmsg.ACLOperationAlter,
-	kmsg.CreatePartitions:           kmsg.ACLOperationAlter,
-	kmsg.DeleteRecords:              kmsg.ACLOperationAlter,
-	kmsg.DeleteGroups:               kmsg.ACLOperationAlter,
-	kmsg.OffsetDelete:               kmsg.ACLOperationAlter,
-	kmsg.DescribeProducers:          kmsg.ACLOperationDescribe,
 }
 
 // admitsAPI tells whether a connection may send a request of this API at

@@ -15,7 +15,8 @@ func TestEveryAPIIsAuthorized(t *testing.T) {
 		kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.Heartbeat, kmsg.LeaveGroup, kmsg.SyncGroup, kmsg.DescribeGroups, kmsg.ListGroups,
 		kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.InitProducerID, kmsg.OffsetForLeaderEpoch, kmsg.DescribeACLs, kmsg.CreateACLs,
 		kmsg.DeleteACLs, kmsg.DescribeConfigs, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs, kmsg.DescribeCluster,
-		kmsg.DescribeUserSCRAMCredentials, kmsg.AlterUserSCRAMCredentials}
+		kmsg.DescribeUserSCRAMCredentials, kmsg.AlterUserSCRAMCredentials, kmsg.CreatePartitions, kmsg.DeleteRecords, kmsg.DeleteGroups,
+		kmsg.OffsetDelete, kmsg.DescribeProducers}
 	placed := map[kmsg.Key]bool{}
 	for _, k := range append(unauthorized, inHandler...) {
 		placed[k] = true
