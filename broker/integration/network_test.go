@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -54,10 +55,18 @@ func TestIsolatedLeaderLosesNothingAcknowledged(t *testing.T) {
 	// it looks for the new leader as soon as the cut-off one refuses.
 	produceThroughKills(t, c, "cut", franzGoProducer(c, kgo.MetadataMinAge(250*time.Millisecond)), func(acks *brokertest.Ledger) {
 		time.Sleep(2 * time.Second)
-		victim = c.LeaderOf("cut", 0)
-		_, fetchedBefore, err := fetchBatches(ctx, direct, int32(victim), "cut", topicID, 0, false)
-		if err != nil {
-			t.Fatalf("fetch from broker %d before the cut: %v", victim, err)
+		// The leader balancer may still move the leadership to the
+		// preferred replica just after the topic's creation: ask again
+		// until the leader named answers as one.
+		var fetchedBefore int64
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			victim = c.LeaderOf("cut", 0)
+			var err error
+			if _, fetchedBefore, err = fetchBatches(ctx, direct, int32(victim), "cut", topicID, 0, false); err == nil {
+				break
+			} else if !errors.Is(err, kerr.NotLeaderForPartition) || time.Now().After(deadline) {
+				t.Fatalf("fetch from broker %d before the cut: %v", victim, err)
+			}
 		}
 		t.Logf("cutting broker %d, leader of partition 0 at offset %d, off from the other brokers", victim, fetchedBefore)
 		before, _ := metadataFrom(t, direct, victim, "cut")
