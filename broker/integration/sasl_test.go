@@ -193,15 +193,7 @@ func TestSASLScramAuthentication(t *testing.T) {
 
 	// The credentials are in the metadata's Raft group: every broker
 	// restarted, alice still gets in; once deleted, she does not.
-	for i := range c.Brokers {
-		c.Kill(i)
-	}
-	for i := range c.Brokers {
-		c.Restart(i)
-	}
-	for i := range c.Brokers {
-		c.WaitReady(i)
-	}
+	c.CrashAll()
 	if _, err := saslClient(t, c, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()); err != nil {
 		t.Fatalf("alice after every broker restarted: %v", err)
 	}
@@ -209,26 +201,25 @@ func TestSASLScramAuthentication(t *testing.T) {
 	if deleted, err := admin.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "alice", Mechanism: kadm.ScramSha512}}, nil); err != nil || !deleted.Ok() {
 		t.Fatalf("deleting alice: %v %+v", err, deleted)
 	}
-	for i := range c.Brokers {
+	aliceAt := func(i int) error {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers[i].Listeners["CLIENT"]), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()),
 			kgo.RequestRetries(0))
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer cl.Close()
+		_, err = kadm.NewClient(cl).BrokerMetadata(ctx)
+		return err
+	}
+	for i := range c.Brokers {
 		// Each broker applies the deletion from its own copy of the
 		// metadata; it may be a moment behind.
 		deadline := time.Now().Add(10 * time.Second)
-		for {
-			_, err = kadm.NewClient(cl).BrokerMetadata(ctx)
-			if errors.Is(err, kerr.SaslAuthenticationFailed) || time.Now().After(deadline) {
-				break
-			}
-			cl.Close()
-			cl, _ = kgo.NewClient(kgo.SeedBrokers(c.Brokers[i].Listeners["CLIENT"]), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()),
-				kgo.RequestRetries(0))
+		err := aliceAt(i)
+		for !errors.Is(err, kerr.SaslAuthenticationFailed) && time.Now().Before(deadline) {
 			time.Sleep(200 * time.Millisecond)
+			err = aliceAt(i)
 		}
-		cl.Close()
 		if !errors.Is(err, kerr.SaslAuthenticationFailed) {
 			t.Errorf("broker %d after alice's credential was deleted: %v", i, err)
 		}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,15 +21,7 @@ type AuthorizerConfig struct {
 }
 
 // ParseSuperUsers reads Kafka's super.users: "User:a;User:b".
-func ParseSuperUsers(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ";") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func ParseSuperUsers(s string) []string { return splitOn(s, ";") }
 
 // authorizer decides requests from the ACL bindings in the metadata.
 type authorizer struct {

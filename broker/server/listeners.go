@@ -48,7 +48,7 @@ func ParseListeners(listeners, advertised, protocolMap string) ([]Listener, erro
 		protocolMap = defaultProtocolMap
 	}
 	protocols := map[string]SecurityProtocol{}
-	for _, part := range splitList(protocolMap) {
+	for _, part := range splitOn(protocolMap, ",") {
 		name, proto, ok := strings.Cut(part, ":")
 		p := SecurityProtocol(strings.ToUpper(proto))
 		if !ok || name == "" {
@@ -63,7 +63,7 @@ func ParseListeners(listeners, advertised, protocolMap string) ([]Listener, erro
 	}
 	parse := func(what, s string) ([]Listener, error) {
 		var out []Listener
-		for _, part := range splitList(s) {
+		for _, part := range splitOn(s, ",") {
 			name, addr, ok := strings.Cut(part, "://")
 			name = strings.ToUpper(name)
 			if !ok || name == "" {
@@ -119,9 +119,10 @@ func listenerIndex(ls []Listener, name string) int {
 	return -1
 }
 
-func splitList(s string) []string {
+// splitOn splits a list at sep, trimmed, without empty parts.
+func splitOn(s, sep string) []string {
 	var out []string
-	for _, part := range strings.Split(s, ",") {
+	for _, part := range strings.Split(s, sep) {
 		if part = strings.TrimSpace(part); part != "" {
 			out = append(out, part)
 		}
