@@ -75,10 +75,11 @@ func writeCheck(w http.ResponseWriter, c Check) {
 // leader, and every partition replica it hosts has a leader.
 func (b *Broker) Readiness() Check {
 	var reasons []string
+	now := time.Now()
 	switch leader, ok, err := b.nh.GetLeaderID(meta.MetadataShard); {
 	case errors.Is(err, dragonboat.ErrClusterNotFound):
 		reasons = append(reasons, "removed from the metadata group (RemoveRaftVoter): this broker is leaving the cluster")
-	case err != nil || !ok || leader == 0:
+	case (err != nil || !ok || leader == 0) && !b.members.electing(meta.MetadataShard, now):
 		reasons = append(reasons, "metadata group has no leader")
 	}
 	registered := false
@@ -86,9 +87,12 @@ func (b *Broker) Readiness() Check {
 	if !registered {
 		reasons = append(reasons, "broker not registered yet")
 	}
+	// A replica still joining its group is not ready; a group electing a
+	// new leader after another broker's restart does not make this one
+	// unready, or a rolling restart would see two brokers down at once.
 	leaderless := 0
 	for _, shard := range b.replicas.shards() {
-		if _, ok, err := b.nh.GetLeaderID(shard); err != nil || !ok {
+		if _, ok, err := b.nh.GetLeaderID(shard); (err != nil || !ok) && !b.members.electing(shard, now) {
 			leaderless++
 		}
 	}

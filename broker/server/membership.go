@@ -45,9 +45,13 @@ type memberships struct {
 	// voters holds, per partition group this broker leads, the brokers
 	// whose current incarnation is a voting member, as last seen.
 	voters map[uint64]map[int32]bool
-	// leaderless holds, per hosted partition group without a leader, since
-	// when it has had none, as last seen.
+	// leaderless holds, per group without a leader (the partitions hosted
+	// and the metadata group), since when it has had none, as last seen.
 	leaderless map[uint64]time.Time
+	// led holds the groups seen with a leader since this
+	// broker started: only those can be in an election rather than still
+	// joining.
+	led map[uint64]bool
 	// changes counts the membership changes this broker made as leader.
 	changes atomic.Int64
 }
@@ -58,7 +62,7 @@ type memberships struct {
 func (b *Broker) leaderlessAfter() time.Duration { return 4 * electionRTT * b.cfg.RTT }
 
 func newMemberships(b *Broker) *memberships {
-	return &memberships{b: b, leaderless: map[uint64]time.Time{}}
+	return &memberships{b: b, leaderless: map[uint64]time.Time{}, led: map[uint64]bool{}}
 }
 
 func (m *memberships) run(ctx context.Context) {
@@ -103,31 +107,31 @@ func (m *memberships) run(ctx context.Context) {
 	}
 }
 
-// trackLeaderless notes the hosted partition groups that have had no
-// leader for longer than leaderlessAfter: without a quorum of replicas
-// that kept their disks, a group elects no one, and says so in the log
-// and in raftka_partitions_without_leader.
+// trackLeaderless notes the groups this broker belongs to that have no
+// leader, and since when. A partition group leaderless for longer than
+// leaderlessAfter has lost its quorum (without a quorum of replicas that
+// kept their disks, a group elects no one) and says so in the log and in
+// raftka_partitions_without_leader.
 func (m *memberships) trackLeaderless(now time.Time, infos []dragonboat.ClusterInfo) {
 	after := m.b.leaderlessAfter()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	seen := map[uint64]bool{}
 	for _, ci := range infos {
-		if ci.ClusterID == meta.MetadataShard {
-			continue
-		}
 		seen[ci.ClusterID] = true
 		_, ok, err := m.b.nh.GetLeaderID(ci.ClusterID)
 		since, was := m.leaderless[ci.ClusterID]
+		partition := ci.ClusterID != meta.MetadataShard
 		switch {
 		case err == nil && ok:
-			if was && now.Sub(since) >= after {
+			m.led[ci.ClusterID] = true
+			if partition && was && now.Sub(since) >= after {
 				m.b.log.Info("partition has a leader again", "partition", m.b.partitionName(ci.ClusterID), "shard", ci.ClusterID)
 			}
 			delete(m.leaderless, ci.ClusterID)
 		case !was:
 			m.leaderless[ci.ClusterID] = now
-		case now.Sub(since) >= after && now.Sub(since)-membershipInterval < after:
+		case partition && now.Sub(since) >= after && now.Sub(since)-membershipInterval < after:
 			m.b.log.Warn("partition has no leader: fewer than a quorum of its replicas are up with their data",
 				"partition", m.b.partitionName(ci.ClusterID), "shard", ci.ClusterID, "since", since)
 		}
@@ -137,6 +141,24 @@ func (m *memberships) trackLeaderless(now time.Time, infos []dragonboat.ClusterI
 			delete(m.leaderless, shard)
 		}
 	}
+	for shard := range m.led {
+		if !seen[shard] {
+			delete(m.led, shard)
+		}
+	}
+}
+
+// electing reports whether a group that had a leader lost it less
+// than leaderlessAfter ago, as last seen: the election that another
+// broker's restart causes, which leaves this broker ready to serve.
+func (m *memberships) electing(shard uint64, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.led[shard] {
+		return false
+	}
+	since, was := m.leaderless[shard]
+	return !was || now.Sub(since) < m.b.leaderlessAfter()
 }
 
 // withoutLeader counts the hosted partition groups leaderless for longer
@@ -146,8 +168,8 @@ func (m *memberships) withoutLeader(now time.Time) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
-	for _, since := range m.leaderless {
-		if now.Sub(since) >= after {
+	for shard, since := range m.leaderless {
+		if shard != meta.MetadataShard && now.Sub(since) >= after {
 			n++
 		}
 	}
