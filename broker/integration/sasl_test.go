@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -246,4 +247,76 @@ func closedAfter(addr string, frame []byte) error {
 		return nil
 	}
 	return fmt.Errorf("read %d bytes (%v), want the connection closed", n, err)
+}
+
+// mountSecret lays out a directory as Kubernetes mounts a Secret: the
+// files are links through ..data to a versioned directory, which an update
+// replaces at once.
+func mountSecret(t *testing.T, dir string, version int, data map[string]string) {
+	t.Helper()
+	versioned := fmt.Sprintf("..v%d", version)
+	if err := os.Mkdir(filepath.Join(dir, versioned), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, value := range data {
+		if err := os.WriteFile(filepath.Join(dir, versioned, name), []byte(value), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+			if err := os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.Symlink(versioned, filepath.Join(dir, "..data.new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "..data.new"), filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSCRAMUsersDirectory: a super user whose password only a mounted
+// Secret holds (--scram-users-dir) can administer a cluster with the ACL
+// authorizer from the start; its credential comes back when deleted and
+// follows the Secret when it is rotated.
+func TestSCRAMUsersDirectory(t *testing.T) {
+	users := t.TempDir()
+	mountSecret(t, users, 1, map[string]string{"operator": "first-secret\n"})
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3,
+		Listeners:  []brokertest.Listener{{Name: "CLIENT", Protocol: "SASL_PLAINTEXT"}},
+		ExtraFlags: []string{"--scram-users-dir", users, "--authorizer", "acl", "--super-users", "User:operator"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	operator := func(password string) (*kgo.Client, error) {
+		return saslClient(t, c, scram.Auth{User: "operator", Pass: password}.AsSha512Mechanism())
+	}
+	var admin *kgo.Client
+	waitFor(t, 30*time.Second, "the operator's credential from the directory", func() bool {
+		cl, err := operator("first-secret")
+		admin = cl
+		return err == nil
+	})
+	created, err := kadm.NewClient(admin).CreateTopic(ctx, 3, 3, nil, "administered")
+	if err != nil || created.Err != nil {
+		t.Fatalf("the super user creating a topic: %v %v", err, created.Err)
+	}
+	if _, err := kadm.NewClient(admin).AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "operator", Mechanism: kadm.ScramSha512}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the deleted credential to be set again from the directory", func() bool {
+		described, err := c.Admin().DescribeUserSCRAMs(ctx, "operator")
+		return err == nil && described["operator"].Err == nil && len(described["operator"].CredInfos) == 1
+	})
+	if _, err := operator("first-secret"); err != nil {
+		t.Fatalf("the operator after its credential came back: %v", err)
+	}
+	mountSecret(t, users, 2, map[string]string{"operator": "second-secret"})
+	waitFor(t, 30*time.Second, "the rotated password to hold", func() bool {
+		_, err := operator("second-secret")
+		return err == nil
+	})
+	if _, err := operator("first-secret"); err == nil {
+		t.Error("the password rotated away still authenticates")
+	}
 }

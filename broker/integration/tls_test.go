@@ -45,10 +45,21 @@ func TestTLSListeners(t *testing.T) {
 	for name, data := range files {
 		writeAtomically(t, filepath.Join(dir, name), data)
 	}
+	// PUBLIC serves a certificate of its own, from a directory laid out as
+	// a mounted kubernetes.io/tls Secret, signed by another CA (a public
+	// one, say, where the internal listeners use the cluster's).
+	publicDir := filepath.Join(dir, "public")
+	publicCA := brokertest.NewCA(t)
+	publicCert, publicKey := publicCA.Issue(t, 30, "public", false)
+	if err := os.Mkdir(publicDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeAtomically(t, filepath.Join(publicDir, "tls.crt"), publicCert)
+	writeAtomically(t, filepath.Join(publicDir, "tls.key"), publicKey)
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3,
-		Listeners: []brokertest.Listener{{Name: "MTLS", Protocol: "SSL"}, {Name: "SECURE", Protocol: "SASL_SSL"}},
+		Listeners: []brokertest.Listener{{Name: "MTLS", Protocol: "SSL"}, {Name: "SECURE", Protocol: "SASL_SSL"}, {Name: "PUBLIC", Protocol: "SASL_SSL"}},
 		ExtraFlags: []string{"--ssl-certificate-file", filepath.Join(dir, "server.pem"), "--ssl-key-file", filepath.Join(dir, "server-key.pem"),
-			"--ssl-ca-file", filepath.Join(dir, "ca.pem"), "--ssl-client-auth", "required"}})
+			"--ssl-ca-file", filepath.Join(dir, "ca.pem"), "--ssl-client-auth", "required", "--listener-ssl-dirs", "PUBLIC=" + publicDir}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c.CreateTopic("encrypted", 3, 3, nil)
@@ -100,6 +111,18 @@ func TestTLSListeners(t *testing.T) {
 	}
 	if _, err := client("SECURE", &tls.Config{RootCAs: roots}, plain.Auth{User: "alice", Pass: "guess"}.AsMechanism()); err == nil {
 		t.Error("PLAIN with a wrong password got through")
+	}
+	publicRoots := x509.NewCertPool()
+	publicRoots.AppendCertsFromPEM(publicCA.PEM)
+	if _, err := client("PUBLIC", &tls.Config{RootCAs: publicRoots}, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()); err != nil {
+		t.Fatalf("SCRAM-SHA-512 over the listener with its own certificate: %v", err)
+	}
+	for _, listener := range []string{"PUBLIC", "SECURE"} {
+		other := map[string]*x509.CertPool{"PUBLIC": roots, "SECURE": publicRoots}[listener]
+		if conn, err := tls.Dial("tcp", c.Brokers[0].Listeners[listener], &tls.Config{RootCAs: other}); err == nil {
+			conn.Close()
+			t.Errorf("listener %s served a certificate of the other listener's CA", listener)
+		}
 	}
 
 	// kcat (librdkafka, OpenSSL) over both.

@@ -196,12 +196,20 @@ func Start(cfg Config) (*Broker, error) {
 		nh.Stop()
 		return fail(fmt.Errorf("start metadata group: %w", err))
 	}
-	var certs *tlsFiles
+	certs := map[TLSConfig]*tlsFiles{}
 	for _, l := range cfg.Listeners {
-		if l.Protocol.tls() && certs == nil {
-			if certs, err = newTLSFiles(cfg.TLS, b.log); err != nil {
-				nh.Stop()
-				return fail(fmt.Errorf("listener %s: %w", l.Name, err))
+		var served *tlsFiles
+		if l.Protocol.tls() {
+			files, own := cfg.ListenerTLS[l.Name]
+			if !own {
+				files = cfg.TLS
+			}
+			if served = certs[files]; served == nil {
+				if served, err = newTLSFiles(files, b.log); err != nil {
+					nh.Stop()
+					return fail(fmt.Errorf("listener %s: %w", l.Name, err))
+				}
+				certs[files] = served
 			}
 		}
 		ln, err := net.Listen("tcp", l.Listen)
@@ -213,8 +221,8 @@ func Start(cfg Config) (*Broker, error) {
 			return fail(fmt.Errorf("listener %s: %w", l.Name, err))
 		}
 		kl := &kafkaListener{Listener: l, ln: ln}
-		if l.Protocol.tls() {
-			kl.tls = certs.serverConfig(l)
+		if served != nil {
+			kl.tls = served.serverConfig(l)
 		}
 		b.listeners = append(b.listeners, kl)
 	}
@@ -233,6 +241,9 @@ func Start(cfg Config) (*Broker, error) {
 	b.goBackground(b.groups.Run)
 	b.goBackground(leadership{b}.balanceLeaders)
 	b.goBackground(b.members.run)
+	if cfg.ScramUsersDir != "" {
+		b.goBackground(scramUsers{b: b, dir: cfg.ScramUsersDir}.run)
+	}
 	b.goBackground(b.recoveries.run)
 	b.goBackground(b.serve)
 	b.log.Info("broker started", "kafka", b.Addr().String(), "listeners", len(b.listeners), "raft", cfg.RaftAddr, "generation", b.self.Generation)

@@ -29,8 +29,13 @@ type Config struct {
 	SASL SASLConfig
 	// TLS configures SSL and SASL_SSL listeners (tls.go).
 	TLS TLSConfig
+	// ListenerTLS replaces TLS for the listeners it names.
+	ListenerTLS map[string]TLSConfig
 	// Authorizer turns ACLs on (authorizer.go).
-	Authorizer     AuthorizerConfig
+	Authorizer AuthorizerConfig
+	// ScramUsersDir names users and holds their passwords, one file each
+	// (scramusers.go); empty: none.
+	ScramUsersDir  string
 	RaftAddr       string // host:port of this broker's Raft transport, stable across restarts
 	RaftListen     string // host:port the Raft transport binds; RaftAddr when empty
 	HTTPListen     string // metrics, readiness and safe-restart endpoints; empty disables

@@ -2,8 +2,6 @@ package server
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/pbkdf2"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
@@ -96,12 +94,7 @@ func (a *authenticator) checkPlain(user, password string) bool {
 			mechanism, stored, found = meta.ScramSHA256, weaker, true
 		}
 	}
-	h, _ := scramHash(mechanism)
-	salted, err := pbkdf2.Key(h, password, stored.Salt, int(stored.Iterations), h().Size())
-	if err != nil {
-		return false
-	}
-	return hmac.Equal(scramCredential(mechanism, stored.Salt, salted, stored.Iterations).StoredKey, stored.StoredKey) && found
+	return scramPasswordMatches(mechanism, stored, password) && found
 }
 
 // newSession starts the authentication of a connection to a SASL

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,9 +46,11 @@ func run(args []string) error {
 		sslCert       = fs.String("ssl-certificate-file", "", "PEM certificate (chain) that SSL and SASL_SSL listeners serve; read again within a second of a change, so a rotated Secret needs no restart")
 		sslKey        = fs.String("ssl-key-file", "", "PEM private key of --ssl-certificate-file")
 		sslCA         = fs.String("ssl-ca-file", "", "PEM certificates that sign the client certificates SSL listeners accept (with --ssl-client-auth)")
+		listenerSSL   = fs.String("listener-ssl-dirs", "", "NAME=DIR,... per listener, a directory holding tls.crt, tls.key and optionally ca.crt (a mounted kubernetes.io/tls Secret, as cert-manager writes it), served by that listener instead of --ssl-certificate-file, --ssl-key-file and --ssl-ca-file")
 		sslClientAuth = fs.String("ssl-client-auth", "none", "whether SSL listeners ask clients for a certificate, whose subject is then the connection's principal: none, requested or required (Kafka's ssl.client.auth)")
 		authorizerOn  = fs.String("authorizer", "none", "acl: check every request against the ACLs kept in the metadata (kafka-acls.sh), Kafka's rules; clients then need a listener other than the inter-broker one (the first), which is trusted and must be reachable only by the brokers and the operator. none: every request is allowed")
 		superUsers    = fs.String("super-users", "", "principals that may do anything with --authorizer acl, as User:NAME;User:NAME (Kafka's super.users)")
+		scramUsersDir = fs.String("scram-users-dir", "", "directory of users' SCRAM-SHA-512 passwords, one file per user named after it (a mounted Secret): their credentials are set in the metadata, and set again whenever they no longer match the file, so a cluster can be administered before anyone could alter its credentials")
 		sessionLife   = fs.Duration("sasl-session-lifetime", 0, "how long a SASL authentication holds before the client must re-authenticate on its connection (Kafka's connections.max.reauth.ms, KIP-368); 0: for the connection's life")
 		raftAddr      = fs.String("raft-address", "127.0.0.1:19092", "host:port of this broker's Raft transport; must stay the same across restarts")
 		raftListen    = fs.String("raft-listen", "", "address the Raft transport binds, such as 0.0.0.0:9093 (default: --raft-address)")
@@ -113,6 +117,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	tlsConfig := server.TLSConfig{CertFile: *sslCert, KeyFile: *sslKey, CAFile: *sslCA, ClientAuth: *sslClientAuth}
+	listenerTLS, err := parseListenerSSLDirs(*listenerSSL, kafkaListeners, tlsConfig)
+	if err != nil {
+		return err
+	}
 	if *voters == "" {
 		*voters = fmt.Sprintf("%d=%s", *id, *raftAddr)
 	}
@@ -123,8 +132,8 @@ func run(args []string) error {
 	b, err := server.Start(server.Config{
 		ID: int32(*id), DataDir: *dataDir, Listeners: kafkaListeners,
 		SASL:       server.SASLConfig{PlainWithoutTLS: *plainNoTLS, AuthenticationTimeout: *authTimeout, SessionLifetime: *sessionLife},
-		Authorizer: server.AuthorizerConfig{Enabled: *authorizerOn == "acl", SuperUsers: server.ParseSuperUsers(*superUsers)},
-		TLS:        server.TLSConfig{CertFile: *sslCert, KeyFile: *sslKey, CAFile: *sslCA, ClientAuth: *sslClientAuth}, RaftAddr: *raftAddr, RaftListen: *raftListen,
+		Authorizer: server.AuthorizerConfig{Enabled: *authorizerOn == "acl", SuperUsers: server.ParseSuperUsers(*superUsers)}, ScramUsersDir: *scramUsersDir,
+		TLS: tlsConfig, ListenerTLS: listenerTLS, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
 		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, FollowerThrottledRate: *followerRate, ControlledShutdownTimeout: *shutdownWait, LeaderThrottledRate: *leaderRate, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, PartitionFrames: *frames, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
@@ -205,4 +214,31 @@ func ordinal(host string) (int, error) {
 		return 0, fmt.Errorf("host name %q has no -N suffix", host)
 	}
 	return n, nil
+}
+
+// parseListenerSSLDirs reads --listener-ssl-dirs: each named listener
+// serves the tls.crt and tls.key of its directory, and checks client
+// certificates against its ca.crt when there is one (else --ssl-ca-file's).
+func parseListenerSSLDirs(s string, listeners []server.Listener, shared server.TLSConfig) (map[string]server.TLSConfig, error) {
+	out := map[string]server.TLSConfig{}
+	for _, part := range splitList(s) {
+		name, dir, ok := strings.Cut(part, "=")
+		name = strings.ToUpper(strings.TrimSpace(name))
+		if !ok || name == "" || dir == "" {
+			return nil, fmt.Errorf("--listener-ssl-dirs %q: want NAME=DIR", part)
+		}
+		if !slices.ContainsFunc(listeners, func(l server.Listener) bool { return l.Name == name }) {
+			return nil, fmt.Errorf("--listener-ssl-dirs: %s is not a listener", name)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--listener-ssl-dirs: listener %s is named twice", name)
+		}
+		files := shared
+		files.CertFile, files.KeyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+		if _, err := os.Stat(filepath.Join(dir, "ca.crt")); err == nil {
+			files.CAFile = filepath.Join(dir, "ca.crt")
+		}
+		out[name] = files
+	}
+	return out, nil
 }
