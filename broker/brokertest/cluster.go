@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // Options tune a test cluster.
@@ -48,10 +49,18 @@ type Options struct {
 	// one (KafkaAddr), as name and security protocol; their addresses
 	// are in Broker.Listeners.
 	Listeners []Listener
+	// InterBrokerUser makes the first listener (KafkaAddr) SASL_PLAINTEXT:
+	// the brokers authenticate to each other on it as this user, a super
+	// user whose password is in a users directory (--scram-users-dir),
+	// and Client and Admin authenticate as it too.
+	InterBrokerUser *User
 }
 
 // Listener is a named Kafka listener with its security protocol.
 type Listener struct{ Name, Protocol string }
+
+// User is a SCRAM-SHA-512 user name and password.
+type User struct{ Name, Password string }
 
 // Broker is one broker process of a test cluster.
 type Broker struct {
@@ -77,8 +86,9 @@ type Cluster struct {
 	admin  *kadm.Client
 	net    *network // nil unless Options.Namespaces
 	// listeners are Options.Listeners.
-	listeners []Listener
-	Brokers   []*Broker
+	listeners   []Listener
+	interBroker *User
+	Brokers     []*Broker
 }
 
 var (
@@ -125,8 +135,18 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.Brokers == 0 {
 		opts.Brokers = 3
 	}
-	c := &Cluster{t: t, bin: Binary(t), flags: opts.ExtraFlags, listeners: opts.Listeners}
+	c := &Cluster{t: t, bin: Binary(t), flags: opts.ExtraFlags, listeners: opts.Listeners, interBroker: opts.InterBrokerUser}
 	root := t.TempDir()
+	if u := opts.InterBrokerUser; u != nil {
+		users := filepath.Join(root, "users")
+		if err := os.Mkdir(users, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(users, u.Name), []byte(u.Password), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.flags = append([]string{"--scram-users-dir", users, "--inter-broker-user", u.Name, "--super-users", "User:" + u.Name}, c.flags...)
+	}
 	if opts.DataRoot != "" {
 		dir, err := os.MkdirTemp(opts.DataRoot, "raftka-test")
 		if err != nil {
@@ -187,15 +207,21 @@ func Start(t testing.TB, opts Options) *Cluster {
 	for i := range c.Brokers {
 		c.WaitReady(i)
 	}
+	if c.interBroker != nil {
+		c.waitAuthenticates()
+	}
 	return c
 }
 
 // listenerFlags are a broker's flags for its Kafka listeners.
 func (c *Cluster) listenerFlags(b *Broker) []string {
-	if len(c.listeners) == 0 {
+	if len(c.listeners) == 0 && c.interBroker == nil {
 		return []string{"--listen", b.KafkaAddr}
 	}
 	listeners, protocols := []string{"PLAINTEXT://" + b.KafkaAddr}, []string{"PLAINTEXT:PLAINTEXT"}
+	if c.interBroker != nil {
+		protocols[0] = "PLAINTEXT:SASL_PLAINTEXT"
+	}
 	for _, l := range c.listeners {
 		listeners = append(listeners, l.Name+"://"+b.Listeners[l.Name])
 		protocols = append(protocols, l.Name+":"+l.Protocol)
@@ -431,9 +457,33 @@ func (c *Cluster) AllAddrs() []string {
 	return out
 }
 
+// waitAuthenticates waits until the inter-broker user's credential, which
+// the brokers set from their users directory, reached the metadata.
+func (c *Cluster) waitAuthenticates() {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cl := c.Client(kgo.RequestRetries(0))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		cancel()
+		cl.Close()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the inter-broker user does not authenticate: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // Client returns a franz-go client for the cluster, closed with the test.
 func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.AllAddrs()...)}, opts...)...)
+	base := []kgo.Opt{kgo.SeedBrokers(c.AllAddrs()...)}
+	if u := c.interBroker; u != nil {
+		base = append(base, kgo.SASL(scram.Auth{User: u.Name, Pass: u.Password}.AsSha512Mechanism()))
+	}
+	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}

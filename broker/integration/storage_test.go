@@ -30,9 +30,21 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // more was produced than the Raft logs keep (4 KiB to 8 KiB of entries
 // here; the entry count alone would keep 100,000) catches up from a
 // snapshot, fetching from its peers only the records it lacks, and then
-// holds them all.
+// holds them all; also where the brokers authenticate to each other
+// (SASL_PLAINTEXT inter-broker listener, ACL authorizer on), as the
+// operator runs them.
 func TestLaggingReplicaCatchesUpFromSnapshot(t *testing.T) {
-	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--raft-snapshot-entries", "100000", "--raft-log-retain-bytes", "4096"}})
+	t.Run("plaintext", func(t *testing.T) { testSnapshotCatchUp(t, brokertest.Options{}) })
+	t.Run("authenticated", func(t *testing.T) {
+		testSnapshotCatchUp(t, brokertest.Options{InterBrokerUser: &brokertest.User{Name: "raftka-broker", Password: "inter-broker-secret"},
+			ExtraFlags: []string{"--authorizer", "acl"}})
+	})
+}
+
+func testSnapshotCatchUp(t *testing.T, opts brokertest.Options) {
+	opts.Brokers = 3
+	opts.ExtraFlags = append(opts.ExtraFlags, "--raft-snapshot-entries", "100000", "--raft-log-retain-bytes", "4096")
+	c := brokertest.Start(t, opts)
 	c.CreateTopic("history", 1, 3, nil)
 	leader := c.LeaderOf("history", 0)
 	lagging := (leader + 1) % 3

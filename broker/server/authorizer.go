@@ -29,10 +29,11 @@ type authorizer struct {
 	meta *meta.StateMachine
 }
 
-// allows tells whether the connection may do op on a resource. The
-// inter-broker listener is trusted: the other brokers (fetching for
-// their replicas) and the operator use it, and it must be reachable by
-// them alone; clients use the other listeners.
+// allows tells whether the connection may do op on a resource. A
+// PLAINTEXT inter-broker listener is trusted: the other brokers (fetching
+// for their replicas) and the operator use it, and it must be reachable
+// by them alone; clients use the other listeners. A SASL_PLAINTEXT one
+// is checked as any other: the brokers authenticate on it as a super user.
 func (a *authorizer) allows(c *clientConn, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
 	if a.unchecked(c) {
 		return true
@@ -47,10 +48,10 @@ func (a *authorizer) allowsIn(s *meta.State, c *clientConn, op kmsg.ACLOperation
 	return a.unchecked(c) || acl.Allowed(s.ACLs, acl.Request{Principal: c.principal(), Host: c.host(), Operation: op, ResourceType: rt, ResourceName: name})
 }
 
-// unchecked: the authorizer is off, the connection came through the
-// trusted inter-broker listener, or its principal is a super user.
+// unchecked: the authorizer is off, the connection came through a
+// PLAINTEXT inter-broker listener, or its principal is a super user.
 func (a *authorizer) unchecked(c *clientConn) bool {
-	if !a.cfg.Enabled || c.listener == c.b.listeners[0] {
+	if !a.cfg.Enabled || c.listener == c.b.listeners[0] && c.listener.Protocol == Plaintext {
 		return true
 	}
 	principal := c.principal()

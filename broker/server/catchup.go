@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/raftka/raftka/broker/meta"
 )
@@ -103,8 +104,23 @@ func (c *peerClients) client(id int32) (*kgo.Client, error) {
 	if cl := c.byAddr[addr]; cl != nil {
 		return cl, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("raftka-broker-%d-catch-up", c.b.cfg.ID)),
-		kgo.DialTimeout(5*time.Second), kgo.RequestRetries(0))
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("raftka-broker-%d-catch-up", c.b.cfg.ID)),
+		kgo.DialTimeout(5 * time.Second), kgo.RequestRetries(0)}
+	if user := c.b.cfg.InterBrokerUser; user != "" {
+		// Read at each authentication: a rotated password holds for the
+		// next connection.
+		opts = append(opts, kgo.SASL(scram.Sha512(func(context.Context) (scram.Auth, error) {
+			passwords, err := readScramUsers(c.b.cfg.ScramUsersDir)
+			if err != nil {
+				return scram.Auth{}, err
+			}
+			if passwords[user] == "" {
+				return scram.Auth{}, fmt.Errorf("the inter-broker user %s has no password in %s", user, c.b.cfg.ScramUsersDir)
+			}
+			return scram.Auth{User: user, Pass: passwords[user]}, nil
+		})))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}

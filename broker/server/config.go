@@ -35,11 +35,15 @@ type Config struct {
 	Authorizer AuthorizerConfig
 	// ScramUsersDir names users and holds their passwords, one file each
 	// (scramusers.go); empty: none.
-	ScramUsersDir  string
-	RaftAddr       string // host:port of this broker's Raft transport, stable across restarts
-	RaftListen     string // host:port the Raft transport binds; RaftAddr when empty
-	HTTPListen     string // metrics, readiness and safe-restart endpoints; empty disables
-	MetadataVoters map[int32]string
+	ScramUsersDir string
+	// InterBrokerUser is who the brokers authenticate as on a
+	// SASL_PLAINTEXT inter-broker listener (SCRAM-SHA-512, its password
+	// from ScramUsersDir); empty with a PLAINTEXT one.
+	InterBrokerUser string
+	RaftAddr        string // host:port of this broker's Raft transport, stable across restarts
+	RaftListen      string // host:port the Raft transport binds; RaftAddr when empty
+	HTTPListen      string // metrics, readiness and safe-restart endpoints; empty disables
+	MetadataVoters  map[int32]string
 	// JoinAddresses are HTTP host:port of brokers to ask for a place in the
 	// metadata group, for a broker that is not one of its voters.
 	JoinAddresses            []string
@@ -153,11 +157,16 @@ func (c *Config) validate() error {
 	if len(c.Listeners) == 0 {
 		return fmt.Errorf("a Kafka listener is required")
 	}
-	if c.Authorizer.Enabled && len(c.Listeners) < 2 {
-		return fmt.Errorf("with the ACL authorizer, clients need a listener other than the inter-broker one (the first), which is trusted: give --listeners two")
-	}
-	if p := c.Listeners[0].Protocol; p != Plaintext {
-		return fmt.Errorf("the inter-broker listener %s (the first) must be PLAINTEXT: brokers do not yet authenticate to each other or speak TLS to each other", c.Listeners[0].Name)
+	switch p := c.Listeners[0].Protocol; {
+	case p == SASLPlaintext && (c.InterBrokerUser == "" || c.ScramUsersDir == ""):
+		return fmt.Errorf("the inter-broker listener %s (the first) is SASL_PLAINTEXT: the brokers authenticate on it as --inter-broker-user, whose password is in --scram-users-dir", c.Listeners[0].Name)
+	case p == SASLPlaintext:
+	case p != Plaintext:
+		return fmt.Errorf("the inter-broker listener %s (the first) must be PLAINTEXT or SASL_PLAINTEXT: brokers do not yet speak TLS to each other", c.Listeners[0].Name)
+	case c.InterBrokerUser != "":
+		return fmt.Errorf("--inter-broker-user needs a SASL_PLAINTEXT inter-broker listener (the first); %s is PLAINTEXT", c.Listeners[0].Name)
+	case c.Authorizer.Enabled && len(c.Listeners) < 2:
+		return fmt.Errorf("with the ACL authorizer, clients need a listener other than the PLAINTEXT inter-broker one (the first), which is trusted: give --listeners two")
 	}
 	if _, ok := c.MetadataVoters[c.ID]; !ok && len(c.JoinAddresses) == 0 {
 		ids := make([]int, 0, len(c.MetadataVoters))

@@ -36,10 +36,15 @@ type scramUsers struct {
 
 func (u scramUsers) run(ctx context.Context) {
 	for {
+		wait := scramUsersInterval
 		if err := u.sync(ctx); err != nil {
+			// Soon again: at start, the metadata group may not have
+			// elected its leader yet, and the brokers wait for these
+			// credentials to reach each other.
 			u.b.log.Warn("SCRAM users directory not applied", "dir", u.dir, "error", err)
+			wait = time.Second
 		}
-		if !sleep(ctx, scramUsersInterval) {
+		if !sleep(ctx, wait) {
 			return
 		}
 	}

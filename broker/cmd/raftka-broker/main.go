@@ -38,7 +38,7 @@ func run(args []string) error {
 		dataDir       = fs.String("data-dir", "./data", "directory for the Raft log and partition segments")
 		listen        = fs.String("listen", "127.0.0.1:9092", "address the Kafka listener binds, a single PLAINTEXT listener; --listeners replaces it")
 		advertised    = fs.String("advertised-address", "", "host:port clients are told to connect to (default: --listen)")
-		listeners     = fs.String("listeners", "", "Kafka listeners as NAME://host:port,... (Kafka's listeners); the first is the inter-broker listener, which must be PLAINTEXT; replaces --listen")
+		listeners     = fs.String("listeners", "", "Kafka listeners as NAME://host:port,... (Kafka's listeners); the first is the inter-broker listener, which must be PLAINTEXT, or SASL_PLAINTEXT with --inter-broker-user; replaces --listen")
 		advListeners  = fs.String("advertised-listeners", "", "NAME://host:port,... clients of each listener are told to connect to (Kafka's advertised.listeners; default: each listener's bind address)")
 		protocolMap   = fs.String("listener-security-protocol-map", "", "NAME:PROTOCOL,... for --listeners, PROTOCOL being PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (Kafka's listener.security.protocol.map; default: a listener named after a protocol uses it)")
 		plainNoTLS    = fs.Bool("sasl-plain-without-tls", false, "offer SASL PLAIN on SASL_PLAINTEXT listeners, where the password crosses the network unencrypted (SCRAM-SHA-256 and SCRAM-SHA-512 are always offered)")
@@ -51,6 +51,7 @@ func run(args []string) error {
 		authorizerOn  = fs.String("authorizer", "none", "acl: check every request against the ACLs kept in the metadata (kafka-acls.sh), Kafka's rules; clients then need a listener other than the inter-broker one (the first), which is trusted and must be reachable only by the brokers and the operator. none: every request is allowed")
 		superUsers    = fs.String("super-users", "", "principals that may do anything with --authorizer acl, as User:NAME;User:NAME (Kafka's super.users)")
 		scramUsersDir = fs.String("scram-users-dir", "", "directory of users' SCRAM-SHA-512 passwords, one file per user named after it (a mounted Secret): their credentials are set in the metadata, and set again whenever they no longer match the file, so a cluster can be administered before anyone could alter its credentials")
+		interUser     = fs.String("inter-broker-user", "", "user the brokers authenticate as (SCRAM-SHA-512) on a SASL_PLAINTEXT inter-broker listener, its password a file of --scram-users-dir; list it in --super-users")
 		sessionLife   = fs.Duration("sasl-session-lifetime", 0, "how long a SASL authentication holds before the client must re-authenticate on its connection (Kafka's connections.max.reauth.ms, KIP-368); 0: for the connection's life")
 		raftAddr      = fs.String("raft-address", "127.0.0.1:19092", "host:port of this broker's Raft transport; must stay the same across restarts")
 		raftListen    = fs.String("raft-listen", "", "address the Raft transport binds, such as 0.0.0.0:9093 (default: --raft-address)")
@@ -132,7 +133,7 @@ func run(args []string) error {
 	b, err := server.Start(server.Config{
 		ID: int32(*id), DataDir: *dataDir, Listeners: kafkaListeners,
 		SASL:       server.SASLConfig{PlainWithoutTLS: *plainNoTLS, AuthenticationTimeout: *authTimeout, SessionLifetime: *sessionLife},
-		Authorizer: server.AuthorizerConfig{Enabled: *authorizerOn == "acl", SuperUsers: server.ParseSuperUsers(*superUsers)}, ScramUsersDir: *scramUsersDir,
+		Authorizer: server.AuthorizerConfig{Enabled: *authorizerOn == "acl", SuperUsers: server.ParseSuperUsers(*superUsers)}, ScramUsersDir: *scramUsersDir, InterBrokerUser: *interUser,
 		TLS: tlsConfig, ListenerTLS: listenerTLS, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
