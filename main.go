@@ -66,6 +66,7 @@ func main() {
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "raftka-operator.raftka.io",
 		Cache:                  cacheOpts,
+		Client:                 controllers.ClientOptions(),
 	})
 	if err != nil {
 		log.Error(err, "create manager")

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -34,19 +33,23 @@ type brokersView struct {
 
 // viewBrokers asks the brokers of c, within 10 seconds in all.
 func (r *BrokerClusterReconciler) viewBrokers(ctx context.Context, c *raftkav1.BrokerCluster) brokersView {
-	addrs := r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c))
+	var v brokersView
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, c)
+	if err != nil {
+		v.mdErr, v.regErr, v.quorumErr = err, err, err
+		return v
+	}
 	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var v brokersView
-	v.admin, v.mdErr = r.Brokers.Admin(addrs)
+	v.admin, v.mdErr = r.Brokers.Admin(access)
 	if v.mdErr != nil {
 		v.regErr, v.quorumErr = v.mdErr, v.mdErr
 		return v
 	}
 	v.md, v.mdErr = v.admin.Metadata(vctx)
 	v.hosted = hostedReplicas(v.md)
-	v.registered, v.regErr = r.Brokers.Registered(vctx, addrs)
-	v.quorum, v.quorumErr = r.Brokers.MetadataQuorum(vctx, addrs)
+	v.registered, v.regErr = r.Brokers.Registered(vctx, access)
+	v.quorum, v.quorumErr = r.Brokers.MetadataQuorum(vctx, access)
 	return v
 }
 
@@ -78,7 +81,7 @@ func (r *BrokerClusterReconciler) observeBrokers(ctx context.Context, c *raftkav
 	byID := map[int32]*raftkav1.BrokerStatus{}
 	entry := func(id int32) *raftkav1.BrokerStatus {
 		if byID[id] == nil {
-			byID[id] = &raftkav1.BrokerStatus{ID: id, Address: fmt.Sprintf("%s:%d", specs.BrokerHost(c, id), specs.KafkaPort),
+			byID[id] = &raftkav1.BrokerStatus{ID: id, Address: specs.BrokerAddress(c, id),
 				Incarnation: previous[id].Incarnation, Generation: previous[id].Generation}
 		}
 		return byID[id]

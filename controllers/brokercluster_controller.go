@@ -53,6 +53,7 @@ type BrokerClusterReconciler struct {
 // +kubebuilder:rbac:groups=raftka.io,resources=brokerclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -83,6 +84,9 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	}
 	founding, err := r.foundingVoters(ctx, c)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.ensureInternalCredentials(ctx, c); err != nil {
 		return ctrl.Result{}, err
 	}
 	cm := specs.BuildConfigMap(c, founding)
@@ -124,6 +128,9 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 // broker does not know, and no image to run.
 func (r *BrokerClusterReconciler) validateSpec(c *raftkav1.BrokerCluster) error {
 	if err := specs.ValidateConfig(c); err != nil {
+		return err
+	}
+	if err := specs.ValidateListeners(c); err != nil {
 		return err
 	}
 	_, err := specs.BrokerImage(c, r.DefaultImage)
@@ -288,6 +295,10 @@ func (r *BrokerClusterReconciler) observe(ctx context.Context, c *raftkav1.Broke
 		return err
 	}
 	c.Status.BootstrapServers = specs.BootstrapServers(c)
+	c.Status.Listeners = nil
+	for _, l := range c.Spec.Listeners {
+		c.Status.Listeners = append(c.Status.Listeners, raftkav1.ListenerStatus{Name: l.Name, BootstrapServers: specs.ListenerBootstrap(c, l)})
+	}
 	var ready int32
 	for i := range pods {
 		if podReady(&pods[i]) {

@@ -16,7 +16,6 @@ import (
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/rebalance"
-	"github.com/raftka/raftka/internal/specs"
 )
 
 // maxClusterMoves bounds the partitions a rebalance moves at once: each
@@ -193,14 +192,17 @@ func (r *BrokerClusterReconciler) unregisterRemoved(ctx context.Context, c *raft
 	if stsReplicas != c.Spec.Replicas || c.Spec.Rebalancing == raftkav1.RebalancingOff || view.regErr != nil {
 		return
 	}
-	addrs := r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c))
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, c)
+	if err != nil {
+		return
+	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, b := range view.registered {
 		if b.ID < c.Spec.Replicas || !b.Fenced {
 			continue
 		}
-		if err := r.Brokers.Unregister(cctx, addrs, b.ID); err != nil {
+		if err := r.Brokers.Unregister(cctx, access, b.ID); err != nil {
 			log.FromContext(ctx).Info("unregister removed broker failed", "broker", b.ID, "error", err.Error())
 			continue
 		}

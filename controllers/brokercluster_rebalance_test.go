@@ -74,19 +74,26 @@ func balanced(t testing.TB, cl *brokertest.Cluster, ns string, n int32) (bool, s
 // BrokerCluster "wide" of namespace ns stands for; the BrokerCluster is
 // deleted when the test ends.
 func startWide(t testing.TB, ns string, opts brokertest.Options) *brokertest.Cluster {
-	wide := brokertest.Start(t, opts)
+	return startBrokers(t, ns, "wide", opts)
+}
+
+// startBrokers starts a cluster of real brokers of its own, which the
+// BrokerCluster name of namespace ns stands for; the BrokerCluster is
+// deleted when the test ends.
+func startBrokers(t testing.TB, ns, name string, opts brokertest.Options) *brokertest.Cluster {
+	cl := brokertest.Start(t, opts)
 	// Before its brokers stop (cleanups run last first): the operator
 	// would otherwise go on asking brokers that are gone.
 	t.Cleanup(func() {
-		_ = k8s.Delete(context.Background(), &raftkav1.BrokerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wide"}})
+		_ = k8s.Delete(context.Background(), &raftkav1.BrokerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 	})
-	pool.SetOverride(ns+"/wide", wide.AllAddrs())
+	pool.SetOverride(ns+"/"+name, cl.AllAddrs())
 	var httpAddrs []string
-	for _, b := range wide.Brokers {
+	for _, b := range cl.Brokers {
 		httpAddrs = append(httpAddrs, b.HTTPAddr)
 	}
-	httpOverride.Store(ns+"/wide", httpAddrs)
-	return wide
+	httpOverride.Store(ns+"/"+name, httpAddrs)
+	return cl
 }
 
 // resizeWide sets the replicas of the BrokerCluster "wide" of namespace
@@ -200,7 +207,7 @@ func TestRebalancingSpreadsAndDrainsBrokers(t *testing.T) {
 	eventually2(t, 2*time.Minute, "broker 4 drained", func() (bool, string) { return balanced(t, wide, ns, 4) })
 	wide.Stop(4)
 	eventually(t, "broker 4 unregistered", func() (bool, string) {
-		got, err := pool.Registered(context.Background(), wide.AllAddrs()[:4])
+		got, err := pool.Registered(context.Background(), brokerclient.Access{Addrs: wide.AllAddrs()[:4]})
 		return err == nil && len(got) == 4 && !slices.ContainsFunc(got, func(b brokerclient.RegisteredBroker) bool { return b.ID == 4 }), fmt.Sprint(got, err)
 	})
 

@@ -26,12 +26,15 @@ func (r *BrokerClusterReconciler) syncMetadataVoters(ctx context.Context, c *raf
 	if !ok {
 		return false
 	}
-	addrs := r.Brokers.Bootstrap(c.Namespace, c.Name, specs.BootstrapServers(c))
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, c)
+	if err != nil {
+		return false
+	}
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	logger := log.FromContext(ctx)
 	if change.Add {
-		if err := r.Brokers.AddVoter(cctx, addrs, change.Broker); err != nil {
+		if err := r.Brokers.AddVoter(cctx, access, change.Broker); err != nil {
 			logger.Info("adding a metadata voter failed", "broker", change.Broker, "error", err.Error())
 			return true
 		}
@@ -41,7 +44,7 @@ func (r *BrokerClusterReconciler) syncMetadataVoters(ctx context.Context, c *raf
 		}
 		return true
 	}
-	if err := r.Brokers.RemoveVoter(cctx, addrs, change.Broker); err != nil {
+	if err := r.Brokers.RemoveVoter(cctx, access, change.Broker); err != nil {
 		logger.Info("removing a metadata voter failed", "broker", change.Broker, "error", err.Error())
 		return true
 	}

@@ -37,7 +37,7 @@ func TestMetadataVotersFollowTheBrokerCluster(t *testing.T) {
 	ctx := context.Background()
 	quorumIs := func(want ...int32) func() (bool, string) {
 		return func() (bool, string) {
-			q, err := pool.MetadataQuorum(ctx, wide.AllAddrs())
+			q, err := pool.MetadataQuorum(ctx, brokerclient.Access{Addrs: wide.AllAddrs()})
 			return err == nil && slices.Equal(q.Voters, want), fmt.Sprint(q, err)
 		}
 	}
@@ -86,7 +86,7 @@ func TestMetadataVotersFollowTheBrokerCluster(t *testing.T) {
 	}
 	wide.Stop(2)
 	eventually(t, "broker 2 unregistered", func() (bool, string) {
-		got, err := pool.Registered(ctx, wide.AllAddrs()[:2])
+		got, err := pool.Registered(ctx, brokerclient.Access{Addrs: wide.AllAddrs()[:2]})
 		return err == nil && len(got) == 2 && !slices.ContainsFunc(got, func(b brokerclient.RegisteredBroker) bool { return b.ID == 2 }), fmt.Sprint(got, err)
 	})
 	wide.CreateTopic("after", 2, 2, nil)

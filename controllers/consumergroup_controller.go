@@ -16,7 +16,6 @@ import (
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/autoscale"
 	"github.com/raftka/raftka/internal/brokerclient"
-	"github.com/raftka/raftka/internal/specs"
 )
 
 // ConsumerGroupReconciler reports a consumer group's lag.
@@ -67,7 +66,11 @@ func (r *ConsumerGroupReconciler) measure(ctx context.Context, cg *raftkav1.Cons
 	if err := r.Get(ctx, types.NamespacedName{Namespace: cg.Namespace, Name: cg.Spec.ClusterRef.Name}, &cluster); err != nil {
 		return fmt.Errorf("BrokerCluster %s: %w", cg.Spec.ClusterRef.Name, err)
 	}
-	adm, err := r.Brokers.Admin(r.Brokers.Bootstrap(cluster.Namespace, cluster.Name, specs.BootstrapServers(&cluster)))
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, &cluster)
+	if err != nil {
+		return err
+	}
+	adm, err := r.Brokers.Admin(access)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,9 @@ package controllers
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/brokerclient"
@@ -12,7 +14,10 @@ import (
 // Options tune the controllers.
 type Options struct {
 	TopicResync time.Duration
-	LagPeriod   time.Duration
+	// UserResync is how often a User's credential and ACLs are checked on
+	// the brokers, and set back where they changed there.
+	UserResync time.Duration
+	LagPeriod  time.Duration
 	// BrokerHTTPAddr replaces the brokers' in-cluster DNS names for their
 	// HTTP endpoints, for an operator that reaches them otherwise.
 	BrokerHTTPAddr func(cluster *raftkav1.BrokerCluster, id int32) string
@@ -21,10 +26,20 @@ type Options struct {
 	DefaultBrokerImage string
 }
 
+// ClientOptions are the manager's client options. Secrets are read from
+// the API server and never cached: the operator keeps no copy of every
+// Secret in the cluster, and needs no right to list or watch them.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+}
+
 // Setup registers every controller with the manager.
 func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error {
 	if opts.TopicResync <= 0 {
 		opts.TopicResync = time.Minute
+	}
+	if opts.UserResync <= 0 {
+		opts.UserResync = time.Minute
 	}
 	if opts.LagPeriod <= 0 {
 		opts.LagPeriod = 15 * time.Second
@@ -34,6 +49,9 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 		return err
 	}
 	if err := (&TopicReconciler{Client: mgr.GetClient(), Brokers: brokers, Resync: opts.TopicResync}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&UserReconciler{Client: mgr.GetClient(), Brokers: brokers, Resync: opts.UserResync}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&ConsumerGroupReconciler{Client: mgr.GetClient(), Brokers: brokers, SyncPeriod: opts.LagPeriod,

@@ -105,7 +105,7 @@ func runSuite(m *testing.M) int {
 		fmt.Println(err)
 		return 1
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Client: ClientOptions()})
 	if err != nil {
 		fmt.Println(err)
 		return 1
@@ -122,7 +122,7 @@ func runSuite(m *testing.M) int {
 		}
 		return brokers.Brokers[id].HTTPAddr
 	}
-	if err := Setup(mgr, pool, Options{TopicResync: 2 * time.Second, LagPeriod: time.Second, BrokerHTTPAddr: httpAddr, DefaultBrokerImage: defaultBrokerImage}); err != nil {
+	if err := Setup(mgr, pool, Options{TopicResync: 2 * time.Second, UserResync: 2 * time.Second, LagPeriod: time.Second, BrokerHTTPAddr: httpAddr, DefaultBrokerImage: defaultBrokerImage}); err != nil {
 		fmt.Println(err)
 		return 1
 	}

@@ -27,7 +27,6 @@ import (
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/brokerclient"
-	"github.com/raftka/raftka/internal/specs"
 )
 
 // TopicFinalizer holds a Topic until its deletion policy was carried out.
@@ -161,23 +160,30 @@ func (r *TopicReconciler) owner(ctx context.Context, topic *raftkav1.Topic) (str
 	if err := r.List(ctx, &all, client.InNamespace(topic.Namespace)); err != nil {
 		return "", err
 	}
-	var same []raftkav1.Topic
-	for _, t := range all.Items {
+	var same []client.Object
+	for i, t := range all.Items {
 		if t.Spec.ClusterRef == topic.Spec.ClusterRef && t.KafkaName() == topic.KafkaName() && t.DeletionTimestamp.IsZero() {
-			same = append(same, t)
+			same = append(same, &all.Items[i])
 		}
 	}
-	if len(same) == 0 {
-		return topic.Name, nil
+	return oldest(same, topic.Name), nil
+}
+
+// oldest names, of several objects that name the same Kafka resource, the
+// one that manages it: the oldest, then the first by name; fallback when
+// there are none.
+func oldest(objs []client.Object, fallback string) string {
+	if len(objs) == 0 {
+		return fallback
 	}
-	sort.Slice(same, func(i, j int) bool {
-		ti, tj := same[i].CreationTimestamp, same[j].CreationTimestamp
+	sort.Slice(objs, func(i, j int) bool {
+		ti, tj := objs[i].GetCreationTimestamp(), objs[j].GetCreationTimestamp()
 		if !ti.Equal(&tj) {
 			return ti.Before(&tj)
 		}
-		return same[i].Name < same[j].Name
+		return objs[i].GetName() < objs[j].GetName()
 	})
-	return same[0].Name, nil
+	return objs[0].GetName()
 }
 
 func (r *TopicReconciler) admin(ctx context.Context, topic *raftkav1.Topic) (*kadm.Client, *raftkav1.BrokerCluster, error) {
@@ -189,7 +195,11 @@ func (r *TopicReconciler) admin(ctx context.Context, topic *raftkav1.Topic) (*ka
 		}
 		return nil, nil, err
 	}
-	adm, err := r.Brokers.Admin(r.Brokers.Bootstrap(cluster.Namespace, cluster.Name, specs.BootstrapServers(&cluster)))
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, &cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	adm, err := r.Brokers.Admin(access)
 	return adm, &cluster, err
 }
 

@@ -75,6 +75,82 @@ type BrokerClusterSpec struct {
 	// a service account to the broker pods.
 	// +optional
 	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
+
+	// Listeners are where clients reach the brokers, each on a port of its
+	// own with its own TLS and authentication, as Kafka's listeners. When
+	// empty, the brokers serve one listener without TLS or authentication
+	// on 9092, which they also use among themselves. When set, the brokers
+	// and the operator use a listener of their own (replication, 9091),
+	// on which they authenticate with SCRAM-SHA-512 as users the operator
+	// creates (raftka-broker and raftka-operator, super users, their
+	// passwords in the Secret <name>-internal-credentials).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(l, self.exists_one(o, o.port == l.port))",message="listeners must have distinct ports"
+	Listeners []ListenerSpec `json:"listeners,omitempty"`
+
+	// Authorization, when set, checks every client request against Kafka
+	// ACLs: those of the User kind, and those kafka-acls.sh sets. It needs
+	// listeners with authentication, so that requests have a principal.
+	// +optional
+	Authorization *AuthorizationSpec `json:"authorization,omitempty"`
+}
+
+// ListenerSpec is one Kafka listener of the brokers.
+type ListenerSpec struct {
+	// Name of the listener; Kafka's tools show it in capitals.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9]{0,10}$`
+	// +kubebuilder:validation:XValidation:rule="!(self in ['replication', 'raft', 'http', 'kafka'])",message="replication, raft, http and kafka are the brokers' own port names"
+	Name string `json:"name"`
+	// Port the brokers listen on, and the client Service serves.
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:validation:XValidation:rule="!(self in [8080, 9091, 9093])",message="ports 8080, 9091 and 9093 are the brokers' own"
+	Port int32 `json:"port"`
+	// TLS encrypts the listener with a certificate from a Secret.
+	// +optional
+	TLS *ListenerTLS `json:"tls,omitempty"`
+	// Authentication clients of the listener must pass; none when unset.
+	// +optional
+	Authentication *ListenerAuthentication `json:"authentication,omitempty"`
+}
+
+// ListenerTLS is a listener's certificate.
+type ListenerTLS struct {
+	// SecretName is a kubernetes.io/tls Secret in the cluster's namespace
+	// (tls.crt and tls.key), as cert-manager writes one. The certificate names the brokers'
+	// addresses: <cluster>-<n>.<cluster>-brokers.<namespace>.svc and the
+	// client Service <cluster>.<namespace>.svc. A renewed certificate is
+	// served to new connections within a second or so of the kubelet
+	// updating the mounted Secret, with no restart.
+	// +kubebuilder:validation:MinLength=1
+	SecretName string `json:"secretName"`
+}
+
+// AuthenticationType is how a listener's clients authenticate.
+// +kubebuilder:validation:Enum=scram-sha-512
+type AuthenticationType string
+
+// AuthenticationSCRAMSHA512 is SASL SCRAM-SHA-512 with the passwords of
+// Users (SCRAM-SHA-256 and, over TLS, PLAIN are served too).
+const AuthenticationSCRAMSHA512 AuthenticationType = "scram-sha-512"
+
+// ListenerAuthentication is how a listener's clients authenticate.
+type ListenerAuthentication struct {
+	Type AuthenticationType `json:"type"`
+}
+
+// AuthorizationSpec turns on Kafka ACLs.
+type AuthorizationSpec struct {
+	// Type is simple: Kafka's ACLs (StandardAuthorizer's rules).
+	// +kubebuilder:validation:Enum=simple
+	Type string `json:"type"`
+	// SuperUsers may do anything, as User:NAME; the operator's and the
+	// brokers' own users always are.
+	// +optional
+	SuperUsers []string `json:"superUsers,omitempty"`
 }
 
 // RebalancingMode says whether the operator spreads partition replicas.
@@ -106,6 +182,12 @@ type PodTemplate struct {
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+}
+
+// ListenerStatus is where clients of a listener connect.
+type ListenerStatus struct {
+	Name             string `json:"name"`
+	BootstrapServers string `json:"bootstrapServers"`
 }
 
 // BrokerStatus is one broker as the operator sees it.
@@ -143,9 +225,13 @@ type BrokerClusterStatus struct {
 	// ReadyReplicas is the number of ready brokers.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
-	// BootstrapServers is the client Service's address.
+	// BootstrapServers is the client Service's address, at the first
+	// listener's port.
 	// +optional
 	BootstrapServers string `json:"bootstrapServers,omitempty"`
+	// Listeners are the client Service's address at each listener.
+	// +optional
+	Listeners []ListenerStatus `json:"listeners,omitempty"`
 	// Brokers lists every broker pod and every broker the cluster has
 	// registered.
 	// +optional

@@ -54,6 +54,8 @@ type Options struct {
 	// user whose password is in a users directory (--scram-users-dir),
 	// and Client and Admin authenticate as it too.
 	InterBrokerUser *User
+	// Users are more users in the same users directory.
+	Users []User
 }
 
 // Listener is a named Kafka listener with its security protocol.
@@ -142,8 +144,10 @@ func Start(t testing.TB, opts Options) *Cluster {
 		if err := os.Mkdir(users, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(users, u.Name), []byte(u.Password), 0o600); err != nil {
-			t.Fatal(err)
+		for _, u := range append([]User{*u}, opts.Users...) {
+			if err := os.WriteFile(filepath.Join(users, u.Name), []byte(u.Password), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 		c.flags = append([]string{"--scram-users-dir", users, "--inter-broker-user", u.Name, "--super-users", "User:" + u.Name}, c.flags...)
 	}

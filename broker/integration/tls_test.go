@@ -120,7 +120,7 @@ func TestTLSListeners(t *testing.T) {
 	for _, listener := range []string{"PUBLIC", "SECURE"} {
 		other := map[string]*x509.CertPool{"PUBLIC": roots, "SECURE": publicRoots}[listener]
 		if conn, err := tls.Dial("tcp", c.Brokers[0].Listeners[listener], &tls.Config{RootCAs: other}); err == nil {
-			conn.Close()
+			_ = conn.Close()
 			t.Errorf("listener %s served a certificate of the other listener's CA", listener)
 		}
 	}

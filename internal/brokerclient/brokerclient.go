@@ -5,6 +5,8 @@ package brokerclient
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // Clients caches one Kafka client per bootstrap address list.
@@ -47,14 +50,44 @@ func ParseOverride(s string) (map[string][]string, error) {
 	return out, nil
 }
 
-// Bootstrap returns the addresses to reach a cluster at.
-func (c *Clients) Bootstrap(namespace, name, inCluster string) []string {
+// Access is how the operator reaches a cluster: the seed addresses of a
+// listener and, where that listener authenticates, the operator's
+// SCRAM-SHA-512 credential.
+type Access struct {
+	Addrs []string
+	// User and Password are empty where the listener does not
+	// authenticate.
+	User, Password string
+}
+
+// key names the cached client of an access: a changed password makes a
+// new one.
+func (a Access) key() (addrs, full string) {
+	sorted := append([]string(nil), a.Addrs...)
+	sort.Strings(sorted)
+	addrs = strings.Join(sorted, ",") + "|" + a.User
+	sum := sha256.Sum256([]byte(a.Password))
+	return addrs, addrs + "|" + hex.EncodeToString(sum[:8])
+}
+
+// options are the client options of an access.
+func (a Access) options() []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(a.Addrs...)}
+	if a.User != "" {
+		opts = append(opts, kgo.SASL(scram.Auth{User: a.User, Pass: a.Password}.AsSha512Mechanism()))
+	}
+	return opts
+}
+
+// Bootstrap returns how to reach a cluster: in, its addresses replaced by
+// the cluster's override if it has one.
+func (c *Clients) Bootstrap(namespace, name string, in Access) Access {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if addrs, ok := c.Override[namespace+"/"+name]; ok {
-		return addrs
+		in.Addrs = addrs
 	}
-	return []string{inCluster}
+	return in
 }
 
 // SetOverride points the BrokerCluster "namespace/name" at addrs.
@@ -67,9 +100,9 @@ func (c *Clients) SetOverride(key string, addrs []string) {
 	c.Override[key] = addrs
 }
 
-// Admin returns a cached admin client for the addresses.
-func (c *Clients) Admin(addrs []string) (*kadm.Client, error) {
-	cl, err := c.client(addrs)
+// Admin returns a cached admin client for an access.
+func (c *Clients) Admin(access Access) (*kadm.Client, error) {
+	cl, err := c.client(access)
 	if err != nil {
 		return nil, err
 	}
@@ -85,8 +118,8 @@ type RegisteredBroker struct {
 
 // Registered lists the brokers the cluster records, those that do not
 // answer included (DescribeCluster v2).
-func (c *Clients) Registered(ctx context.Context, addrs []string) ([]RegisteredBroker, error) {
-	cl, err := c.client(addrs)
+func (c *Clients) Registered(ctx context.Context, access Access) ([]RegisteredBroker, error) {
+	cl, err := c.client(access)
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +147,8 @@ func ReadRegistered(ctx context.Context, r kmsg.Requestor) ([]RegisteredBroker, 
 
 // Unregister forgets a broker that left the cluster for good
 // (UnregisterBroker): it must be stopped and hold no partition replica.
-func (c *Clients) Unregister(ctx context.Context, addrs []string, id int32) error {
-	cl, err := c.client(addrs)
+func (c *Clients) Unregister(ctx context.Context, access Access, id int32) error {
+	cl, err := c.client(access)
 	if err != nil {
 		return err
 	}
@@ -137,8 +170,8 @@ type Quorum struct {
 }
 
 // MetadataQuorum asks for the metadata group's members.
-func (c *Clients) MetadataQuorum(ctx context.Context, addrs []string) (Quorum, error) {
-	cl, err := c.client(addrs)
+func (c *Clients) MetadataQuorum(ctx context.Context, access Access) (Quorum, error) {
+	cl, err := c.client(access)
 	if err != nil {
 		return Quorum{}, err
 	}
@@ -179,8 +212,8 @@ func ReadQuorum(ctx context.Context, r kmsg.Requestor) (Quorum, error) {
 }
 
 // AddVoter makes a running broker a metadata voter (AddRaftVoter).
-func (c *Clients) AddVoter(ctx context.Context, addrs []string, id int32) error {
-	cl, err := c.client(addrs)
+func (c *Clients) AddVoter(ctx context.Context, access Access, id int32) error {
+	cl, err := c.client(access)
 	if err != nil {
 		return err
 	}
@@ -195,8 +228,8 @@ func (c *Clients) AddVoter(ctx context.Context, addrs []string, id int32) error 
 
 // RemoveVoter takes a leaving broker out of the metadata group
 // (RemoveRaftVoter): it must hold no partition replica.
-func (c *Clients) RemoveVoter(ctx context.Context, addrs []string, id int32) error {
-	cl, err := c.client(addrs)
+func (c *Clients) RemoveVoter(ctx context.Context, access Access, id int32) error {
+	cl, err := c.client(access)
 	if err != nil {
 		return err
 	}
@@ -218,10 +251,8 @@ func errorWithMessage(code int16, msg *string) error {
 	return err
 }
 
-func (c *Clients) client(addrs []string) (*kgo.Client, error) {
-	sorted := append([]string(nil), addrs...)
-	sort.Strings(sorted)
-	key := strings.Join(sorted, ",")
+func (c *Clients) client(access Access) (*kgo.Client, error) {
+	addrs, key := access.key()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.clients == nil {
@@ -230,10 +261,17 @@ func (c *Clients) client(addrs []string) (*kgo.Client, error) {
 	if cl, ok := c.clients[key]; ok {
 		return cl, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(sorted...), kgo.ClientID("raftka-operator"),
-		kgo.MetadataMinAge(time.Second), kgo.RequestTimeoutOverhead(5*time.Second), kgo.RetryTimeout(10*time.Second))
+	cl, err := kgo.NewClient(append(access.options(), kgo.ClientID("raftka-operator"),
+		kgo.MetadataMinAge(time.Second), kgo.RequestTimeoutOverhead(5*time.Second), kgo.RetryTimeout(10*time.Second))...)
 	if err != nil {
 		return nil, err
+	}
+	// The client of a rotated password goes.
+	for k, old := range c.clients {
+		if strings.HasPrefix(k, addrs+"|") {
+			old.Close()
+			delete(c.clients, k)
+		}
 	}
 	c.clients[key] = cl
 	return cl, nil

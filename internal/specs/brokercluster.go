@@ -83,9 +83,10 @@ func Labels(c *raftkav1.BrokerCluster) map[string]string {
 	return map[string]string{LabelName: "raftka", LabelCluster: c.Name, LabelComponent: "broker", LabelManagedBy: "raftka-operator"}
 }
 
-// BootstrapServers is the client Service's address.
+// BootstrapServers is the client Service's address at the first client
+// listener.
 func BootstrapServers(c *raftkav1.BrokerCluster) string {
-	return fmt.Sprintf("%s.%s.svc:%d", ClientServiceName(c), c.Namespace, KafkaPort)
+	return fmt.Sprintf("%s.%s.svc:%d", ClientServiceName(c), c.Namespace, clientPort(c))
 }
 
 // BrokerHost is broker id's stable DNS name through the headless Service.
@@ -162,11 +163,10 @@ func BuildHeadlessService(c *raftkav1.BrokerCluster) *corev1.Service {
 		ObjectMeta: metav1.ObjectMeta{Name: HeadlessServiceName(c), Namespace: c.Namespace, Labels: Labels(c)},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true, Selector: Labels(c),
-			Ports: []corev1.ServicePort{
-				{Name: "kafka", Port: KafkaPort, TargetPort: intstr.FromString("kafka")},
-				{Name: "raft", Port: RaftPort, TargetPort: intstr.FromString("raft")},
-				{Name: "http", Port: HTTPPort, TargetPort: intstr.FromString("http")},
-			},
+			Ports: append(listenerPorts(c, false),
+				corev1.ServicePort{Name: "raft", Port: RaftPort, TargetPort: intstr.FromString("raft")},
+				corev1.ServicePort{Name: "http", Port: HTTPPort, TargetPort: intstr.FromString("http")},
+			),
 		},
 	}
 }
@@ -177,10 +177,9 @@ func BuildClientService(c *raftkav1.BrokerCluster) *corev1.Service {
 		ObjectMeta: metav1.ObjectMeta{Name: ClientServiceName(c), Namespace: c.Namespace, Labels: Labels(c)},
 		Spec: corev1.ServiceSpec{
 			Selector: Labels(c),
-			Ports: []corev1.ServicePort{
-				{Name: "kafka", Port: KafkaPort, TargetPort: intstr.FromString("kafka")},
-				{Name: "http", Port: HTTPPort, TargetPort: intstr.FromString("http")},
-			},
+			Ports: append(listenerPorts(c, true),
+				corev1.ServicePort{Name: "http", Port: HTTPPort, TargetPort: intstr.FromString("http")},
+			),
 		},
 	}
 }
@@ -232,33 +231,29 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 	if pullPolicy == "" {
 		pullPolicy = corev1.PullIfNotPresent
 	}
+	secretVolumes, secretMounts := listenerVolumes(c)
 	container := corev1.Container{
 		Name:            "broker",
 		Image:           c.Spec.Image,
 		ImagePullPolicy: pullPolicy,
-		Args: []string{
+		Args: append(append([]string{
 			"--id-from-hostname",
 			"--data-dir=" + dataPath,
-			fmt.Sprintf("--listen=0.0.0.0:%d", KafkaPort),
-			fmt.Sprintf("--advertised-address=%s:%d", self, KafkaPort),
+		}, listenerArgs(c, self)...),
 			fmt.Sprintf("--raft-address=%s:%d", self, RaftPort),
 			fmt.Sprintf("--raft-listen=0.0.0.0:%d", RaftPort),
 			fmt.Sprintf("--http-listen=0.0.0.0:%d", HTTPPort),
-			"--metadata-voters=" + strings.Join(voterList, ","),
-			"--join=" + strings.Join(joinList, ","),
-		},
+			"--metadata-voters="+strings.Join(voterList, ","),
+			"--join="+strings.Join(joinList, ","),
+		),
 		Env: []corev1.EnvVar{
 			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 			// Empty where the node has no such label: no rack.
 			{Name: "RAFTKA_RACK", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fmt.Sprintf("metadata.labels['%s']", RackLabel(c))}}},
 		},
-		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(c)}}}},
-		Ports: []corev1.ContainerPort{
-			{Name: "kafka", ContainerPort: KafkaPort},
-			{Name: "raft", ContainerPort: RaftPort},
-			{Name: "http", ContainerPort: HTTPPort},
-		},
+		EnvFrom:   []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(c)}}}},
+		Ports:     containerPorts(c),
 		Resources: c.Spec.Resources,
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("http")}},
@@ -268,7 +263,7 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}},
 			InitialDelaySeconds: 10, PeriodSeconds: 10, FailureThreshold: 6,
 		},
-		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: dataPath}},
+		VolumeMounts: append([]corev1.VolumeMount{{Name: "data", MountPath: dataPath}}, secretMounts...),
 	}
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName(c), Namespace: c.Namespace, Labels: labels},
@@ -282,6 +277,7 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
 				Spec: corev1.PodSpec{
 					Containers:                    []corev1.Container{container},
+					Volumes:                       secretVolumes,
 					ServiceAccountName:            pt.ServiceAccountName,
 					NodeSelector:                  pt.NodeSelector,
 					Tolerations:                   pt.Tolerations,
@@ -345,4 +341,13 @@ func ObjectHash(obj any) string {
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])[:16]
+}
+
+// containerPorts are the broker container's named ports.
+func containerPorts(c *raftkav1.BrokerCluster) []corev1.ContainerPort {
+	var ports []corev1.ContainerPort
+	for _, p := range listenerPorts(c, false) {
+		ports = append(ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port})
+	}
+	return append(ports, corev1.ContainerPort{Name: "raft", ContainerPort: RaftPort}, corev1.ContainerPort{Name: "http", ContainerPort: HTTPPort})
 }

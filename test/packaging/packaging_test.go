@@ -83,6 +83,7 @@ var (
 	brokerClusterGVK = schema.GroupVersionKind{Group: "raftka.io", Version: "v1alpha1", Kind: "BrokerCluster"}
 	topicGVK         = schema.GroupVersionKind{Group: "raftka.io", Version: "v1alpha1", Kind: "Topic"}
 	consumerGroupGVK = schema.GroupVersionKind{Group: "raftka.io", Version: "v1alpha1", Kind: "ConsumerGroup"}
+	userGVK          = schema.GroupVersionKind{Group: "raftka.io", Version: "v1alpha1", Kind: "User"}
 	clusterRoleGVK   = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
 )
 
@@ -92,8 +93,9 @@ func TestKustomizeDefaultAndSamplesAreAccepted(t *testing.T) {
 	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
 	run(t, root, kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "-k", "config/default")
 	run(t, root, kubectl, "--kubeconfig", kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/brokerclusters.raftka.io", "crd/topics.raftka.io", "crd/consumergroups.raftka.io")
+		"crd/brokerclusters.raftka.io", "crd/topics.raftka.io", "crd/consumergroups.raftka.io", "crd/users.raftka.io")
 	run(t, root, kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "-n", "default", "-k", "config/samples")
+	run(t, root, kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "-n", "default", "-k", "config/samples/secured")
 
 	var d appsv1.Deployment
 	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "raftka-system", Name: "raftka-operator"}, &d); err != nil {
@@ -107,6 +109,8 @@ func TestKustomizeDefaultAndSamplesAreAccepted(t *testing.T) {
 	mustExist(t, c, topicGVK, "default", "orders")
 	mustExist(t, c, topicGVK, "default", "audit-log")
 	mustExist(t, c, consumerGroupGVK, "default", "order-processors")
+	mustExist(t, c, brokerClusterGVK, "default", "secured")
+	mustExist(t, c, userGVK, "default", "orders-app")
 }
 
 func TestHelmInstall(t *testing.T) {

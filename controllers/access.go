@@ -1,0 +1,75 @@
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/specs"
+)
+
+// clusterAccess is how the operator reaches a cluster's brokers: the
+// replication listener with the operator's own credential from the
+// internal credentials Secret, or the one listener of a cluster without
+// listeners of its own.
+func clusterAccess(ctx context.Context, r client.Reader, pool *brokerclient.Clients, c *raftkav1.BrokerCluster) (brokerclient.Access, error) {
+	access := brokerclient.Access{Addrs: []string{specs.OperatorBootstrap(c)}}
+	if specs.Secured(c) {
+		var secret corev1.Secret
+		if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.InternalCredentialsName(c)}, &secret); err != nil {
+			return brokerclient.Access{}, fmt.Errorf("the operator's credential for cluster %s: %w", c.Name, err)
+		}
+		password := string(secret.Data[specs.OperatorUser])
+		if password == "" {
+			return brokerclient.Access{}, fmt.Errorf("the operator's credential for cluster %s: Secret %s has no %s", c.Name, secret.Name, specs.OperatorUser)
+		}
+		access.User, access.Password = specs.OperatorUser, password
+	}
+	return pool.Bootstrap(c.Namespace, c.Name, access), nil
+}
+
+// newPassword is a random password: 26 letters and digits, 130 bits.
+func newPassword() string { return rand.Text() }
+
+// ensureInternalCredentials creates the brokers' and the operator's
+// passwords once, and adds either if it went missing; a password that
+// exists is never replaced, so the brokers' credentials stay valid.
+func (r *BrokerClusterReconciler) ensureInternalCredentials(ctx context.Context, c *raftkav1.BrokerCluster) error {
+	if !specs.Secured(c) {
+		return nil
+	}
+	var current corev1.Secret
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.InternalCredentialsName(c)}, &current)
+	if apierrors.IsNotFound(err) {
+		secret := specs.BuildInternalCredentials(c, newPassword(), newPassword())
+		if err := controllerutil.SetControllerReference(c, secret, r.Scheme()); err != nil {
+			return err
+		}
+		return r.Create(ctx, secret)
+	}
+	if err != nil {
+		return err
+	}
+	changed := false
+	for _, user := range []string{specs.BrokerUser, specs.OperatorUser} {
+		if len(current.Data[user]) == 0 {
+			if current.Data == nil {
+				current.Data = map[string][]byte{}
+			}
+			current.Data[user] = []byte(newPassword())
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return r.Update(ctx, &current)
+}

@@ -1,0 +1,301 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/specs"
+)
+
+// UserFinalizer holds a User until its credential and ACLs left the
+// brokers.
+const UserFinalizer = "raftka.io/user"
+
+// UserReconciler keeps the brokers' SCRAM credentials and ACLs in step
+// with User objects.
+type UserReconciler struct {
+	client.Client
+	Brokers *brokerclient.Clients
+	// Resync is how often a Ready user is compared with the brokers again:
+	// a password or an ACL changed there is set back.
+	Resync time.Duration
+}
+
+// +kubebuilder:rbac:groups=raftka.io,resources=users,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=raftka.io,resources=users/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=raftka.io,resources=users/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;patch;delete
+
+// Reconcile runs the steps for one User.
+func (r *UserReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var user raftkav1.User
+	if err := r.Get(ctx, req.NamespacedName, &user); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := user.DeepCopy()
+	result, err := r.reconcile(ctx, &user)
+	user.Status.ObservedGeneration = user.Generation
+	user.Status.UserName = user.KafkaName()
+	if user.DeletionTimestamp.IsZero() {
+		if uerr := patchStatus(ctx, r.Client, &user, before, user.Status, before.Status); uerr != nil {
+			return ctrl.Result{}, uerr
+		}
+	}
+	return result, err
+}
+
+func (r *UserReconciler) reconcile(ctx context.Context, user *raftkav1.User) (ctrl.Result, error) {
+	if !user.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, user)
+	}
+	if controllerutil.AddFinalizer(user, UserFinalizer) {
+		if err := r.Update(ctx, user); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	want, err := specs.UserACLs(user)
+	if err != nil {
+		r.notReady(user, raftkav1.ReasonNotSupported, err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	if winner, err := r.owner(ctx, user); err != nil {
+		return ctrl.Result{}, err
+	} else if winner != user.Name {
+		r.notReady(user, raftkav1.ReasonResourceConflict, fmt.Sprintf("User %s already manages Kafka user %s on this cluster", winner, user.KafkaName()))
+		return ctrl.Result{RequeueAfter: r.Resync}, nil
+	}
+	cluster, access, err := r.cluster(ctx, user)
+	if err != nil {
+		r.notReady(user, raftkav1.ReasonClusterNotReady, err.Error())
+		return ctrl.Result{}, fmt.Errorf("cluster for user %s: %w", user.Name, err)
+	}
+	if !specs.Secured(cluster) {
+		r.notReady(user, raftkav1.ReasonClusterNotSecured, fmt.Sprintf("BrokerCluster %s has no spec.listeners: its brokers authenticate no one", cluster.Name))
+		return ctrl.Result{RequeueAfter: r.Resync}, nil
+	}
+	password, err := r.ensureSecret(ctx, user)
+	if err != nil {
+		if errors.As(err, new(errSecretTaken)) {
+			r.notReady(user, raftkav1.ReasonResourceConflict, err.Error())
+			return ctrl.Result{RequeueAfter: r.Resync}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	user.Status.Secret = specs.UserSecretName(user)
+	bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := r.ensureCredential(bctx, user, access, password); err != nil {
+		r.notReady(user, raftkav1.ReasonBrokerError, err.Error())
+		return ctrl.Result{}, err
+	}
+	if cluster.Spec.Authorization == nil {
+		if len(want) > 0 {
+			r.notReady(user, raftkav1.ReasonClusterNotSecured, fmt.Sprintf("BrokerCluster %s has no spec.authorization: the user's ACLs would not be enforced", cluster.Name))
+			return ctrl.Result{RequeueAfter: r.Resync}, nil
+		}
+	} else if err := r.ensureACLs(bctx, user, access, want); err != nil {
+		r.notReady(user, raftkav1.ReasonBrokerError, err.Error())
+		return ctrl.Result{}, err
+	}
+	user.Status.ACLs = int32(len(want))
+	setCondition(&user.Status.Conditions, user.Generation, raftkav1.ConditionReady, true, "InSync",
+		fmt.Sprintf("the brokers hold the credential of %s and its %d ACL bindings", user.KafkaName(), len(want)))
+	meta.RemoveStatusCondition(&user.Status.Conditions, raftkav1.ConditionStalled)
+	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+func (r *UserReconciler) notReady(user *raftkav1.User, reason, message string) {
+	setCondition(&user.Status.Conditions, user.Generation, raftkav1.ConditionReady, false, reason, message)
+	// Only a change of the User (or of its cluster's spec) heals these.
+	stalled := reason == raftkav1.ReasonNotSupported || reason == raftkav1.ReasonResourceConflict || reason == raftkav1.ReasonClusterNotSecured
+	setCondition(&user.Status.Conditions, user.Generation, raftkav1.ConditionStalled, stalled, reason, message)
+}
+
+// owner returns the name of the User that manages this Kafka user: of all
+// Users naming it on the same cluster, the oldest.
+func (r *UserReconciler) owner(ctx context.Context, user *raftkav1.User) (string, error) {
+	var all raftkav1.UserList
+	if err := r.List(ctx, &all, client.InNamespace(user.Namespace)); err != nil {
+		return "", err
+	}
+	var same []client.Object
+	for i, u := range all.Items {
+		if u.Spec.ClusterRef == user.Spec.ClusterRef && u.KafkaName() == user.KafkaName() && u.DeletionTimestamp.IsZero() {
+			same = append(same, &all.Items[i])
+		}
+	}
+	return oldest(same, user.Name), nil
+}
+
+// cluster is the User's BrokerCluster and how to reach its brokers.
+func (r *UserReconciler) cluster(ctx context.Context, user *raftkav1.User) (*raftkav1.BrokerCluster, brokerclient.Access, error) {
+	var cluster raftkav1.BrokerCluster
+	key := types.NamespacedName{Namespace: user.Namespace, Name: user.Spec.ClusterRef.Name}
+	if err := r.Get(ctx, key, &cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, brokerclient.Access{}, fmt.Errorf("%w: %s", errClusterMissing, key.Name)
+		}
+		return nil, brokerclient.Access{}, err
+	}
+	if !specs.Secured(&cluster) {
+		return &cluster, brokerclient.Access{}, nil
+	}
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, &cluster)
+	return &cluster, access, err
+}
+
+// errSecretTaken: a Secret of the User's name exists that is not the
+// User's; the operator does not overwrite it.
+type errSecretTaken struct{ name string }
+
+func (e errSecretTaken) Error() string {
+	return fmt.Sprintf("Secret %s exists and is not this User's: rename one of them", e.name)
+}
+
+// ensureSecret returns the User's password, generating it into the
+// User's Secret the first time, or again when the Secret was deleted or
+// lost its password; the other keys are kept in step with it.
+func (r *UserReconciler) ensureSecret(ctx context.Context, user *raftkav1.User) (string, error) {
+	var current corev1.Secret
+	err := r.Get(ctx, types.NamespacedName{Namespace: user.Namespace, Name: specs.UserSecretName(user)}, &current)
+	if apierrors.IsNotFound(err) {
+		password := newPassword()
+		secret := specs.BuildUserSecret(user, password)
+		if err := controllerutil.SetControllerReference(user, secret, r.Scheme()); err != nil {
+			return "", err
+		}
+		if err := r.Create(ctx, secret); err != nil {
+			return "", err
+		}
+		log.FromContext(ctx).Info("user password generated", "user", user.KafkaName(), "secret", secret.Name)
+		return password, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if !metav1.IsControlledBy(&current, user) {
+		return "", errSecretTaken{current.Name}
+	}
+	password := string(current.Data[specs.UserSecretPassword])
+	if password == "" {
+		password = newPassword()
+	}
+	desired := specs.BuildUserSecret(user, password)
+	if maps.EqualFunc(current.Data, desired.Data, func(a, b []byte) bool { return string(a) == string(b) }) {
+		return password, nil
+	}
+	current.Data = desired.Data
+	return password, r.Update(ctx, &current)
+}
+
+// ensureCredential logs in as the user and, if the password is refused,
+// sets the credential from it: a credential missing, or changed on the
+// brokers, is set back.
+func (r *UserReconciler) ensureCredential(ctx context.Context, user *raftkav1.User, access brokerclient.Access, password string) error {
+	ok, err := brokerclient.Authenticates(ctx, access, user.KafkaName(), password)
+	if err != nil || ok {
+		return err
+	}
+	if err := r.Brokers.SetSCRAM(ctx, access, user.KafkaName(), password); err != nil {
+		return fmt.Errorf("set the SCRAM credential of %s: %w", user.KafkaName(), err)
+	}
+	log.FromContext(ctx).Info("user credential set", "user", user.KafkaName())
+	return nil
+}
+
+// ensureACLs makes the user's ACL bindings on the brokers those of its
+// spec, whoever added or removed some.
+func (r *UserReconciler) ensureACLs(ctx context.Context, user *raftkav1.User, access brokerclient.Access, want []brokerclient.ACL) error {
+	have, err := r.Brokers.ACLsOf(ctx, access, specs.Principal(user))
+	if err != nil {
+		return fmt.Errorf("describe the ACLs of %s: %w", user.KafkaName(), err)
+	}
+	create, remove := brokerclient.DiffACLs(want, have)
+	if err := r.Brokers.CreateACLs(ctx, access, create); err != nil {
+		return fmt.Errorf("create ACLs of %s: %w", user.KafkaName(), err)
+	}
+	if err := r.Brokers.DeleteACLs(ctx, access, remove); err != nil {
+		return fmt.Errorf("delete ACLs of %s: %w", user.KafkaName(), err)
+	}
+	if len(create)+len(remove) > 0 {
+		log.FromContext(ctx).Info("user ACLs changed", "user", user.KafkaName(), "created", len(create), "deleted", len(remove))
+	}
+	return nil
+}
+
+// finalize removes the user's credential and ACLs from the brokers, unless
+// another User manages the same Kafka user; the Secret goes with the User
+// (owner reference).
+func (r *UserReconciler) finalize(ctx context.Context, user *raftkav1.User) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(user, UserFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	winner, err := r.owner(ctx, user)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if winner == user.Name {
+		cluster, access, err := r.cluster(ctx, user)
+		switch {
+		case errors.Is(err, errClusterMissing):
+		case err != nil:
+			return ctrl.Result{}, err
+		case specs.Secured(cluster):
+			bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			if err := r.Brokers.DeleteSCRAM(bctx, access, user.KafkaName()); err != nil {
+				return ctrl.Result{}, fmt.Errorf("delete the credential of %s: %w", user.KafkaName(), err)
+			}
+			if cluster.Spec.Authorization != nil {
+				if err := r.ensureACLs(bctx, user, access, nil); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
+			log.FromContext(ctx).Info("user removed from the brokers", "user", user.KafkaName())
+		}
+	}
+	controllerutil.RemoveFinalizer(user, UserFinalizer)
+	return ctrl.Result{}, r.Update(ctx, user)
+}
+
+// SetupWithManager registers the controller: Users, and the Users of a
+// BrokerCluster when it changes. Their Secrets are not watched (Secrets
+// are not cached); a deleted one is made again at the next resync.
+func (r *UserReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&raftkav1.User{}).
+		Watches(&raftkav1.BrokerCluster{}, handler.EnqueueRequestsFromMapFunc(r.usersOfCluster)).
+		Named("user").
+		Complete(r)
+}
+
+func (r *UserReconciler) usersOfCluster(ctx context.Context, obj client.Object) []ctrl.Request {
+	var users raftkav1.UserList
+	if err := r.List(ctx, &users, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []ctrl.Request
+	for _, u := range users.Items {
+		if u.Spec.ClusterRef.Name == obj.GetName() {
+			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: u.Namespace, Name: u.Name}})
+		}
+	}
+	return reqs
+}

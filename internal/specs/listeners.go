@@ -1,0 +1,190 @@
+package specs
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+)
+
+// The brokers' own listener and users, once a cluster has listeners of
+// its own (spec.listeners): the brokers fetch from each other and the
+// operator administers the cluster on the replication listener, both
+// authenticated with SCRAM-SHA-512 as super users whose passwords the
+// operator generates into the internal credentials Secret.
+const (
+	ReplicationPort = 9091
+	// ReplicationListener is the brokers' name of it; first among their
+	// listeners, the inter-broker one.
+	ReplicationListener = "REPLICATION"
+	BrokerUser          = "raftka-broker"
+	OperatorUser        = "raftka-operator"
+	internalUsersPath   = "/etc/raftka/internal-users"
+	listenerTLSPath     = "/etc/raftka/tls"
+)
+
+// InternalCredentialsName is the Secret of the brokers' and the operator's
+// passwords, one key per user.
+func InternalCredentialsName(c *raftkav1.BrokerCluster) string {
+	return c.Name + "-internal-credentials"
+}
+
+// Secured tells whether the cluster has listeners of its own, and so an
+// authenticated replication listener.
+func Secured(c *raftkav1.BrokerCluster) bool { return len(c.Spec.Listeners) > 0 }
+
+// OperatorBootstrap is where the operator reaches the brokers: the
+// replication listener through the headless Service, or the one listener
+// of a cluster without listeners of its own.
+func OperatorBootstrap(c *raftkav1.BrokerCluster) string {
+	if Secured(c) {
+		return fmt.Sprintf("%s.%s.svc:%d", HeadlessServiceName(c), c.Namespace, ReplicationPort)
+	}
+	return BootstrapServers(c)
+}
+
+// clientPort is the port of the first listener clients use.
+func clientPort(c *raftkav1.BrokerCluster) int32 {
+	if Secured(c) {
+		return c.Spec.Listeners[0].Port
+	}
+	return KafkaPort
+}
+
+// ListenerBootstrap is the client Service's address at a listener.
+func ListenerBootstrap(c *raftkav1.BrokerCluster, l raftkav1.ListenerSpec) string {
+	return fmt.Sprintf("%s.%s.svc:%d", ClientServiceName(c), c.Namespace, l.Port)
+}
+
+// BrokerAddress is broker id's address at the first client listener.
+func BrokerAddress(c *raftkav1.BrokerCluster, id int32) string {
+	return fmt.Sprintf("%s:%d", BrokerHost(c, id), clientPort(c))
+}
+
+// SecurityProtocol is Kafka's name of a listener's protocol.
+func SecurityProtocol(l raftkav1.ListenerSpec) string {
+	scram := l.Authentication != nil && l.Authentication.Type == raftkav1.AuthenticationSCRAMSHA512
+	switch {
+	case l.TLS != nil && scram:
+		return "SASL_SSL"
+	case l.TLS != nil:
+		return "SSL"
+	case scram:
+		return "SASL_PLAINTEXT"
+	}
+	return "PLAINTEXT"
+}
+
+// listenerName is the brokers' name of a listener.
+func listenerName(l raftkav1.ListenerSpec) string { return strings.ToUpper(l.Name) }
+
+// ValidateListeners refuses what the CRD's schema cannot: a listener
+// named twice.
+func ValidateListeners(c *raftkav1.BrokerCluster) error {
+	seen := map[string]bool{}
+	for _, l := range c.Spec.Listeners {
+		if seen[l.Name] {
+			return fmt.Errorf("listener %s is named twice", l.Name)
+		}
+		seen[l.Name] = true
+	}
+	if c.Spec.Authorization != nil && !Secured(c) {
+		return fmt.Errorf("authorization needs spec.listeners: without them, the brokers' one listener authenticates no one")
+	}
+	return nil
+}
+
+// listenerArgs are the broker flags of its Kafka listeners; self is the
+// broker's own DNS name.
+func listenerArgs(c *raftkav1.BrokerCluster, self string) []string {
+	if !Secured(c) {
+		return []string{fmt.Sprintf("--listen=0.0.0.0:%d", KafkaPort), fmt.Sprintf("--advertised-address=%s:%d", self, KafkaPort)}
+	}
+	listen := []string{fmt.Sprintf("%s://0.0.0.0:%d", ReplicationListener, ReplicationPort)}
+	advertised := []string{fmt.Sprintf("%s://%s:%d", ReplicationListener, self, ReplicationPort)}
+	protocols := []string{ReplicationListener + ":SASL_PLAINTEXT"}
+	var tlsDirs []string
+	for _, l := range c.Spec.Listeners {
+		listen = append(listen, fmt.Sprintf("%s://0.0.0.0:%d", listenerName(l), l.Port))
+		advertised = append(advertised, fmt.Sprintf("%s://%s:%d", listenerName(l), self, l.Port))
+		protocols = append(protocols, listenerName(l)+":"+SecurityProtocol(l))
+		if l.TLS != nil {
+			tlsDirs = append(tlsDirs, listenerName(l)+"="+listenerTLSPath+"/"+l.Name)
+		}
+	}
+	superUsers := []string{"User:" + BrokerUser, "User:" + OperatorUser}
+	if a := c.Spec.Authorization; a != nil {
+		superUsers = append(superUsers, a.SuperUsers...)
+	}
+	args := []string{
+		"--listeners=" + strings.Join(listen, ","),
+		"--advertised-listeners=" + strings.Join(advertised, ","),
+		"--listener-security-protocol-map=" + strings.Join(protocols, ","),
+		"--scram-users-dir=" + internalUsersPath,
+		"--inter-broker-user=" + BrokerUser,
+		"--super-users=" + strings.Join(superUsers, ";"),
+	}
+	if len(tlsDirs) > 0 {
+		args = append(args, "--listener-ssl-dirs="+strings.Join(tlsDirs, ","))
+	}
+	if c.Spec.Authorization != nil {
+		args = append(args, "--authorizer=acl")
+	}
+	return args
+}
+
+// listenerPorts are the container's and the Services' Kafka ports: the
+// brokers' own first, then the clients' (clients only: the client
+// Service).
+func listenerPorts(c *raftkav1.BrokerCluster, clients bool) []corev1.ServicePort {
+	if !Secured(c) {
+		return []corev1.ServicePort{{Name: "kafka", Port: KafkaPort, TargetPort: intstr.FromString("kafka")}}
+	}
+	var ports []corev1.ServicePort
+	if !clients {
+		ports = append(ports, corev1.ServicePort{Name: "replication", Port: ReplicationPort, TargetPort: intstr.FromString("replication")})
+	}
+	for _, l := range c.Spec.Listeners {
+		ports = append(ports, corev1.ServicePort{Name: l.Name, Port: l.Port, TargetPort: intstr.FromString(l.Name)})
+	}
+	return ports
+}
+
+// listenerVolumes are the Secrets the brokers' listeners read: the
+// internal credentials and each TLS listener's certificate.
+func listenerVolumes(c *raftkav1.BrokerCluster) ([]corev1.Volume, []corev1.VolumeMount) {
+	if !Secured(c) {
+		return nil, nil
+	}
+	volumes := []corev1.Volume{{Name: "internal-users", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: InternalCredentialsName(c),
+		Items:      []corev1.KeyToPath{{Key: BrokerUser, Path: BrokerUser}, {Key: OperatorUser, Path: OperatorUser}},
+	}}}}
+	mounts := []corev1.VolumeMount{{Name: "internal-users", MountPath: internalUsersPath, ReadOnly: true}}
+	for _, l := range c.Spec.Listeners {
+		if l.TLS == nil {
+			continue
+		}
+		name := "tls-" + l.Name
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: l.TLS.SecretName,
+			Items:      []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: corev1.TLSCertKey}, {Key: corev1.TLSPrivateKeyKey, Path: corev1.TLSPrivateKeyKey}},
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: listenerTLSPath + "/" + l.Name, ReadOnly: true})
+	}
+	return volumes, mounts
+}
+
+// BuildInternalCredentials is the Secret of the brokers' and the
+// operator's passwords, generated once by the operator and kept.
+func BuildInternalCredentials(c *raftkav1.BrokerCluster, brokerPassword, operatorPassword string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: InternalCredentialsName(c), Namespace: c.Namespace, Labels: Labels(c)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{BrokerUser: []byte(brokerPassword), OperatorUser: []byte(operatorPassword)},
+	}
+}

@@ -1,0 +1,165 @@
+package specs
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+)
+
+func securedCluster() *raftkav1.BrokerCluster {
+	c := cluster(3)
+	c.Spec.Listeners = []raftkav1.ListenerSpec{
+		{Name: "internal", Port: 9092, Authentication: &raftkav1.ListenerAuthentication{Type: raftkav1.AuthenticationSCRAMSHA512}},
+		{Name: "secure", Port: 9094, TLS: &raftkav1.ListenerTLS{SecretName: "events-tls"}, Authentication: &raftkav1.ListenerAuthentication{Type: raftkav1.AuthenticationSCRAMSHA512}},
+		{Name: "tls", Port: 9095, TLS: &raftkav1.ListenerTLS{SecretName: "events-tls"}},
+		{Name: "plain", Port: 9096},
+	}
+	c.Spec.Authorization = &raftkav1.AuthorizationSpec{Type: "simple", SuperUsers: []string{"User:admin"}}
+	return c
+}
+
+func TestListenersMakeTheBrokersFlags(t *testing.T) {
+	sts := BuildStatefulSet(securedCluster(), 3, 3, "abc")
+	args := sts.Spec.Template.Spec.Containers[0].Args
+	self := "$(POD_NAME).events-brokers.$(POD_NAMESPACE).svc"
+	want := map[string]string{
+		"--listeners":                      "REPLICATION://0.0.0.0:9091,INTERNAL://0.0.0.0:9092,SECURE://0.0.0.0:9094,TLS://0.0.0.0:9095,PLAIN://0.0.0.0:9096",
+		"--advertised-listeners":           fmt.Sprintf("REPLICATION://%[1]s:9091,INTERNAL://%[1]s:9092,SECURE://%[1]s:9094,TLS://%[1]s:9095,PLAIN://%[1]s:9096", self),
+		"--listener-security-protocol-map": "REPLICATION:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT,SECURE:SASL_SSL,TLS:SSL,PLAIN:PLAINTEXT",
+		"--listener-ssl-dirs":              "SECURE=/etc/raftka/tls/secure,TLS=/etc/raftka/tls/tls",
+		"--scram-users-dir":                "/etc/raftka/internal-users",
+		"--inter-broker-user":              "raftka-broker",
+		"--super-users":                    "User:raftka-broker;User:raftka-operator;User:admin",
+		"--authorizer":                     "acl",
+		"--listen":                         "",
+		"--advertised-address":             "",
+	}
+	for flag, v := range want {
+		if got := arg(args, flag); got != v {
+			t.Errorf("%s=%q, want %q", flag, got, v)
+		}
+	}
+	var ports []string
+	for _, p := range sts.Spec.Template.Spec.Containers[0].Ports {
+		ports = append(ports, fmt.Sprintf("%s:%d", p.Name, p.ContainerPort))
+	}
+	if got := strings.Join(ports, " "); got != "replication:9091 internal:9092 secure:9094 tls:9095 plain:9096 raft:9093 http:8080" {
+		t.Errorf("container ports %s", got)
+	}
+	// Both TLS listeners name one Secret: each mounts it where its
+	// directory says; the internal credentials are mounted once.
+	var mounts []string
+	for _, m := range sts.Spec.Template.Spec.Containers[0].VolumeMounts {
+		mounts = append(mounts, m.Name+"="+m.MountPath)
+	}
+	if got := strings.Join(mounts, " "); got != "data=/var/lib/raftka internal-users=/etc/raftka/internal-users tls-secure=/etc/raftka/tls/secure tls-tls=/etc/raftka/tls/tls" {
+		t.Errorf("mounts %s", got)
+	}
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Secret == nil {
+			t.Errorf("volume %s is not a Secret", v.Name)
+		}
+	}
+}
+
+func TestListenersServicesAndAddresses(t *testing.T) {
+	c := securedCluster()
+	var headless, clients []string
+	for _, p := range BuildHeadlessService(c).Spec.Ports {
+		headless = append(headless, p.Name)
+	}
+	for _, p := range BuildClientService(c).Spec.Ports {
+		clients = append(clients, p.Name)
+	}
+	if got := strings.Join(headless, " "); got != "replication internal secure tls plain raft http" {
+		t.Errorf("headless Service ports %s", got)
+	}
+	// Clients never see the brokers' own listener.
+	if got := strings.Join(clients, " "); got != "internal secure tls plain http" {
+		t.Errorf("client Service ports %s", got)
+	}
+	if got := BootstrapServers(c); got != "events.kafka.svc:9092" {
+		t.Errorf("bootstrap %s", got)
+	}
+	if got := OperatorBootstrap(c); got != "events-brokers.kafka.svc:9091" {
+		t.Errorf("operator bootstrap %s", got)
+	}
+	if got := BrokerAddress(c, 2); got != "events-2.events-brokers.kafka.svc:9092" {
+		t.Errorf("broker address %s", got)
+	}
+	plain := cluster(3)
+	if OperatorBootstrap(plain) != "events.kafka.svc:9092" || BootstrapServers(plain) != "events.kafka.svc:9092" || Secured(plain) {
+		t.Errorf("a cluster without listeners: operator at %s, clients at %s", OperatorBootstrap(plain), BootstrapServers(plain))
+	}
+	secret := BuildInternalCredentials(c, "b", "o")
+	if secret.Name != "events-internal-credentials" || string(secret.Data[BrokerUser]) != "b" || string(secret.Data[OperatorUser]) != "o" {
+		t.Errorf("internal credentials %s %q", secret.Name, secret.Data)
+	}
+}
+
+func TestValidateListeners(t *testing.T) {
+	twice := securedCluster()
+	twice.Spec.Listeners = append(twice.Spec.Listeners, raftkav1.ListenerSpec{Name: "plain", Port: 9097})
+	unsecured := cluster(3)
+	unsecured.Spec.Authorization = &raftkav1.AuthorizationSpec{Type: "simple"}
+	for name, tc := range map[string]struct {
+		c    *raftkav1.BrokerCluster
+		want string
+	}{
+		"valid":                          {securedCluster(), ""},
+		"no listeners":                   {cluster(3), ""},
+		"a name twice":                   {twice, "listener plain is named twice"},
+		"authorization without listener": {unsecured, "authorization needs spec.listeners"},
+	} {
+		err := ValidateListeners(tc.c)
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestUserACLsAndSecret(t *testing.T) {
+	u := &raftkav1.User{}
+	u.Name, u.Namespace = "orders-app", "kafka"
+	u.Spec.ClusterRef.Name = "events"
+	u.Spec.UserName = "orders"
+	u.Spec.Authorization = &raftkav1.UserAuthorization{ACLs: []raftkav1.ACLRule{
+		{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceTopic, Name: "orders-", PatternType: raftkav1.ACLPatternPrefix}, Operations: []raftkav1.ACLOperation{"Read", "Describe"}},
+		{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceGroup, Name: "*"}, Operations: []raftkav1.ACLOperation{"Read"}, Host: "10.0.0.1", Type: raftkav1.ACLDeny},
+		{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceCluster}, Operations: []raftkav1.ACLOperation{"IdempotentWrite"}},
+		{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceTransactionalID, Name: "tx"}, Operations: []raftkav1.ACLOperation{"All"}},
+	}}
+	acls, err := UserACLs(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range acls {
+		got = append(got, fmt.Sprintf("%s %s %s:%s %s %s %s", a.Principal, a.Permission, a.ResourceType, a.ResourceName, a.PatternType, a.Operation, a.Host))
+	}
+	want := []string{
+		"User:orders ALLOW TOPIC:orders- PREFIXED READ *",
+		"User:orders ALLOW TOPIC:orders- PREFIXED DESCRIBE *",
+		"User:orders DENY GROUP:* LITERAL READ 10.0.0.1",
+		"User:orders ALLOW CLUSTER:kafka-cluster LITERAL IDEMPOTENT_WRITE *",
+		"User:orders ALLOW TRANSACTIONAL_ID:tx LITERAL ALL *",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ACLs\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	u.Spec.Authorization.ACLs[0].Operations = []raftkav1.ACLOperation{"Any"}
+	if _, err := UserACLs(u); err == nil {
+		t.Error("the filter-only operation Any made an ACL")
+	}
+	secret := BuildUserSecret(u, "pw")
+	if secret.Name != "orders-app" || string(secret.Data["username"]) != "orders" || string(secret.Data["password"]) != "pw" ||
+		string(secret.Data["sasl.jaas.config"]) != `org.apache.kafka.common.security.scram.ScramLoginModule required username="orders" password="pw";` ||
+		secret.Type != corev1.SecretTypeOpaque {
+		t.Errorf("secret %s %s %q", secret.Name, secret.Type, secret.Data)
+	}
+}
