@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -20,6 +21,7 @@ import (
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/controllers"
 	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/specs"
 )
 
 func main() {
@@ -38,12 +40,21 @@ func main() {
 	flag.DurationVar(&lagPeriod, "lag-period", 15*time.Second, "how often ConsumerGroup lag is measured")
 	flag.StringVar(&brokerImage, "default-broker-image", os.Getenv("RAFTKA_DEFAULT_BROKER_IMAGE"),
 		"the broker image of a BrokerCluster whose spec.image is empty: the broker of the operator's own version, which the chart sets (env RAFTKA_DEFAULT_BROKER_IMAGE)")
+	operatorNamespace := flag.String("operator-namespace", inClusterNamespace(),
+		"the operator's namespace, which the brokers' NetworkPolicies admit (default: the namespace of its service account)")
+	operatorLabels := flag.String("operator-pod-labels", "app.kubernetes.io/name=raftka-operator",
+		"labels of the operator's pods, k=v,k=v, which the brokers' NetworkPolicies admit")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
 
+	podLabels, err := labels.ConvertSelectorToLabelsMap(*operatorLabels)
+	if err != nil {
+		log.Error(err, "bad --operator-pod-labels")
+		os.Exit(2)
+	}
 	overrides, err := brokerclient.ParseOverride(override)
 	if err != nil {
 		log.Error(err, "bad --bootstrap-override")
@@ -74,7 +85,8 @@ func main() {
 	}
 	brokers := &brokerclient.Clients{Override: overrides}
 	defer brokers.Close()
-	if err := controllers.Setup(mgr, brokers, controllers.Options{TopicResync: topicResync, LagPeriod: lagPeriod, DefaultBrokerImage: brokerImage}); err != nil {
+	if err := controllers.Setup(mgr, brokers, controllers.Options{TopicResync: topicResync, LagPeriod: lagPeriod, DefaultBrokerImage: brokerImage,
+		Operator: specs.OperatorPods{Namespace: *operatorNamespace, Labels: podLabels}}); err != nil {
 		log.Error(err, "set up controllers")
 		os.Exit(1)
 	}
@@ -85,4 +97,14 @@ func main() {
 		log.Error(err, "manager stopped")
 		os.Exit(1)
 	}
+}
+
+// inClusterNamespace is the namespace of the pod's service account, or
+// empty outside a cluster.
+func inClusterNamespace() string {
+	data, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }

@@ -11,8 +11,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,6 +46,9 @@ type BrokerClusterReconciler struct {
 	Recorder events.EventRecorder
 	// DefaultImage is the broker image of a BrokerCluster without one.
 	DefaultImage string
+	// Operator are the operator's own pods, which a cluster's
+	// NetworkPolicy admits.
+	Operator specs.OperatorPods
 
 	waves moveWaves
 }
@@ -56,6 +61,7 @@ type BrokerClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs the steps for one BrokerCluster.
@@ -95,6 +101,9 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 		if err := r.apply(ctx, c, obj); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if err := r.applyNetworkPolicy(ctx, c); err != nil {
+		return ctrl.Result{}, err
 	}
 	// Asked once, when first needed: by a scale-in before the StatefulSet
 	// is written, else after the rolling restart's step, which brokers
@@ -184,6 +193,31 @@ func (r *BrokerClusterReconciler) apply(ctx context.Context, owner *raftkav1.Bro
 		return fmt.Errorf("apply %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
+}
+
+// applyNetworkPolicy writes the brokers' NetworkPolicy when the spec asks
+// for one, and deletes it when it no longer does.
+func (r *BrokerClusterReconciler) applyNetworkPolicy(ctx context.Context, c *raftkav1.BrokerCluster) error {
+	if specs.NetworkPolicyEnabled(c) {
+		if !r.Operator.Known() {
+			// A policy that does not name the operator's pods would shut
+			// the operator out of its own brokers.
+			return fmt.Errorf("spec.networkPolicy: the operator does not know its namespace and pod labels (--operator-namespace, --operator-pod-labels)")
+		}
+		return r.apply(ctx, c, specs.BuildNetworkPolicy(c, r.Operator))
+	}
+	var current networkingv1.NetworkPolicy
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.NetworkPolicyName(c)}, &current)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(&current, c) {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Delete(ctx, &current))
 }
 
 // configHash changes whenever the brokers' configuration does.
@@ -356,6 +390,7 @@ func (r *BrokerClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		// Broker pods belong to the StatefulSet; their readiness paces the
 		// rolling update, so they wake their cluster too.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfPod)).

@@ -8,7 +8,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,4 +182,53 @@ func TestSmallestBrokerCluster(t *testing.T) {
 	if err := k8s.Get(context.Background(), key, c); err != nil || c.Spec.Image != "" {
 		t.Fatalf("spec.image after reconciling: %q %v, want it left empty", c.Spec.Image, err)
 	}
+}
+
+// TestNetworkPolicyFollowsTheSpec: enabled, the brokers' NetworkPolicy
+// admits the operator's pods to the brokers' own ports, and comes back
+// after a hand edit; disabled, it goes.
+func TestNetworkPolicyFollowsTheSpec(t *testing.T) {
+	ns := newNamespace(t)
+	c := brokerCluster(ns)
+	c.Spec.NetworkPolicy = &raftkav1.NetworkPolicySpec{Enabled: true}
+	mustCreate(t, c)
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: ns, Name: specs.NetworkPolicyName(c)}
+	var np networkingv1.NetworkPolicy
+	admitsOperator := func() (bool, string) {
+		if err := k8s.Get(ctx, key, &np); err != nil {
+			return false, err.Error()
+		}
+		if len(np.Spec.Ingress) == 0 || len(np.Spec.Ingress[0].From) != 2 {
+			return false, fmt.Sprintf("%+v", np.Spec.Ingress)
+		}
+		op := np.Spec.Ingress[0].From[1]
+		return op.NamespaceSelector != nil && op.NamespaceSelector.MatchLabels[corev1.LabelMetadataName] == "raftka-system" &&
+			metav1.IsControlledBy(&np, getCluster(t, ns, "events")), fmt.Sprintf("%+v", op)
+	}
+	eventually(t, "the NetworkPolicy", admitsOperator)
+	np.Spec.Ingress[0].From = np.Spec.Ingress[0].From[:1]
+	if err := k8s.Update(ctx, &np); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the operator admitted again after a hand edit", admitsOperator)
+
+	got := getCluster(t, ns, "events")
+	got.Spec.NetworkPolicy.Enabled = false
+	if err := k8s.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the NetworkPolicy gone", func() (bool, string) {
+		err := k8s.Get(ctx, key, &networkingv1.NetworkPolicy{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
+
+func getCluster(t *testing.T, ns, name string) *raftkav1.BrokerCluster {
+	t.Helper()
+	var c raftkav1.BrokerCluster
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &c); err != nil {
+		t.Fatal(err)
+	}
+	return &c
 }

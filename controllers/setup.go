@@ -9,6 +9,7 @@ import (
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/specs"
 )
 
 // Options tune the controllers.
@@ -24,6 +25,9 @@ type Options struct {
 	// DefaultBrokerImage is the broker image of a BrokerCluster that names
 	// none: the operator's own version of it.
 	DefaultBrokerImage string
+	// Operator are the operator's own pods, which the brokers'
+	// NetworkPolicies admit.
+	Operator specs.OperatorPods
 }
 
 // ClientOptions are the manager's client options. Secrets are read from
@@ -44,7 +48,7 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 	if opts.LagPeriod <= 0 {
 		opts.LagPeriod = 15 * time.Second
 	}
-	if err := (&BrokerClusterReconciler{Client: mgr.GetClient(), Brokers: brokers, HTTPAddr: opts.BrokerHTTPAddr, DefaultImage: opts.DefaultBrokerImage,
+	if err := (&BrokerClusterReconciler{Client: mgr.GetClient(), Brokers: brokers, HTTPAddr: opts.BrokerHTTPAddr, DefaultImage: opts.DefaultBrokerImage, Operator: opts.Operator,
 		Recorder: mgr.GetEventRecorder("raftka-brokercluster")}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/broker/brokertest"
 	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/specs"
 )
 
 // The suite runs one real API server (envtest) and one real 3-broker
@@ -122,7 +123,8 @@ func runSuite(m *testing.M) int {
 		}
 		return brokers.Brokers[id].HTTPAddr
 	}
-	if err := Setup(mgr, pool, Options{TopicResync: 2 * time.Second, UserResync: 2 * time.Second, LagPeriod: time.Second, BrokerHTTPAddr: httpAddr, DefaultBrokerImage: defaultBrokerImage}); err != nil {
+	if err := Setup(mgr, pool, Options{TopicResync: 2 * time.Second, UserResync: 2 * time.Second, LagPeriod: time.Second, BrokerHTTPAddr: httpAddr, DefaultBrokerImage: defaultBrokerImage,
+		Operator: specs.OperatorPods{Namespace: "raftka-system", Labels: map[string]string{"app.kubernetes.io/name": "raftka-operator"}}}); err != nil {
 		fmt.Println(err)
 		return 1
 	}

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -96,6 +97,26 @@ type BrokerClusterSpec struct {
 	// listeners with authentication, so that requests have a principal.
 	// +optional
 	Authorization *AuthorizationSpec `json:"authorization,omitempty"`
+
+	// NetworkPolicy, when enabled, has the operator write a NetworkPolicy
+	// for the broker pods: the brokers' own ports (Raft, which does not
+	// authenticate its peers, replication and HTTP, where a broker asks to
+	// join the cluster) admit only the cluster's brokers and the operator's
+	// pods, the HTTP port also metricsFrom; clients reach the listeners
+	// from anywhere. It takes effect where the network plugin enforces
+	// NetworkPolicies.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// NetworkPolicySpec is who may reach a cluster's brokers.
+type NetworkPolicySpec struct {
+	// Enabled writes the NetworkPolicy; false deletes it.
+	Enabled bool `json:"enabled"`
+	// MetricsFrom may reach the brokers' HTTP port too, for /metrics
+	// (Prometheus's namespace, say).
+	// +optional
+	MetricsFrom []networkingv1.NetworkPolicyPeer `json:"metricsFrom,omitempty"`
 }
 
 // ListenerSpec is one Kafka listener of the brokers.

@@ -43,6 +43,18 @@ func NewCA(t testing.TB) *CA {
 // 127.0.0.1 or a client named cn.
 func (ca *CA) Issue(t testing.TB, serial int64, cn string, client bool) (certPEM, keyPEM []byte) {
 	t.Helper()
+	return ca.issue(t, serial, cn, client, nil)
+}
+
+// IssueServer returns a certificate and key, PEM encoded, for a server of
+// these DNS names (wildcards allowed).
+func (ca *CA) IssueServer(t testing.TB, serial int64, names ...string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	return ca.issue(t, serial, names[0], false, names)
+}
+
+func (ca *CA) issue(t testing.TB, serial int64, cn string, client bool, names []string) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +64,8 @@ func (ca *CA) Issue(t testing.TB, serial int64, cn string, client bool) (certPEM
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	if client {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	} else if names != nil {
+		tmpl.DNSNames = names
 	} else {
 		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
 	}

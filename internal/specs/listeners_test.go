@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 )
@@ -161,5 +162,59 @@ func TestUserACLsAndSecret(t *testing.T) {
 		string(secret.Data["sasl.jaas.config"]) != `org.apache.kafka.common.security.scram.ScramLoginModule required username="orders" password="pw";` ||
 		secret.Type != corev1.SecretTypeOpaque {
 		t.Errorf("secret %s %s %q", secret.Name, secret.Type, secret.Data)
+	}
+}
+
+func TestNetworkPolicyAdmitsOnlyBrokersAndOperatorToTheirOwnPorts(t *testing.T) {
+	operator := OperatorPods{Namespace: "raftka-system", Labels: map[string]string{"app.kubernetes.io/name": "raftka-operator"}}
+	describe := func(c *raftkav1.BrokerCluster) []string {
+		var out []string
+		for _, rule := range BuildNetworkPolicy(c, operator).Spec.Ingress {
+			var from, ports []string
+			for _, p := range rule.From {
+				switch {
+				case p.NamespaceSelector != nil:
+					from = append(from, fmt.Sprintf("ns%v/pods%v", p.NamespaceSelector.MatchLabels, p.PodSelector.MatchLabels))
+				case p.PodSelector != nil:
+					from = append(from, fmt.Sprintf("pods%v", p.PodSelector.MatchLabels))
+				case p.IPBlock != nil:
+					from = append(from, "ip "+p.IPBlock.CIDR)
+				}
+			}
+			if rule.From == nil {
+				from = []string{"anywhere"}
+			}
+			for _, p := range rule.Ports {
+				ports = append(ports, p.Port.String())
+			}
+			out = append(out, strings.Join(from, " ")+" -> "+strings.Join(ports, ","))
+		}
+		return out
+	}
+	brokers := "pods" + fmt.Sprint(Labels(cluster(3)))
+	op := "ns" + fmt.Sprint(map[string]string{"kubernetes.io/metadata.name": "raftka-system"}) + "/pods" + fmt.Sprint(operator.Labels)
+	secured := securedCluster()
+	secured.Spec.NetworkPolicy = &raftkav1.NetworkPolicySpec{Enabled: true, MetricsFrom: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.1.0.0/16"}}}}
+	for name, tc := range map[string]struct {
+		c    *raftkav1.BrokerCluster
+		want []string
+	}{
+		"with listeners": {secured, []string{
+			brokers + " " + op + " -> replication,raft,http",
+			"anywhere -> internal,secure,tls,plain",
+			"ip 10.1.0.0/16 -> http",
+		}},
+		"without listeners": {cluster(3), []string{
+			brokers + " " + op + " -> raft,http",
+			"anywhere -> kafka",
+		}},
+	} {
+		if got := describe(tc.c); !slices.Equal(got, tc.want) {
+			t.Errorf("%s:\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+		}
+	}
+	np := BuildNetworkPolicy(secured, operator)
+	if fmt.Sprint(np.Spec.PodSelector.MatchLabels) != fmt.Sprint(Labels(secured)) || len(np.Spec.PolicyTypes) != 1 || np.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress {
+		t.Errorf("policy selects %v for %v", np.Spec.PodSelector.MatchLabels, np.Spec.PolicyTypes)
 	}
 }

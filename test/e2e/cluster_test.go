@@ -79,28 +79,31 @@ func (e *env) run(t *testing.T, name string, args ...string) string {
 // cluster's DNS, as a pod's resolver would.
 func (e *env) kafka(t *testing.T, bootstrap string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, e.dns)
-	}}
-	dialer := &net.Dialer{Timeout: 5 * time.Second, Resolver: resolver}
-	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		host, port, err := net.SplitHostPort(address)
-		if err != nil {
-			return nil, err
-		}
-		if strings.HasSuffix(host, ".svc") {
-			host += ".cluster.local"
-		}
-		return dialer.DialContext(ctx, network, net.JoinHostPort(host, port))
-	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.Dialer(dial),
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.Dialer(e.dial),
 		kgo.MetadataMinAge(500 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// dial connects to a pod's address from the node, looking names up in
+// the cluster's DNS.
+func (e *env) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, e.dns)
+	}}
+	dialer := &net.Dialer{Timeout: 5 * time.Second, Resolver: resolver}
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasSuffix(host, ".svc") {
+		host += ".cluster.local"
+	}
+	return dialer.DialContext(ctx, network, net.JoinHostPort(host, port))
 }
 
 // eventually polls check every interval until it reports done, failing t

@@ -53,6 +53,7 @@ func TestEndToEnd(t *testing.T) {
 		{"rolling-restart", testRollingRestart},
 		{"lost-volume", testLostVolume},
 		{"scale-out-and-in", testScaleOutAndIn},
+		{"security", testSecurity},
 		{"uninstall", testUninstall},
 	}
 	for _, s := range steps {
@@ -635,7 +636,7 @@ func testUninstall(t *testing.T, e *env) {
 func (e *env) dumpState(t *testing.T) {
 	kubectl := e.kubectl()
 	for _, args := range [][]string{
-		{"get", "pods,statefulsets,deployments,pvc,brokerclusters,topics,consumergroups", "-A", "-o", "wide"},
+		{"get", "pods,statefulsets,deployments,pvc,brokerclusters,topics,consumergroups,users", "-A", "-o", "wide"},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 		{"logs", "-n", "raftka-system", "deployment/raftka-operator", "--tail=100"},
 	} {

@@ -1,0 +1,162 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+const securedName = "secured"
+
+// testSecurity runs a BrokerCluster whose clients authenticate and are
+// authorized: its pods mount the operator's generated credentials and a
+// TLS listener's certificate from a Secret; the operator administers it
+// as its own super user; a User's generated password works over TLS and
+// SCRAM, only for what its ACLs allow.
+func testSecurity(t *testing.T, e *env) {
+	ca := brokertest.NewCA(t)
+	cert, key := ca.IssueServer(t, 2, securedName+"."+namespace+".svc", "*."+securedName+"-brokers."+namespace+".svc")
+	scramOnly := &raftkav1.ListenerAuthentication{Type: raftkav1.AuthenticationSCRAMSHA512}
+	objects := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: securedName + "-tls"}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}},
+		&raftkav1.BrokerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: securedName},
+			Spec: raftkav1.BrokerClusterSpec{Replicas: 1, Storage: raftkav1.StorageSpec{Size: resource.MustParse("1Gi")},
+				Listeners: []raftkav1.ListenerSpec{{Name: "internal", Port: 9092, Authentication: scramOnly},
+					{Name: "tls", Port: 9094, TLS: &raftkav1.ListenerTLS{SecretName: securedName + "-tls"}, Authentication: scramOnly}},
+				Authorization: &raftkav1.AuthorizationSpec{Type: "simple"},
+				// The e2e node's bridge network does not enforce it; the API
+				// server takes it and the operator writes it.
+				NetworkPolicy: &raftkav1.NetworkPolicySpec{Enabled: true}}},
+		secureTopic("secured-orders"), secureTopic("secured-audit"),
+		&raftkav1.User{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "orders-app"},
+			Spec: raftkav1.UserSpec{ClusterRef: raftkav1.ClusterReference{Name: securedName},
+				Authentication: raftkav1.UserAuthentication{Type: raftkav1.AuthenticationSCRAMSHA512},
+				Authorization: &raftkav1.UserAuthorization{ACLs: []raftkav1.ACLRule{
+					{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceTopic, Name: "secured-orders"}, Operations: []raftkav1.ACLOperation{"Write", "Describe"}},
+					{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceCluster}, Operations: []raftkav1.ACLOperation{"IdempotentWrite"}},
+				}}}},
+	}
+	for _, obj := range objects {
+		if err := e.kube.Create(ctx(t), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The Topics and the User are made by the operator on the brokers,
+	// through the replication listener as raftka-operator.
+	waitReady(t, e, &raftkav1.Topic{}, "secured-orders")
+	waitReady(t, e, &raftkav1.Topic{}, "secured-audit")
+	waitReady(t, e, &raftkav1.User{}, "orders-app")
+
+	var secret corev1.Secret
+	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: "orders-app"}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	password := string(secret.Data["password"])
+	var bc raftkav1.BrokerCluster
+	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName}, &bc); err != nil {
+		t.Fatal(err)
+	}
+	if len(bc.Status.Listeners) != 2 {
+		t.Fatalf("listeners in the status: %+v", bc.Status.Listeners)
+	}
+	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName + "-brokers"}, &networkingv1.NetworkPolicy{}); err != nil {
+		t.Fatalf("the brokers' NetworkPolicy: %v", err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.PEM)
+	tlsDial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		conn, err := e.dial(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		host, _, _ := net.SplitHostPort(address)
+		tc := tls.Client(conn, &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
+	as := func(bootstrap, pass string, dial func(context.Context, string, string) (net.Conn, error)) *kgo.Client {
+		return e.kafka(t, bootstrap, kgo.Dialer(dial), kgo.SASL(scram.Auth{User: "orders-app", Pass: pass}.AsSha512Mechanism()),
+			kgo.RequestRetries(2), kgo.RecordRetries(2), kgo.ProduceRequestTimeout(5*time.Second))
+	}
+	produce := func(cl *kgo.Client, topic string) error {
+		pctx, cancel := context.WithTimeout(ctx(t), 30*time.Second)
+		defer cancel()
+		return cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Value: []byte("secured")}).FirstErr()
+	}
+	overTLS := as(bc.Status.Listeners[1].BootstrapServers, password, tlsDial)
+	if err := produce(overTLS, "secured-orders"); err != nil {
+		t.Fatalf("orders-app over TLS and SCRAM-SHA-512: %v", err)
+	}
+	if err := produce(overTLS, "secured-audit"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("orders-app producing to secured-audit: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if err := produce(as(bc.Status.Listeners[0].BootstrapServers, password, e.dial), "secured-orders"); err != nil {
+		t.Fatalf("orders-app on the internal listener: %v", err)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	if _, err := md.RequestWith(ctx(t), as(bc.Status.Listeners[0].BootstrapServers, "guess", e.dial)); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+
+	// The User first, while its brokers run to forget it; then the rest.
+	for _, obj := range []client.Object{objects[4], objects[2], objects[3], objects[1], objects[0]} {
+		if err := e.kube.Delete(ctx(t), obj); err != nil {
+			t.Fatal(err)
+		}
+		if _, isUser := obj.(*raftkav1.User); isUser {
+			eventually(t, time.Minute, "the User to be finalized", func() (bool, string) {
+				err := e.kube.Get(ctx(t), client.ObjectKeyFromObject(obj), &raftkav1.User{})
+				return err != nil, fmt.Sprint(err)
+			})
+		}
+	}
+}
+
+func secureTopic(name string) *raftkav1.Topic {
+	return &raftkav1.Topic{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: raftkav1.TopicSpec{ClusterRef: raftkav1.ClusterReference{Name: securedName}, Partitions: 1, ReplicationFactor: 1}}
+}
+
+// waitReady waits for an object's Ready condition to be True.
+func waitReady(t *testing.T, e *env, obj client.Object, name string) {
+	t.Helper()
+	eventually(t, 5*time.Minute, fmt.Sprintf("%T %s Ready", obj, name), func() (bool, string) {
+		if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+			return false, err.Error()
+		}
+		var conds []metav1.Condition
+		switch o := obj.(type) {
+		case *raftkav1.Topic:
+			conds = o.Status.Conditions
+		case *raftkav1.User:
+			conds = o.Status.Conditions
+		}
+		c := meta.FindStatusCondition(conds, raftkav1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue, conditions(conds)
+	})
+}
