@@ -105,11 +105,15 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	if err := r.applyNetworkPolicy(ctx, c); err != nil {
 		return ctrl.Result{}, err
 	}
+	external, awaiting, err := r.applyExternalServices(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	// Asked once, when first needed: by a scale-in before the StatefulSet
 	// is written, else after the rolling restart's step, which brokers
 	// that do not answer must not hold up.
 	view := sync.OnceValue(func() brokersView { return r.viewBrokers(ctx, c) })
-	sts, blocked, err := r.applyStatefulSet(ctx, c, founding, configHash(cm), view)
+	sts, blocked, err := r.applyStatefulSet(ctx, c, founding, configHash(cm), external, view)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -120,6 +124,7 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	if err := r.observe(ctx, c, sts, view(), blocked, waiting); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.observeListeners(ctx, c, external)
 	balance, err := r.rebalance(ctx, c, view())
 	if err != nil {
 		return ctrl.Result{}, err
@@ -127,7 +132,7 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	changingVoters := r.syncMetadataVoters(ctx, c, view())
 	setRebalancing(c, balance)
 	r.unregisterRemoved(ctx, c, ptr.Deref(sts.Spec.Replicas, 0), view())
-	if blocked != "" || waiting != "" || changingVoters || c.Status.ReadyReplicas < c.Spec.Replicas || balance.moving > 0 || balance.planned > 0 {
+	if blocked != "" || waiting != "" || awaiting || changingVoters || c.Status.ReadyReplicas < c.Spec.Replicas || balance.moving > 0 || balance.planned > 0 {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	return ctrl.Result{RequeueAfter: time.Minute}, nil
@@ -225,7 +230,7 @@ func configHash(cm *corev1.ConfigMap) string { return specs.ObjectHash(cm.Data) 
 
 // applyStatefulSet writes the StatefulSet, holding back a scale-in while
 // brokers to be removed still host partition replicas.
-func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftkav1.BrokerCluster, founding int32, hash string, view func() brokersView) (*appsv1.StatefulSet, string, error) {
+func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftkav1.BrokerCluster, founding int32, hash string, external specs.ExternalAddresses, view func() brokersView) (*appsv1.StatefulSet, string, error) {
 	var current appsv1.StatefulSet
 	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.StatefulSetName(c)}, &current)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -246,7 +251,7 @@ func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftk
 	// never written.
 	built := c.DeepCopy()
 	built.Spec.Image, _ = specs.BrokerImage(c, r.DefaultImage)
-	desired := specs.BuildStatefulSet(built, founding, replicas, hash)
+	desired := specs.BuildStatefulSet(built, founding, replicas, hash, external)
 	if err == nil {
 		// Claim templates are immutable: a changed storage spec applies
 		// to no existing StatefulSet.
@@ -329,10 +334,6 @@ func (r *BrokerClusterReconciler) observe(ctx context.Context, c *raftkav1.Broke
 		return err
 	}
 	c.Status.BootstrapServers = specs.BootstrapServers(c)
-	c.Status.Listeners = nil
-	for _, l := range c.Spec.Listeners {
-		c.Status.Listeners = append(c.Status.Listeners, raftkav1.ListenerStatus{Name: l.Name, BootstrapServers: specs.ListenerBootstrap(c, l)})
-	}
 	var ready int32
 	for i := range pods {
 		if podReady(&pods[i]) {

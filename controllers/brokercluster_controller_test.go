@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -231,4 +232,68 @@ func getCluster(t *testing.T, ns, name string) *raftkav1.BrokerCluster {
 		t.Fatal(err)
 	}
 	return &c
+}
+
+// TestExternalListenersGetAServicePerBroker: a node port listener gets a
+// Service per broker, whose allocated port each broker advertises with its
+// node's address; a load balancer listener's brokers advertise its address
+// once it has one.
+func TestExternalListenersGetAServicePerBroker(t *testing.T) {
+	ns := newNamespace(t)
+	c := brokerCluster(ns)
+	c.Spec.Listeners = []raftkav1.ListenerSpec{
+		{Name: "internal", Port: 9092},
+		{Name: "ext", Port: 9094, Type: raftkav1.ListenerNodePort},
+		{Name: "lb", Port: 9095, Type: raftkav1.ListenerLoadBalancer},
+	}
+	mustCreate(t, specs.BuildInternalCredentials(c, "b", "o"))
+	mustCreate(t, c)
+	ctx := context.Background()
+	nodePorts := map[int32]int32{}
+	eventually(t, "a node port Service per broker", func() (bool, string) {
+		for id := int32(0); id < 3; id++ {
+			var svc corev1.Service
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("events-%d-ext", id)}, &svc); err != nil {
+				return false, err.Error()
+			}
+			nodePorts[id] = svc.Spec.Ports[0].NodePort
+		}
+		var boot corev1.Service
+		return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events-ext-bootstrap"}, &boot) == nil, "no bootstrap Service"
+	})
+	var want []string
+	for id := int32(0); id < 3; id++ {
+		want = append(want, fmt.Sprintf("%d=EXT://$(NODE_IP):%d", id, nodePorts[id]))
+	}
+	advertisedByID := func() string {
+		var sts appsv1.StatefulSet
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events"}, &sts); err != nil {
+			return err.Error()
+		}
+		for _, a := range sts.Spec.Template.Spec.Containers[0].Args {
+			if v, ok := strings.CutPrefix(a, "--advertised-listeners-by-id="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	eventually(t, "the brokers to advertise their node ports", func() (bool, string) {
+		got := advertisedByID()
+		return got == strings.Join(want, ";"), got
+	})
+
+	// A load balancer assigns broker 1's address: broker 1 advertises it.
+	var lb corev1.Service
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events-1-lb"}, &lb); err != nil {
+		t.Fatal(err)
+	}
+	lb.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}
+	if err := k8s.Status().Update(ctx, &lb); err != nil {
+		t.Fatal(err)
+	}
+	want[1] += ",LB://203.0.113.7:9095"
+	eventually(t, "broker 1 to advertise its load balancer", func() (bool, string) {
+		got := advertisedByID()
+		return got == strings.Join(want, ";"), got
+	})
 }

@@ -130,12 +130,39 @@ type ListenerSpec struct {
 	// +kubebuilder:validation:Maximum=65535
 	// +kubebuilder:validation:XValidation:rule="!(self in [8080, 9091, 9093])",message="ports 8080, 9091 and 9093 are the brokers' own"
 	Port int32 `json:"port"`
+	// Type is where clients of the listener are: internal (the default),
+	// inside the Kubernetes cluster, through the client Service and the
+	// brokers' pod DNS names; nodeport, outside it, through a NodePort
+	// Service per broker (each broker advertises its node's address and
+	// its Service's node port) and a bootstrap one; loadbalancer, through
+	// a LoadBalancer Service per broker (each advertises its load
+	// balancer's address, the brokers restarting once it is assigned)
+	// and a bootstrap one.
+	// +optional
+	// +kubebuilder:validation:Enum=internal;nodeport;loadbalancer
+	Type ListenerType `json:"type,omitempty"`
 	// TLS encrypts the listener with a certificate from a Secret.
 	// +optional
 	TLS *ListenerTLS `json:"tls,omitempty"`
 	// Authentication clients of the listener must pass; none when unset.
 	// +optional
 	Authentication *ListenerAuthentication `json:"authentication,omitempty"`
+}
+
+// ListenerType is where a listener's clients are.
+type ListenerType string
+
+// ListenerTypes.
+const (
+	ListenerInternal     ListenerType = "internal"
+	ListenerNodePort     ListenerType = "nodeport"
+	ListenerLoadBalancer ListenerType = "loadbalancer"
+)
+
+// External tells whether clients outside the Kubernetes cluster use the
+// listener.
+func (l ListenerSpec) External() bool {
+	return l.Type == ListenerNodePort || l.Type == ListenerLoadBalancer
 }
 
 // ListenerTLS is a listener's certificate.
@@ -207,8 +234,11 @@ type PodTemplate struct {
 
 // ListenerStatus is where clients of a listener connect.
 type ListenerStatus struct {
-	Name             string `json:"name"`
-	BootstrapServers string `json:"bootstrapServers"`
+	Name string `json:"name"`
+	// BootstrapServers: the client Service of an internal listener; the
+	// brokers' advertised addresses of an external one, once known.
+	// +optional
+	BootstrapServers string `json:"bootstrapServers,omitempty"`
 }
 
 // BrokerStatus is one broker as the operator sees it.

@@ -198,7 +198,7 @@ func BuildPodDisruptionBudget(c *raftkav1.BrokerCluster) *policyv1.PodDisruption
 // BuildStatefulSet is the brokers' StatefulSet. Pods start in parallel (the
 // metadata group needs a quorum before any broker is ready) and are replaced
 // by the operator, one at a time (OnDelete), when the safe-restart check allows.
-func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, configHash string) *appsv1.StatefulSet {
+func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, configHash string, external ExternalAddresses) *appsv1.StatefulSet {
 	labels := Labels(c)
 	podLabels := map[string]string{}
 	podAnnotations := map[string]string{AnnotationConfigHash: configHash}
@@ -232,6 +232,15 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 		pullPolicy = corev1.PullIfNotPresent
 	}
 	secretVolumes, secretMounts := listenerVolumes(c)
+	env := []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		// Empty where the node has no such label: no rack.
+		{Name: "RAFTKA_RACK", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fmt.Sprintf("metadata.labels['%s']", RackLabel(c))}}},
+	}
+	if hasNodePortListener(c) {
+		env = append(env, corev1.EnvVar{Name: nodeIPVar, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}})
+	}
 	container := corev1.Container{
 		Name:            "broker",
 		Image:           c.Spec.Image,
@@ -239,19 +248,14 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 		Args: append(append([]string{
 			"--id-from-hostname",
 			"--data-dir=" + dataPath,
-		}, listenerArgs(c, self)...),
+		}, listenerArgs(c, self, external)...),
 			fmt.Sprintf("--raft-address=%s:%d", self, RaftPort),
 			fmt.Sprintf("--raft-listen=0.0.0.0:%d", RaftPort),
 			fmt.Sprintf("--http-listen=0.0.0.0:%d", HTTPPort),
 			"--metadata-voters="+strings.Join(voterList, ","),
 			"--join="+strings.Join(joinList, ","),
 		),
-		Env: []corev1.EnvVar{
-			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-			// Empty where the node has no such label: no rack.
-			{Name: "RAFTKA_RACK", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fmt.Sprintf("metadata.labels['%s']", RackLabel(c))}}},
-		},
+		Env:       env,
 		EnvFrom:   []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(c)}}}},
 		Ports:     containerPorts(c),
 		Resources: c.Spec.Resources,

@@ -31,7 +31,7 @@ func arg(args []string, flag string) string {
 
 func TestBuildStatefulSet(t *testing.T) {
 	c := cluster(5)
-	sts := BuildStatefulSet(c, 3, 5, "abc")
+	sts := BuildStatefulSet(c, 3, 5, "abc", nil)
 	if *sts.Spec.Replicas != 5 || sts.Spec.ServiceName != "events-brokers" {
 		t.Fatalf("replicas %d service %s", *sts.Spec.Replicas, sts.Spec.ServiceName)
 	}
@@ -69,7 +69,7 @@ func TestBuildStatefulSet(t *testing.T) {
 
 func TestVotersStayFixed(t *testing.T) {
 	// A cluster created with one broker keeps one voter when it grows.
-	sts := BuildStatefulSet(cluster(3), 1, 3, "h")
+	sts := BuildStatefulSet(cluster(3), 1, 3, "h", nil)
 	if v := arg(sts.Spec.Template.Spec.Containers[0].Args, "--metadata-voters"); strings.Count(v, "=") != 1 {
 		t.Fatalf("voters %q", v)
 	}
@@ -109,12 +109,12 @@ func TestServicesAndConfig(t *testing.T) {
 
 func TestObjectHashFollowsTheBuiltObject(t *testing.T) {
 	c := cluster(3)
-	base := ObjectHash(BuildStatefulSet(c, 3, 3, "h"))
-	if again := ObjectHash(BuildStatefulSet(c, 3, 3, "h")); again != base {
+	base := ObjectHash(BuildStatefulSet(c, 3, 3, "h", nil))
+	if again := ObjectHash(BuildStatefulSet(c, 3, 3, "h", nil)); again != base {
 		t.Fatalf("the same object hashes to %s and %s", base, again)
 	}
 	c.Spec.Image = "raftka/broker:next"
-	if changed := ObjectHash(BuildStatefulSet(c, 3, 3, "h")); changed == base {
+	if changed := ObjectHash(BuildStatefulSet(c, 3, 3, "h", nil)); changed == base {
 		t.Fatal("a new image leaves the hash unchanged")
 	}
 	if ObjectHash(map[string]string{"a": "1", "b": "2"}) != ObjectHash(map[string]string{"b": "2", "a": "1"}) {
@@ -126,7 +126,7 @@ func TestBrokersTakeTheirRackFromTheZoneLabel(t *testing.T) {
 	for _, c := range []struct{ spec, want string }{{"", "topology.kubernetes.io/zone"}, {"example.com/row", "example.com/row"}} {
 		bc := cluster(3)
 		bc.Spec.RackLabel = c.spec
-		pod := BuildStatefulSet(bc, 3, 3, "h").Spec.Template.Spec
+		pod := BuildStatefulSet(bc, 3, 3, "h", nil).Spec.Template.Spec
 		rack := ""
 		for _, e := range pod.Containers[0].Env {
 			if e.Name == "RAFTKA_RACK" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {

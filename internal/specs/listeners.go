@@ -100,7 +100,7 @@ func ValidateListeners(c *raftkav1.BrokerCluster) error {
 
 // listenerArgs are the broker flags of its Kafka listeners; self is the
 // broker's own DNS name.
-func listenerArgs(c *raftkav1.BrokerCluster, self string) []string {
+func listenerArgs(c *raftkav1.BrokerCluster, self string, external ExternalAddresses) []string {
 	if !Secured(c) {
 		return []string{fmt.Sprintf("--listen=0.0.0.0:%d", KafkaPort), fmt.Sprintf("--advertised-address=%s:%d", self, KafkaPort)}
 	}
@@ -133,6 +133,9 @@ func listenerArgs(c *raftkav1.BrokerCluster, self string) []string {
 	}
 	if c.Spec.Authorization != nil {
 		args = append(args, "--authorizer=acl")
+	}
+	if byID := advertisedByIDArg(external); byID != "" {
+		args = append(args, "--advertised-listeners-by-id="+byID)
 	}
 	return args
 }

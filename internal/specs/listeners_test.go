@@ -25,7 +25,7 @@ func securedCluster() *raftkav1.BrokerCluster {
 }
 
 func TestListenersMakeTheBrokersFlags(t *testing.T) {
-	sts := BuildStatefulSet(securedCluster(), 3, 3, "abc")
+	sts := BuildStatefulSet(securedCluster(), 3, 3, "abc", nil)
 	args := sts.Spec.Template.Spec.Containers[0].Args
 	self := "$(POD_NAME).events-brokers.$(POD_NAMESPACE).svc"
 	want := map[string]string{
@@ -216,5 +216,62 @@ func TestNetworkPolicyAdmitsOnlyBrokersAndOperatorToTheirOwnPorts(t *testing.T) 
 	np := BuildNetworkPolicy(secured, operator)
 	if fmt.Sprint(np.Spec.PodSelector.MatchLabels) != fmt.Sprint(Labels(secured)) || len(np.Spec.PolicyTypes) != 1 || np.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress {
 		t.Errorf("policy selects %v for %v", np.Spec.PodSelector.MatchLabels, np.Spec.PolicyTypes)
+	}
+}
+
+func TestExternalListeners(t *testing.T) {
+	c := cluster(2)
+	c.Spec.Listeners = []raftkav1.ListenerSpec{
+		{Name: "internal", Port: 9092},
+		{Name: "ext", Port: 9094, Type: raftkav1.ListenerNodePort},
+		{Name: "lb", Port: 9095, Type: raftkav1.ListenerLoadBalancer},
+	}
+	var got []string
+	for _, svc := range BuildExternalServices(c, 2) {
+		got = append(got, fmt.Sprintf("%s %s %s pod=%s broker=%s policy=%s", svc.Name, svc.Spec.Type, svc.Spec.Ports[0].Name,
+			svc.Spec.Selector["statefulset.kubernetes.io/pod-name"], svc.Labels[LabelBroker], svc.Spec.ExternalTrafficPolicy))
+	}
+	want := []string{
+		"events-0-ext NodePort ext pod=events-0 broker=0 policy=Local",
+		"events-1-ext NodePort ext pod=events-1 broker=1 policy=Local",
+		"events-ext-bootstrap NodePort ext pod= broker= policy=",
+		"events-0-lb LoadBalancer lb pod=events-0 broker=0 policy=Local",
+		"events-1-lb LoadBalancer lb pod=events-1 broker=1 policy=Local",
+		"events-lb-bootstrap LoadBalancer lb pod= broker= policy=",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("services\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	nodePort := &corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "ext", NodePort: 31001}}}}
+	if addr, ok := AdvertisedExternal(c.Spec.Listeners[1], nodePort); !ok || addr != "$(NODE_IP):31001" {
+		t.Errorf("node port advertises %q %v", addr, ok)
+	}
+	lb := &corev1.Service{}
+	if _, ok := AdvertisedExternal(c.Spec.Listeners[2], lb); ok {
+		t.Error("a load balancer without an address advertised one")
+	}
+	lb.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "b0.example.com"}}
+	if addr, ok := AdvertisedExternal(c.Spec.Listeners[2], lb); !ok || addr != "b0.example.com:9095" {
+		t.Errorf("load balancer advertises %q %v", addr, ok)
+	}
+	if addr, ok := OnNode("$(NODE_IP):31001", "10.0.0.7"); !ok || addr != "10.0.0.7:31001" {
+		t.Errorf("on the node: %q %v", addr, ok)
+	}
+	if _, ok := OnNode("$(NODE_IP):31001", ""); ok {
+		t.Error("an address without its node")
+	}
+
+	sts := BuildStatefulSet(c, 2, 2, "h", ExternalAddresses{"ext": {0: "$(NODE_IP):31001", 1: "$(NODE_IP):31002"}, "lb": {1: "b1.example.com:9095"}})
+	container := sts.Spec.Template.Spec.Containers[0]
+	if got := arg(container.Args, "--advertised-listeners-by-id"); got != "0=EXT://$(NODE_IP):31001;1=EXT://$(NODE_IP):31002,LB://b1.example.com:9095" {
+		t.Errorf("--advertised-listeners-by-id=%s", got)
+	}
+	nodeIP := false
+	for _, e := range container.Env {
+		nodeIP = nodeIP || e.Name == "NODE_IP" && e.ValueFrom.FieldRef.FieldPath == "status.hostIP"
+	}
+	if !nodeIP {
+		t.Error("a node port listener's brokers do not know their node's address")
 	}
 }

@@ -44,7 +44,8 @@ func testSecurity(t *testing.T, e *env) {
 		&raftkav1.BrokerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: securedName},
 			Spec: raftkav1.BrokerClusterSpec{Replicas: 1, Storage: raftkav1.StorageSpec{Size: resource.MustParse("1Gi")},
 				Listeners: []raftkav1.ListenerSpec{{Name: "internal", Port: 9092, Authentication: scramOnly},
-					{Name: "tls", Port: 9094, TLS: &raftkav1.ListenerTLS{SecretName: securedName + "-tls"}, Authentication: scramOnly}},
+					{Name: "tls", Port: 9094, TLS: &raftkav1.ListenerTLS{SecretName: securedName + "-tls"}, Authentication: scramOnly},
+					{Name: "outside", Port: 9096, Type: raftkav1.ListenerNodePort, Authentication: scramOnly}},
 				Authorization: &raftkav1.AuthorizationSpec{Type: "simple"},
 				// The e2e node's bridge network does not enforce it; the API
 				// server takes it and the operator writes it.
@@ -78,9 +79,14 @@ func testSecurity(t *testing.T, e *env) {
 	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName}, &bc); err != nil {
 		t.Fatal(err)
 	}
-	if len(bc.Status.Listeners) != 2 {
-		t.Fatalf("listeners in the status: %+v", bc.Status.Listeners)
-	}
+	// The node port listener's address is known once the broker's pod is
+	// on its node.
+	eventually(t, time.Minute, "the node port listener's address in the status", func() (bool, string) {
+		if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName}, &bc); err != nil {
+			return false, err.Error()
+		}
+		return len(bc.Status.Listeners) == 3 && bc.Status.Listeners[2].BootstrapServers != "", fmt.Sprintf("%+v", bc.Status.Listeners)
+	})
 	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName + "-brokers"}, &networkingv1.NetworkPolicy{}); err != nil {
 		t.Fatalf("the brokers' NetworkPolicy: %v", err)
 	}
@@ -117,6 +123,22 @@ func testSecurity(t *testing.T, e *env) {
 	}
 	if err := produce(as(bc.Status.Listeners[0].BootstrapServers, password, e.dial), "secured-orders"); err != nil {
 		t.Fatalf("orders-app on the internal listener: %v", err)
+	}
+	// From outside the Kubernetes cluster (this test runs on the node, not
+	// in a pod): the node's address and the broker's node port, which the
+	// broker advertises to that listener's clients.
+	outside := as(bc.Status.Listeners[2].BootstrapServers, password, (&net.Dialer{Timeout: 5 * time.Second}).DialContext)
+	if err := produce(outside, "secured-orders"); err != nil {
+		t.Fatalf("orders-app through the node port listener: %v", err)
+	}
+	brokers, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx(t), outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range brokers.Brokers {
+		if addr := net.JoinHostPort(b.Host, fmt.Sprint(b.Port)); addr != bc.Status.Listeners[2].BootstrapServers {
+			t.Fatalf("a client of the node port listener is told broker %d is at %s, want %s", b.NodeID, addr, bc.Status.Listeners[2].BootstrapServers)
+		}
 	}
 	md := kmsg.NewPtrMetadataRequest()
 	if _, err := md.RequestWith(ctx(t), as(bc.Status.Listeners[0].BootstrapServers, "guess", e.dial)); !errors.Is(err, kerr.SaslAuthenticationFailed) {

@@ -40,6 +40,7 @@ func run(args []string) error {
 		advertised    = fs.String("advertised-address", "", "host:port clients are told to connect to (default: --listen)")
 		listeners     = fs.String("listeners", "", "Kafka listeners as NAME://host:port,... (Kafka's listeners); the first is the inter-broker listener, which must be PLAINTEXT, or SASL_PLAINTEXT with --inter-broker-user; replaces --listen")
 		advListeners  = fs.String("advertised-listeners", "", "NAME://host:port,... clients of each listener are told to connect to (Kafka's advertised.listeners; default: each listener's bind address)")
+		advByID       = fs.String("advertised-listeners-by-id", "", "ID=NAME://host:port[,NAME://host:port];ID=... per broker id, advertised listeners that replace --advertised-listeners' for that broker: the brokers of a StatefulSet share their flags, and each is reached from outside at an address of its own")
 		protocolMap   = fs.String("listener-security-protocol-map", "", "NAME:PROTOCOL,... for --listeners, PROTOCOL being PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (Kafka's listener.security.protocol.map; default: a listener named after a protocol uses it)")
 		plainNoTLS    = fs.Bool("sasl-plain-without-tls", false, "offer SASL PLAIN on SASL_PLAINTEXT listeners, where the password crosses the network unencrypted (SCRAM-SHA-256 and SCRAM-SHA-512 are always offered)")
 		authTimeout   = fs.Duration("sasl-authentication-timeout", 10*time.Second, "how long a connection to a SASL listener may take to authenticate before it is closed")
@@ -114,6 +115,11 @@ func run(args []string) error {
 	if *authorizerOn != "none" && *authorizerOn != "acl" {
 		return fmt.Errorf("--authorizer %q: want none or acl", *authorizerOn)
 	}
+	mine, err := advertisedByID(*advByID, *id)
+	if err != nil {
+		return err
+	}
+	*advListeners = replaceAdvertised(*advListeners, mine)
 	kafkaListeners, err := parseListenerFlags(fs, *listen, *advertised, *listeners, *advListeners, *protocolMap)
 	if err != nil {
 		return err
@@ -242,4 +248,42 @@ func parseListenerSSLDirs(s string, listeners []server.Listener, shared server.T
 		out[name] = files
 	}
 	return out, nil
+}
+
+// advertisedByID picks this broker's entry of --advertised-listeners-by-id.
+func advertisedByID(s string, id int) (string, error) {
+	for _, entry := range strings.Split(s, ";") {
+		if strings.TrimSpace(entry) == "" {
+			continue
+		}
+		key, listeners, ok := strings.Cut(entry, "=")
+		n, err := strconv.Atoi(strings.TrimSpace(key))
+		if !ok || err != nil || n < 0 {
+			return "", fmt.Errorf("--advertised-listeners-by-id %q: want ID=NAME://host:port[,...]", entry)
+		}
+		if n == id {
+			return listeners, nil
+		}
+	}
+	return "", nil
+}
+
+// replaceAdvertised is base's advertised listeners with those mine names
+// replaced by mine's.
+func replaceAdvertised(base, mine string) string {
+	name := func(entry string) string {
+		n, _, _ := strings.Cut(entry, "://")
+		return strings.ToUpper(strings.TrimSpace(n))
+	}
+	replaced := map[string]bool{}
+	for _, e := range splitList(mine) {
+		replaced[name(e)] = true
+	}
+	var out []string
+	for _, e := range splitList(base) {
+		if !replaced[name(e)] {
+			out = append(out, e)
+		}
+	}
+	return strings.Join(append(out, splitList(mine)...), ",")
 }
