@@ -65,6 +65,12 @@ func (r *UserReconciler) reconcile(ctx context.Context, user *raftkav1.User) (ct
 	if !user.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, user)
 	}
+	if reservedUser(user) {
+		// Before the finalizer: such a User never touches the brokers.
+		err := fmt.Errorf("user name %s is the cluster's own", user.KafkaName())
+		r.notReady(user, raftkav1.ReasonNotSupported, err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
 	if controllerutil.AddFinalizer(user, UserFinalizer) {
 		if err := r.Update(ctx, user); err != nil {
 			return ctrl.Result{}, err
@@ -119,6 +125,14 @@ func (r *UserReconciler) reconcile(ctx context.Context, user *raftkav1.User) (ct
 		fmt.Sprintf("the brokers hold the credential of %s and its %d ACL bindings", user.KafkaName(), len(want)))
 	meta.RemoveStatusCondition(&user.Status.Conditions, raftkav1.ConditionStalled)
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+// reservedUser: the brokers set the credentials of their own and the
+// operator's users from the internal credentials; a User of either name
+// would fight them for the password, and its deletion would revoke the
+// operator's access.
+func reservedUser(user *raftkav1.User) bool {
+	return user.KafkaName() == specs.BrokerUser || user.KafkaName() == specs.OperatorUser
 }
 
 func (r *UserReconciler) notReady(user *raftkav1.User, reason, message string) {
@@ -251,7 +265,7 @@ func (r *UserReconciler) finalize(ctx context.Context, user *raftkav1.User) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if winner == user.Name {
+	if winner == user.Name && !reservedUser(user) {
 		cluster, access, err := r.cluster(ctx, user)
 		switch {
 		case errors.Is(err, errClusterMissing):

@@ -231,6 +231,11 @@ func TestUserNeedsASecuredCluster(t *testing.T) {
 	if c := meta.FindStatusCondition(got.Status.Conditions, raftkav1.ConditionStalled); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Stalled condition %+v", c)
 	}
+	// The cluster's own users are not a User's to manage.
+	mustCreate(t, &raftkav1.User{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "impostor"},
+		Spec: raftkav1.UserSpec{ClusterRef: raftkav1.ClusterReference{Name: "events"}, UserName: specs.OperatorUser,
+			Authentication: raftkav1.UserAuthentication{Type: raftkav1.AuthenticationSCRAMSHA512}}})
+	userReadyIs(t, ns, "impostor", metav1.ConditionFalse, raftkav1.ReasonNotSupported)
 }
 
 func patchUser(t *testing.T, ns, name string, change func(*raftkav1.User)) {
