@@ -120,6 +120,10 @@ func (r *UserReconciler) reconcile(ctx context.Context, user *raftkav1.User) (ct
 		r.notReady(user, raftkav1.ReasonBrokerError, err.Error())
 		return ctrl.Result{}, err
 	}
+	if err := r.ensureQuotas(bctx, user, access, specs.UserQuotas(user)); err != nil {
+		r.notReady(user, raftkav1.ReasonBrokerError, err.Error())
+		return ctrl.Result{}, err
+	}
 	user.Status.ACLs = int32(len(want))
 	setCondition(&user.Status.Conditions, user.Generation, raftkav1.ConditionReady, true, "InSync",
 		fmt.Sprintf("the brokers hold the credential of %s and its %d ACL bindings", user.KafkaName(), len(want)))
@@ -254,7 +258,24 @@ func (r *UserReconciler) ensureACLs(ctx context.Context, user *raftkav1.User, ac
 	return nil
 }
 
-// finalize removes the user's credential and ACLs from the brokers, unless
+// ensureQuotas makes the user's quota values on the brokers those of its
+// spec.
+func (r *UserReconciler) ensureQuotas(ctx context.Context, user *raftkav1.User, access brokerclient.Access, want map[string]float64) error {
+	have, err := r.Brokers.UserQuotas(ctx, access, user.KafkaName())
+	if err != nil {
+		return fmt.Errorf("describe the quotas of %s: %w", user.KafkaName(), err)
+	}
+	changed, err := r.Brokers.SetUserQuotas(ctx, access, user.KafkaName(), want, have)
+	if err != nil {
+		return fmt.Errorf("set the quotas of %s: %w", user.KafkaName(), err)
+	}
+	if changed {
+		log.FromContext(ctx).Info("user quotas changed", "user", user.KafkaName(), "quotas", fmt.Sprint(want))
+	}
+	return nil
+}
+
+// finalize removes the user's credential, ACLs and quotas from the brokers, unless
 // another User manages the same Kafka user; the Secret goes with the User
 // (owner reference).
 func (r *UserReconciler) finalize(ctx context.Context, user *raftkav1.User) (ctrl.Result, error) {
@@ -281,6 +302,9 @@ func (r *UserReconciler) finalize(ctx context.Context, user *raftkav1.User) (ctr
 				if err := r.ensureACLs(bctx, user, access, nil); err != nil {
 					return ctrl.Result{}, err
 				}
+			}
+			if err := r.ensureQuotas(bctx, user, access, nil); err != nil {
+				return ctrl.Result{}, err
 			}
 			log.FromContext(ctx).Info("user removed from the brokers", "user", user.KafkaName())
 		}

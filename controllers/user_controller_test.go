@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/broker/brokertest"
@@ -135,7 +136,8 @@ func TestUserCredentialAndACLs(t *testing.T) {
 				{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceTopic, Name: "orders"}, Operations: []raftkav1.ACLOperation{"Write", "Describe"}},
 				{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceGroup, Name: "alice-", PatternType: raftkav1.ACLPatternPrefix}, Operations: []raftkav1.ACLOperation{"Read"}},
 				{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceCluster}, Operations: []raftkav1.ACLOperation{"IdempotentWrite"}},
-			}}}}
+			}},
+			Quotas: &raftkav1.UserQuotas{ProducerByteRate: ptr.To[int64](1 << 20)}}}
 	mustCreate(t, user)
 	// The operator reaches the brokers as raftka-operator with the
 	// password of the Secret it kept: it reads the metadata quorum.
@@ -177,9 +179,19 @@ func TestUserCredentialAndACLs(t *testing.T) {
 		t.Fatalf("alice producing to payments: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 
+	if got := userQuotas(t, cl, "alice"); got != "producer_byte_rate=1048576" {
+		t.Fatalf("alice's quotas on the brokers: %s", got)
+	}
+
 	// Someone changes alice on the brokers with Kafka's tools: her password,
-	// one ACL gone and one added. The operator sets all of it back.
+	// one ACL gone and one added, her quotas. The operator sets all of it
+	// back.
 	ctx := context.Background()
+	alice5 := "alice"
+	if _, err := cl.Admin().AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: kadm.ClientQuotaEntity{{Type: "user", Name: &alice5}},
+		Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 5}, {Key: "consumer_byte_rate", Value: 5}}}}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := cl.Admin().AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "stolen"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +205,9 @@ func TestUserCredentialAndACLs(t *testing.T) {
 	eventually(t, "alice's password and ACLs set back", func() (bool, string) {
 		acls := userACLs(t, cl, "User:alice")
 		slices.Sort(acls)
-		return strings.Join(acls, ", ") == want && produceErr(clientOf(t, cl, "alice", password), "orders") == nil, strings.Join(acls, ", ")
+		quotas := userQuotas(t, cl, "alice")
+		return strings.Join(acls, ", ") == want && quotas == "producer_byte_rate=1048576" && produceErr(clientOf(t, cl, "alice", password), "orders") == nil,
+			strings.Join(acls, ", ") + " " + quotas
 	})
 
 	// The spec takes Write away.
@@ -213,6 +227,9 @@ func TestUserCredentialAndACLs(t *testing.T) {
 	})
 	if acls := userACLs(t, cl, "User:alice"); len(acls) != 0 {
 		t.Errorf("alice's ACLs outlived her: %v", acls)
+	}
+	if quotas := userQuotas(t, cl, "alice"); quotas != "" {
+		t.Errorf("alice's quotas outlived her: %s", quotas)
 	}
 	md := kmsg.NewPtrMetadataRequest()
 	if _, err := md.RequestWith(ctx, clientOf(t, cl, "alice", password)); !errors.Is(err, kerr.SaslAuthenticationFailed) {
@@ -236,6 +253,23 @@ func TestUserNeedsASecuredCluster(t *testing.T) {
 		Spec: raftkav1.UserSpec{ClusterRef: raftkav1.ClusterReference{Name: "events"}, UserName: specs.OperatorUser,
 			Authentication: raftkav1.UserAuthentication{Type: raftkav1.AuthenticationSCRAMSHA512}}})
 	userReadyIs(t, ns, "impostor", metav1.ConditionFalse, raftkav1.ReasonNotSupported)
+}
+
+// userQuotas are the quota values of user=<name> on the brokers, as text.
+func userQuotas(t *testing.T, cl *brokertest.Cluster, name string) string {
+	t.Helper()
+	described, err := cl.Admin().DescribeClientQuotas(context.Background(), true, []kadm.DescribeClientQuotaComponent{{Type: "user", MatchName: &name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range described {
+		for _, v := range d.Values {
+			out = append(out, fmt.Sprintf("%s=%.0f", v.Key, v.Value))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
 }
 
 func patchUser(t *testing.T, ns, name string, change func(*raftkav1.User)) {

@@ -28,6 +28,26 @@ type UserSpec struct {
 	// enforces them when its spec.authorization is set.
 	// +optional
 	Authorization *UserAuthorization `json:"authorization,omitempty"`
+
+	// Quotas bound the user's traffic on each broker (Kafka's user
+	// quotas); a client over them has its responses throttled.
+	// +optional
+	Quotas *UserQuotas `json:"quotas,omitempty"`
+}
+
+// UserQuotas are a user's byte rates on each broker, shared by all its
+// clients.
+type UserQuotas struct {
+	// ProducerByteRate bounds the bytes/s the user's produce requests
+	// carry to each broker.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ProducerByteRate *int64 `json:"producerByteRate,omitempty"`
+	// ConsumerByteRate bounds the bytes/s of the user's fetch responses
+	// from each broker.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ConsumerByteRate *int64 `json:"consumerByteRate,omitempty"`
 }
 
 // UserAuthentication is a user's credential.

@@ -31,6 +31,8 @@ type Command struct {
 	// CreateACLs and DeleteACLs: acls.go.
 	CreateACLs *CreateACLs `json:",omitempty"`
 	DeleteACLs *DeleteACLs `json:",omitempty"`
+	// AlterClientQuotas: quotas.go.
+	AlterClientQuotas *AlterClientQuotas `json:",omitempty"`
 }
 
 // SetMetadataVoters records which brokers vote in the metadata group

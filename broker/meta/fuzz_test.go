@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/acl"
+	"github.com/raftka/raftka/broker/quota"
 )
 
 // commandsFrom turns fuzz bytes into metadata commands over a small
@@ -34,7 +35,7 @@ func commandsFrom(data []byte) []Command {
 	topics := []string{"a", "b"}
 	for len(data) > 0 {
 		topic := topics[next()%2]
-		switch next() % 15 {
+		switch next() % 16 {
 		case 0:
 			out = append(out, Command{RegisterBroker: &Broker{ID: int32(next() % 5), RaftAddr: "r", Incarnation: string(rune('a' + next()%3)), Generation: uint32(next() % 3)}})
 		case 1:
@@ -83,6 +84,17 @@ func commandsFrom(data []byte) []Command {
 				cred := ScramCredential{Salt: []byte{byte(next())}, StoredKey: []byte{byte(next())}, ServerKey: []byte{byte(next())}, Iterations: 4096}
 				out = append(out, Command{AlterScramCredentials: &AlterScramCredentials{Upserts: []ScramUpsert{{User: user, Mechanism: mech, Credential: cred}}}})
 			}
+		case 15:
+			entity := quota.Entity{User: &quota.Name{Name: string(rune('a' + next()%2))}}
+			if next()%2 == 0 {
+				entity.ClientID = &quota.Name{Default: true}
+			}
+			key := []string{quota.ProducerByteRate, quota.ConsumerByteRate}[next()%2]
+			if next()%2 == 0 {
+				out = append(out, Command{AlterClientQuotas: &AlterClientQuotas{Changes: []QuotaChange{{Entity: entity, Remove: []string{key}}}}})
+			} else {
+				out = append(out, Command{AlterClientQuotas: &AlterClientQuotas{Changes: []QuotaChange{{Entity: entity, Set: map[string]float64{key: float64(1 + next())}}}}})
+			}
 		case 8:
 			out = append(out, Command{Leader: &LeaderChange{Shard: FirstPartitionShard + uint64(next()%6), Leader: int32(next() % 5), Epoch: int32(next() % 4), Node: RaftNodeID(int32(next()%5), uint32(next()%4))}})
 		}
@@ -117,6 +129,11 @@ func FuzzApply(f *testing.F) {
 		for i, b := range a.ACLs {
 			if slices.Contains(a.ACLs[i+1:], b) {
 				t.Fatalf("ACL %+v is kept twice", b)
+			}
+		}
+		for i, q := range a.ClientQuotas {
+			if len(q.Values) == 0 || slices.ContainsFunc(a.ClientQuotas[i+1:], func(o quota.Config) bool { return o.Entity.Equal(q.Entity) }) {
+				t.Fatalf("client quota of %s kept empty or twice: %+v", q.Entity, a.ClientQuotas)
 			}
 		}
 		for user, creds := range a.ScramCredentials {

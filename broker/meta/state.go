@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/raftka/raftka/broker/acl"
+	"github.com/raftka/raftka/broker/quota"
 )
 
 // FirstPartitionShard is the first Raft shard id given to a partition;
@@ -117,6 +118,9 @@ type State struct {
 	// ACLs are the authorizer's bindings, in the order they were made
 	// (acls.go).
 	ACLs []acl.Binding `json:",omitempty"`
+	// ClientQuotas are the client quota configs, in the order their
+	// entities were first given one (quotas.go).
+	ClientQuotas []quota.Config `json:",omitempty"`
 
 	// topicsByID indexes Topics by id for Fetch and Produce v13+, which
 	// name topics by id in every request; derived, so not in snapshots.
@@ -234,6 +238,8 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		return s.createACLs(c.CreateACLs)
 	case c.DeleteACLs != nil:
 		return s.deleteACLs(c.DeleteACLs)
+	case c.AlterClientQuotas != nil:
+		return s.alterClientQuotas(c.AlterClientQuotas)
 	case c.AllocateProducerIDs:
 		first := s.NextProducerID
 		s.NextProducerID += ProducerIDBlock

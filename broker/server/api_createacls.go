@@ -45,7 +45,7 @@ func handleCreateACLs(b *Broker, r *request) (kmsg.Response, error) {
 			valid, validAt = append(valid, binding), append(validAt, i)
 		}
 		if len(valid) > 0 {
-			if err := b.proposeACLChange(&meta.Command{CreateACLs: &meta.CreateACLs{Bindings: valid}}); err != nil {
+			if err := b.proposeAdminChange(&meta.Command{CreateACLs: &meta.CreateACLs{Bindings: valid}}); err != nil {
 				for _, i := range validAt {
 					resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 				}
@@ -56,8 +56,9 @@ func handleCreateACLs(b *Broker, r *request) (kmsg.Response, error) {
 	return nil, nil
 }
 
-// proposeACLChange proposes an ACL command to the metadata group.
-func (b *Broker) proposeACLChange(cmd *meta.Command) *kerr.Error {
+// proposeAdminChange proposes an administration command (ACLs, quotas) to
+// the metadata group, within aclChangeWait.
+func (b *Broker) proposeAdminChange(cmd *meta.Command) *kerr.Error {
 	ctx, cancel := context.WithTimeout(b.ctx, aclChangeWait)
 	defer cancel()
 	out, err := b.proposeMeta(ctx, cmd)

@@ -44,7 +44,7 @@ func handleDeleteACLs(b *Broker, r *request) (kmsg.Response, error) {
 		if len(matched) == 0 {
 			return resp
 		}
-		if err := b.proposeACLChange(&meta.Command{DeleteACLs: &meta.DeleteACLs{Bindings: matched}}); err != nil {
+		if err := b.proposeAdminChange(&meta.Command{DeleteACLs: &meta.DeleteACLs{Bindings: matched}}); err != nil {
 			for i := range resp.Results {
 				resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 				resp.Results[i].MatchingACLs = nil

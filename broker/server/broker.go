@@ -70,6 +70,7 @@ type Broker struct {
 	listeners []*kafkaListener
 	auth      *authenticator
 	authz     *authorizer
+	quotas    *clientQuotas
 	conns     sync.WaitGroup
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -128,6 +129,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.metrics = newMetrics(b)
 	b.auth = newAuthenticator(cfg.SASL, b.meta)
 	b.authz = &authorizer{cfg: cfg.Authorizer, meta: b.meta}
+	b.quotas = newClientQuotas(b)
 	self, found, err := identity.Load(cfg.DataDir, filepath.Join(cfg.DataDir, "raft"), cfg.ID)
 	if err != nil {
 		cancel()

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/raftka/raftka/broker/quota"
 )
 
 // The Raft log stores a broker can run on. A NodeHost directory records
@@ -31,6 +33,9 @@ type Config struct {
 	TLS TLSConfig
 	// ListenerTLS replaces TLS for the listeners it names.
 	ListenerTLS map[string]TLSConfig
+	// QuotaWindowing is how client quotas measure rates; Kafka's when
+	// zero.
+	QuotaWindowing quota.Windowing
 	// Authorizer turns ACLs on (authorizer.go).
 	Authorizer AuthorizerConfig
 	// ScramUsersDir names users and holds their passwords, one file each
@@ -181,6 +186,9 @@ func (c *Config) validate() error {
 	}
 	if c.RTT <= 0 {
 		c.RTT = 50 * time.Millisecond
+	}
+	if c.QuotaWindowing.Samples < 2 || c.QuotaWindowing.Length <= 0 {
+		c.QuotaWindowing = quota.DefaultWindowing
 	}
 	if c.DefaultPartitions <= 0 {
 		c.DefaultPartitions = 1

@@ -11,11 +11,14 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/quota"
 )
 
 // maxInFlight bounds the requests a connection may have waiting for their
@@ -41,6 +44,9 @@ type clientConn struct {
 	// tlsPrincipal is the subject of the client's verified certificate on
 	// an SSL listener (tlsPrincipal), set once the handshake is done.
 	tlsPrincipal string
+	// mutedUntil (Unix nanoseconds) holds the next request back while the
+	// client pays a quota's throttle time (quotas.go).
+	mutedUntil atomic.Int64
 }
 
 // reply is a response frame for the writer, nil to close the connection;
@@ -147,6 +153,9 @@ func (c *clientConn) readLoop() {
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	var sizeBuf [4]byte
 	for {
+		if !c.waitUnmuted(c.b.ctx) {
+			return
+		}
 		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
 			return
 		}
@@ -240,8 +249,17 @@ func (c *clientConn) handle(body []byte) (keep bool) {
 	}
 	req := &request{conn: c, kreq: kreq, clientID: clientID}
 	start := time.Now()
+	// A produce's bytes count against the client's quota as it arrives, a
+	// fetch's as its answer leaves.
+	var throttle time.Duration
+	quotaUser := c.quotaUser()
+	pr, produce := kreq.(*kmsg.ProduceRequest)
+	if produce {
+		throttle = c.b.quotas.record(quota.ProducerByteRate, quotaUser, clientID, len(body), start)
+		c.mute(throttle)
+	}
 	// Produce with acks=0 expects no answer at all.
-	if pr, ok := kreq.(*kmsg.ProduceRequest); ok && pr.Acks == 0 {
+	if produce && pr.Acks == 0 {
 		_, _ = h.handle(c.b, req)
 		return true
 	}
@@ -265,14 +283,30 @@ func (c *clientConn) handle(body []byte) (keep bool) {
 			resp := req.deferred()
 			c.b.metrics.observe(key, start)
 			resp.SetVersion(version)
-			slot <- reply{frame: frame(corr, flexible, resp), written: req.written}
+			slot <- reply{frame: c.throttled(corr, flexible, resp, throttle, quotaUser, clientID), written: req.written}
 		}()
 		return true
 	}
 	c.b.metrics.observe(key, start)
 	resp.SetVersion(version)
-	slot <- reply{frame: frame(corr, flexible, resp), written: req.written}
+	slot <- reply{frame: c.throttled(corr, flexible, resp, throttle, quotaUser, clientID), written: req.written}
 	return !req.closeAfter
+}
+
+// throttled frames a response with the throttle time its client must
+// pause: a produce's, decided as it arrived, or a fetch's, from the size
+// of its answer; the connection takes no request meanwhile.
+func (c *clientConn) throttled(corr int32, flexible bool, resp kmsg.Response, throttle time.Duration, user, clientID string) []byte {
+	f := frame(corr, flexible, resp)
+	if _, fetch := resp.(*kmsg.FetchResponse); fetch {
+		throttle = c.b.quotas.record(quota.ConsumerByteRate, user, clientID, len(f), time.Now())
+		c.mute(throttle)
+	}
+	if throttle <= 0 {
+		return f
+	}
+	setThrottle(resp, throttle)
+	return frame(corr, flexible, resp)
 }
 
 func ready(f []byte) chan reply {

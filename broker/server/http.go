@@ -212,6 +212,8 @@ type metrics struct {
 	// authentications counts SASL exchanges by mechanism and result:
 	// success, reauthentication or failure.
 	authentications *prometheus.CounterVec
+	// throttled counts responses throttled by a client quota, by quota.
+	throttled *prometheus.CounterVec
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -237,8 +239,10 @@ func newMetrics(b *Broker) *metrics {
 			Help: "Idempotent producers' retried batches this broker, as partition leader, recognised and answered with their first offset without writing them again."}, []string{"topic"}),
 		authentications: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_sasl_authentications_total",
 			Help: "SASL exchanges on this broker's SASL listeners by mechanism and result: success, reauthentication (KIP-368, on a connection already authenticated) or failure."}, []string{"mechanism", "result"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_client_quota_throttles_total",
+			Help: "Responses this broker throttled because the client was over its quota, by quota: producer_byte_rate or consumer_byte_rate."}, []string{"quota"}),
 	}
-	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, m.outOfOrder, m.duplicates, m.authentications, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), partitionCollector{b})
+	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, m.outOfOrder, m.duplicates, m.authentications, m.throttled, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), partitionCollector{b})
 	return m
 }
 

@@ -193,3 +193,57 @@ func Authenticates(ctx context.Context, access Access, user, password string) (b
 	}
 	return false, fmt.Errorf("logging in as %s: %w", user, err)
 }
+
+// UserQuotas are the quota values of the entity user=<user> alone
+// (DescribeClientQuotas, strict).
+func (c *Clients) UserQuotas(ctx context.Context, access Access, user string) (map[string]float64, error) {
+	adm, err := c.Admin(access)
+	if err != nil {
+		return nil, err
+	}
+	described, err := adm.DescribeClientQuotas(ctx, true, []kadm.DescribeClientQuotaComponent{{Type: "user", MatchName: &user}})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, d := range described {
+		for _, v := range d.Values {
+			out[v.Key] = v.Value
+		}
+	}
+	return out, nil
+}
+
+// SetUserQuotas makes the quota values of user=<user> want: those missing
+// or different are set, the others removed (AlterClientQuotas). have is
+// what UserQuotas read.
+func (c *Clients) SetUserQuotas(ctx context.Context, access Access, user string, want, have map[string]float64) (changed bool, err error) {
+	var ops []kadm.AlterClientQuotaOp
+	for k, v := range want {
+		if cur, ok := have[k]; !ok || cur != v {
+			ops = append(ops, kadm.AlterClientQuotaOp{Key: k, Value: v})
+		}
+	}
+	for k := range have {
+		if _, ok := want[k]; !ok {
+			ops = append(ops, kadm.AlterClientQuotaOp{Key: k, Remove: true})
+		}
+	}
+	if len(ops) == 0 {
+		return false, nil
+	}
+	adm, err := c.Admin(access)
+	if err != nil {
+		return false, err
+	}
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: kadm.ClientQuotaEntity{{Type: "user", Name: &user}}, Ops: ops}})
+	if err != nil {
+		return false, err
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			return false, r.Err
+		}
+	}
+	return true, nil
+}

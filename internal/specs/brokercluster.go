@@ -218,13 +218,18 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 	// The founding voters are fixed at the cluster's creation; the voters
 	// the operator adds as the cluster grows are the next brokers, so a
 	// broker back on an empty disk asks all of the first brokers whether
-	// the cluster exists.
+	// the cluster exists: those the StatefulSet runs. A broker it does not
+	// run has no DNS name, and where the cluster's DNS cannot say so (no
+	// upstream to deny the bare .svc name), asking it would hold a new
+	// one-broker cluster forever.
 	var voterList, joinList []string
 	for id := int32(0); id < MaxMetadataVoters; id++ {
 		if id < voters {
 			voterList = append(voterList, fmt.Sprintf("%d=%s:%d", id, BrokerHost(c, id), RaftPort))
 		}
-		joinList = append(joinList, fmt.Sprintf("%s:%d", BrokerHost(c, id), HTTPPort))
+		if id < max(replicas, voters) {
+			joinList = append(joinList, fmt.Sprintf("%s:%d", BrokerHost(c, id), HTTPPort))
+		}
 	}
 	self := fmt.Sprintf("$(POD_NAME).%s.$(POD_NAMESPACE).svc", HeadlessServiceName(c))
 	pullPolicy := c.Spec.ImagePullPolicy

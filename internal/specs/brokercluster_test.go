@@ -158,3 +158,24 @@ func TestBrokerImage(t *testing.T) {
 		t.Error("no image anywhere accepted")
 	}
 }
+
+// TestJoinNamesOnlyBrokersThatRun: a broker on an empty disk asks the
+// first brokers whether the cluster exists, but only those the
+// StatefulSet runs: a one-broker cluster asks no one else and founds.
+func TestJoinNamesOnlyBrokersThatRun(t *testing.T) {
+	for _, tc := range []struct {
+		voters, replicas int32
+		want             string
+	}{
+		{1, 1, "events-0.events-brokers.kafka.svc:8080"},
+		{1, 2, "events-0.events-brokers.kafka.svc:8080,events-1.events-brokers.kafka.svc:8080"},
+		{3, 5, "events-0.events-brokers.kafka.svc:8080,events-1.events-brokers.kafka.svc:8080,events-2.events-brokers.kafka.svc:8080"},
+		// Scaled in below its founders: the founders are still asked.
+		{3, 1, "events-0.events-brokers.kafka.svc:8080,events-1.events-brokers.kafka.svc:8080,events-2.events-brokers.kafka.svc:8080"},
+	} {
+		sts := BuildStatefulSet(cluster(tc.replicas), tc.voters, tc.replicas, "h", nil)
+		if got := arg(sts.Spec.Template.Spec.Containers[0].Args, "--join"); got != tc.want {
+			t.Errorf("%d voters, %d replicas: --join=%s", tc.voters, tc.replicas, got)
+		}
+	}
+}

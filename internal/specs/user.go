@@ -89,3 +89,18 @@ func UserACLs(u *raftkav1.User) ([]brokerclient.ACL, error) {
 	}
 	return out, nil
 }
+
+// UserQuotas are the client quota values a User's spec asks for, by
+// Kafka's keys, for the entity user=<its name>.
+func UserQuotas(u *raftkav1.User) map[string]float64 {
+	out := map[string]float64{}
+	if q := u.Spec.Quotas; q != nil {
+		if q.ProducerByteRate != nil {
+			out["producer_byte_rate"] = float64(*q.ProducerByteRate)
+		}
+		if q.ConsumerByteRate != nil {
+			out["consumer_byte_rate"] = float64(*q.ConsumerByteRate)
+		}
+	}
+	return out
+}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/raftka/raftka/broker/quota"
 	"github.com/raftka/raftka/broker/raftlog"
 	"github.com/raftka/raftka/broker/server"
 )
@@ -53,6 +54,8 @@ func run(args []string) error {
 		superUsers    = fs.String("super-users", "", "principals that may do anything with --authorizer acl, as User:NAME;User:NAME (Kafka's super.users)")
 		scramUsersDir = fs.String("scram-users-dir", "", "directory of users' SCRAM-SHA-512 passwords, one file per user named after it (a mounted Secret): their credentials are set in the metadata, and set again whenever they no longer match the file, so a cluster can be administered before anyone could alter its credentials")
 		interUser     = fs.String("inter-broker-user", "", "user the brokers authenticate as (SCRAM-SHA-512) on a SASL_PLAINTEXT inter-broker listener, its password a file of --scram-users-dir; list it in --super-users")
+		quotaSamples  = fs.Int("quota-window-num", 11, "samples over which client quotas measure rates (Kafka's quota.window.num)")
+		quotaSample   = fs.Duration("quota-window-size", time.Second, "length of each client quota sample (Kafka's quota.window.size.seconds)")
 		sessionLife   = fs.Duration("sasl-session-lifetime", 0, "how long a SASL authentication holds before the client must re-authenticate on its connection (Kafka's connections.max.reauth.ms, KIP-368); 0: for the connection's life")
 		raftAddr      = fs.String("raft-address", "127.0.0.1:19092", "host:port of this broker's Raft transport; must stay the same across restarts")
 		raftListen    = fs.String("raft-listen", "", "address the Raft transport binds, such as 0.0.0.0:9093 (default: --raft-address)")
@@ -140,7 +143,8 @@ func run(args []string) error {
 		ID: int32(*id), DataDir: *dataDir, Listeners: kafkaListeners,
 		SASL:       server.SASLConfig{PlainWithoutTLS: *plainNoTLS, AuthenticationTimeout: *authTimeout, SessionLifetime: *sessionLife},
 		Authorizer: server.AuthorizerConfig{Enabled: *authorizerOn == "acl", SuperUsers: server.ParseSuperUsers(*superUsers)}, ScramUsersDir: *scramUsersDir, InterBrokerUser: *interUser,
-		TLS: tlsConfig, ListenerTLS: listenerTLS, RaftAddr: *raftAddr, RaftListen: *raftListen,
+		QuotaWindowing: quota.Windowing{Samples: *quotaSamples, Length: *quotaSample},
+		TLS:            tlsConfig, ListenerTLS: listenerTLS, RaftAddr: *raftAddr, RaftListen: *raftListen,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
 		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, FollowerThrottledRate: *followerRate, ControlledShutdownTimeout: *shutdownWait, LeaderThrottledRate: *leaderRate, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, PartitionFrames: *frames, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
