@@ -68,6 +68,8 @@ var commands = []command{
 	{"acl list", "the ACLs (brokers run with --authorizer acl), all or those the flags select: [--allow P|--deny P] [--topic T|--group G|--cluster|--transactional-id ID] [--prefixed] [--operation OP]", aclList},
 	{"acl add", "add ACLs: --allow P|--deny P (User:NAME, User:*)... --operation OP[,OP]... --topic T|--group G|--cluster|--transactional-id ID... [--prefixed] [--host H]", aclAdd},
 	{"acl remove", "remove the ACLs the flags name, as acl add takes them", aclRemove},
+	{"quota list", "client quotas, all or those of an entity: [--user U|--default-user] [--client-id C|--default-client-id]", quotaList},
+	{"quota alter", "set or delete an entity's quotas (producer_byte_rate, consumer_byte_rate, in bytes/s per broker): --user U|--default-user and/or --client-id C|--default-client-id [--set key=value]... [--delete key]...", quotaAlter},
 	{"cluster info", "the brokers, the controller and the cluster id", clusterInfo},
 	{"cluster health", "whether every broker is up and ready, the metadata group led, and every partition led and fully in sync; what each broker's /safe-to-restart says (exit 1 when not healthy)", clusterHealthCommand},
 }

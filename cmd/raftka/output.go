@@ -19,10 +19,12 @@ func printTable(w io.Writer, header []string, rows [][]string) error {
 	return tw.Flush()
 }
 
-// printJSON writes v as indented JSON.
+// printJSON writes v as indented JSON, without HTML escapes: it is read
+// by people and scripts, not embedded in pages.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 

@@ -107,3 +107,31 @@ func TestACLCommands(t *testing.T) {
 		t.Errorf("acl add without an operation: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// Quotas set with the command are what the brokers describe and enforce;
+// deleting them leaves none.
+func TestQuotaCommands(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1})
+	mustRaftka(t, c, "", "quota", "alter", "--user", "alice", "--set", "producer_byte_rate=1048576", "--set", "consumer_byte_rate=2097152")
+	mustRaftka(t, c, "", "quota", "alter", "--default-client-id", "--set", "producer_byte_rate=65536")
+	listed := strings.Join(strings.Fields(mustRaftka(t, c, "", "quota", "list", "-o", "json")), "")
+	for _, want := range []string{`{"entity":"{user=alice}","quotas":{"consumer_byte_rate":2097152,"producer_byte_rate":1048576}}`,
+		`{"entity":"{client-id=<default>}","quotas":{"producer_byte_rate":65536}}`} {
+		if !strings.Contains(listed, want) {
+			t.Errorf("quota list: %s, missing %s", listed, want)
+		}
+	}
+	if out := mustRaftka(t, c, "", "quota", "list", "--user", "alice"); !strings.Contains(out, "{user=alice}") || strings.Contains(out, "client-id") {
+		t.Errorf("quota list --user alice: %s", out)
+	}
+	if code, _, errOut := raftka(t, c, "", "quota", "alter", "--user", "alice", "--set", "request_percentage=50"); code != exitFailed || !strings.Contains(errOut, "INVALID_REQUEST") {
+		t.Errorf("an unenforced quota: exit %d: %s", code, errOut)
+	}
+	if code, _, _ := raftka(t, c, "", "quota", "alter", "--user", "alice", "--default-user", "--delete", "producer_byte_rate"); code != exitUsage {
+		t.Errorf("a user and the default user at once: exit %d, want %d", code, exitUsage)
+	}
+	mustRaftka(t, c, "", "quota", "alter", "--user", "alice", "--delete", "producer_byte_rate", "--delete", "consumer_byte_rate")
+	if out := mustRaftka(t, c, "", "quota", "list", "-o", "json"); strings.Contains(out, "alice") {
+		t.Errorf("alice's quotas outlived their deletion: %s", out)
+	}
+}
