@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 )
@@ -39,26 +41,40 @@ func topicObject(ns, name string, partitions int32) *raftkav1.Topic {
 func getTopic(t *testing.T, ns, name string) *raftkav1.Topic {
 	t.Helper()
 	var topic raftkav1.Topic
-	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &topic); err != nil {
-		t.Fatal(err)
-	}
+	getObject(t, ns, name, &topic)
 	return &topic
 }
 
 // readyIs waits for the Topic's Ready condition to have this status and reason.
 func readyIs(t *testing.T, ns, name string, status metav1.ConditionStatus, reason string) *raftkav1.Topic {
 	t.Helper()
-	var got *raftkav1.Topic
-	eventually(t, "topic "+name+" Ready="+string(status)+"/"+reason, func() (bool, string) {
-		got = getTopic(t, ns, name)
-		c := meta.FindStatusCondition(got.Status.Conditions, raftkav1.ConditionReady)
+	var got raftkav1.Topic
+	readyConditionIs(t, ns, name, &got, func() []metav1.Condition { return got.Status.Conditions }, status, reason)
+	return &got
+}
+
+// getObject reads an object of the test's API server into obj.
+func getObject(t *testing.T, ns, name string, obj client.Object) {
+	t.Helper()
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readyConditionIs waits for an object's Ready condition, which
+// conditions reads from obj, to have this status and reason for its
+// current generation.
+func readyConditionIs(t *testing.T, ns, name string, obj client.Object, conditions func() []metav1.Condition, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%T %s Ready=%s/%s", obj, name, status, reason), func() (bool, string) {
+		getObject(t, ns, name, obj)
+		c := meta.FindStatusCondition(conditions(), raftkav1.ConditionReady)
 		if c == nil {
 			return false, "no Ready condition"
 		}
-		return c.Status == status && c.Reason == reason && c.ObservedGeneration == got.Generation,
+		return c.Status == status && c.Reason == reason && c.ObservedGeneration == obj.GetGeneration(),
 			string(c.Status) + "/" + c.Reason + ": " + c.Message
 	})
-	return got
 }
 
 func kafkaConfigs(t *testing.T, topic string) map[string]string {

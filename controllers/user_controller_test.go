@@ -53,9 +53,7 @@ func startSecured(t *testing.T, ns, name string) *brokertest.Cluster {
 func getUser(t *testing.T, ns, name string) *raftkav1.User {
 	t.Helper()
 	var u raftkav1.User
-	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &u); err != nil {
-		t.Fatal(err)
-	}
+	getObject(t, ns, name, &u)
 	return &u
 }
 
@@ -63,16 +61,9 @@ func getUser(t *testing.T, ns, name string) *raftkav1.User {
 // and reason.
 func userReadyIs(t *testing.T, ns, name string, status metav1.ConditionStatus, reason string) *raftkav1.User {
 	t.Helper()
-	var got *raftkav1.User
-	eventually(t, "user "+name+" Ready="+string(status)+"/"+reason, func() (bool, string) {
-		got = getUser(t, ns, name)
-		c := meta.FindStatusCondition(got.Status.Conditions, raftkav1.ConditionReady)
-		if c == nil {
-			return false, "no Ready condition"
-		}
-		return c.Status == status && c.Reason == reason && c.ObservedGeneration == got.Generation, string(c.Status) + "/" + c.Reason + ": " + c.Message
-	})
-	return got
+	var got raftkav1.User
+	readyConditionIs(t, ns, name, &got, func() []metav1.Condition { return got.Status.Conditions }, status, reason)
+	return &got
 }
 
 // clientOf is a client of the CLIENT listener authenticated as user.

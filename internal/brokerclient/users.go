@@ -87,8 +87,13 @@ func (c *Clients) CreateACLs(ctx context.Context, access Access, acls []ACL) err
 	if err != nil {
 		return err
 	}
-	for _, r := range resp.Results {
-		if err := errorWithMessage(r.ErrorCode, r.ErrorMessage); err != nil {
+	return firstError(resp.Results, func(r kmsg.CreateACLsResponseResult) (int16, *string) { return r.ErrorCode, r.ErrorMessage })
+}
+
+// firstError is the first error among a response's results.
+func firstError[R any](results []R, code func(R) (int16, *string)) error {
+	for _, r := range results {
+		if err := errorWithMessage(code(r)); err != nil {
 			return err
 		}
 	}
@@ -117,12 +122,7 @@ func (c *Clients) DeleteACLs(ctx context.Context, access Access, acls []ACL) err
 	if err != nil {
 		return err
 	}
-	for _, r := range resp.Results {
-		if err := errorWithMessage(r.ErrorCode, r.ErrorMessage); err != nil {
-			return err
-		}
-	}
-	return nil
+	return firstError(resp.Results, func(r kmsg.DeleteACLsResponseResult) (int16, *string) { return r.ErrorCode, r.ErrorMessage })
 }
 
 // scramIterations is the iteration count of the credentials the operator
