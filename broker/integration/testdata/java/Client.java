@@ -50,6 +50,16 @@ public class Client {
     public static void main(String[] args) throws Exception {
         Properties common = new Properties();
         common.put("bootstrap.servers", System.getenv("BROKERS"));
+        // More client properties, one key=value per line (security ones).
+        String extra = System.getenv("KAFKA_PROPERTIES");
+        if (extra != null) {
+            for (String line : extra.split("\n")) {
+                int eq = line.indexOf('=');
+                if (eq > 0) {
+                    common.put(line.substring(0, eq), line.substring(eq + 1));
+                }
+            }
+        }
         String topic = System.getenv("TOPIC");
         if (args.length > 0 && args[0].equals("produce-until-eof")) {
             produceUntilEOF(common, topic, Integer.parseInt(System.getenv("PARTITIONS")));
