@@ -56,6 +56,9 @@ type Options struct {
 	InterBrokerUser *User
 	// Users are more users in the same users directory.
 	Users []User
+	// RaftTLS makes the Raft transport mutual TLS, with certificates of a
+	// CA of the cluster's own (Cluster.RaftCA).
+	RaftTLS bool
 }
 
 // Listener is a named Kafka listener with its security protocol.
@@ -90,7 +93,9 @@ type Cluster struct {
 	// listeners are Options.Listeners.
 	listeners   []Listener
 	interBroker *User
-	Brokers     []*Broker
+	// RaftCA signed the brokers' Raft certificates, with Options.RaftTLS.
+	RaftCA  *CA
+	Brokers []*Broker
 }
 
 var (
@@ -139,6 +144,21 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	c := &Cluster{t: t, bin: Binary(t), flags: opts.ExtraFlags, listeners: opts.Listeners, interBroker: opts.InterBrokerUser}
 	root := t.TempDir()
+	if opts.RaftTLS {
+		c.RaftCA = NewCA(t)
+		cert, key := c.RaftCA.IssuePeer(t, 2, "broker")
+		dir := filepath.Join(root, "raft-tls")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for name, data := range map[string][]byte{"ca.crt": c.RaftCA.PEM, "tls.crt": cert, "tls.key": key} {
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.flags = append([]string{"--raft-tls-ca-file", filepath.Join(dir, "ca.crt"), "--raft-tls-cert-file", filepath.Join(dir, "tls.crt"),
+			"--raft-tls-key-file", filepath.Join(dir, "tls.key")}, c.flags...)
+	}
 	if u := opts.InterBrokerUser; u != nil {
 		users := filepath.Join(root, "users")
 		if err := os.Mkdir(users, 0o700); err != nil {

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"slices"
 	"testing"
 	"time"
 )
@@ -43,17 +44,30 @@ func NewCA(t testing.TB) *CA {
 // 127.0.0.1 or a client named cn.
 func (ca *CA) Issue(t testing.TB, serial int64, cn string, client bool) (certPEM, keyPEM []byte) {
 	t.Helper()
-	return ca.issue(t, serial, cn, client, nil)
+	usage := x509.ExtKeyUsageServerAuth
+	if client {
+		usage = x509.ExtKeyUsageClientAuth
+	}
+	return ca.issue(t, serial, cn, nil, usage)
+}
+
+// IssuePeer returns a certificate and key, PEM encoded, that serves and
+// authenticates on 127.0.0.1: a broker's on a mutual TLS transport.
+func (ca *CA) IssuePeer(t testing.TB, serial int64, cn string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	return ca.issue(t, serial, cn, nil, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
 }
 
 // IssueServer returns a certificate and key, PEM encoded, for a server of
 // these DNS names (wildcards allowed).
 func (ca *CA) IssueServer(t testing.TB, serial int64, names ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	return ca.issue(t, serial, names[0], false, names)
+	return ca.issue(t, serial, names[0], names, x509.ExtKeyUsageServerAuth)
 }
 
-func (ca *CA) issue(t testing.TB, serial int64, cn string, client bool, names []string) (certPEM, keyPEM []byte) {
+// issue makes a certificate for these usages; one that serves names the
+// DNS names, or 127.0.0.1 without them.
+func (ca *CA) issue(t testing.TB, serial int64, cn string, names []string, usages ...x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -61,12 +75,12 @@ func (ca *CA) issue(t testing.TB, serial int64, cn string, client bool, names []
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn, Organization: []string{"raftka"}},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	if client {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	} else if names != nil {
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usages}
+	switch {
+	case !slices.Contains(usages, x509.ExtKeyUsageServerAuth):
+	case names != nil:
 		tmpl.DNSNames = names
-	} else {
+	default:
 		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)

@@ -175,14 +175,18 @@ func Start(cfg Config) (*Broker, error) {
 	expert.Engine.ApplyShards = 4
 	expert.Engine.SnapshotShards = 4
 	expert.Engine.CloseShards = 4
-	nh, err := dragonboat.NewNodeHost(dbconfig.NodeHostConfig{
+	nhConfig := dbconfig.NodeHostConfig{
 		NodeHostDir:       filepath.Join(cfg.DataDir, "raft"),
 		RTTMillisecond:    uint64(cfg.RTT / time.Millisecond),
 		RaftAddress:       cfg.RaftAddr,
 		ListenAddress:     cfg.RaftListen,
 		RaftEventListener: b,
 		Expert:            expert,
-	})
+	}
+	if t := cfg.RaftTLS; t != nil {
+		nhConfig.MutualTLS, nhConfig.CAFile, nhConfig.CertFile, nhConfig.KeyFile = true, t.CAFile, t.CertFile, t.KeyFile
+	}
+	nh, err := dragonboat.NewNodeHost(nhConfig)
 	if err != nil {
 		if strings.Contains(err.Error(), "logdb type changed") { // Dragonboat's error is in an internal package
 			return fail(fmt.Errorf("start raft: %w: %s was written with a Raft log store other than --raft-log-store %s", err, cfg.DataDir, cfg.RaftLogStore))

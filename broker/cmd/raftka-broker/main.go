@@ -58,6 +58,9 @@ func run(args []string) error {
 		quotaSample   = fs.Duration("quota-window-size", time.Second, "length of each client quota sample (Kafka's quota.window.size.seconds)")
 		sessionLife   = fs.Duration("sasl-session-lifetime", 0, "how long a SASL authentication holds before the client must re-authenticate on its connection (Kafka's connections.max.reauth.ms, KIP-368); 0: for the connection's life")
 		raftAddr      = fs.String("raft-address", "127.0.0.1:19092", "host:port of this broker's Raft transport; must stay the same across restarts")
+		raftCA        = fs.String("raft-tls-ca-file", "", "PEM CA that signs the brokers' Raft certificates: with --raft-tls-cert-file and --raft-tls-key-file, the Raft transport is mutual TLS and accepts only peers with a certificate the CA signed, naming the host of their --raft-address. Every broker of a cluster must have it, or none")
+		raftCert      = fs.String("raft-tls-cert-file", "", "PEM certificate this broker presents on the Raft transport")
+		raftKey       = fs.String("raft-tls-key-file", "", "PEM key of --raft-tls-cert-file")
 		raftListen    = fs.String("raft-listen", "", "address the Raft transport binds, such as 0.0.0.0:9093 (default: --raft-address)")
 		voters        = fs.String("metadata-voters", "", "metadata Raft group members as id=raft-host:port,... (at most 3; this broker must be one)")
 		join          = fs.String("join", "", "HTTP host:port of the metadata voters, comma-separated: a broker that starts on an empty data directory asks them whether the cluster exists and joins it through them; required with more than one voter")
@@ -132,6 +135,13 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	var raftTLS *server.RaftTLS
+	switch set := []bool{*raftCA != "", *raftCert != "", *raftKey != ""}; {
+	case set[0] && set[1] && set[2]:
+		raftTLS = &server.RaftTLS{CAFile: *raftCA, CertFile: *raftCert, KeyFile: *raftKey}
+	case set[0] || set[1] || set[2]:
+		return fmt.Errorf("--raft-tls-ca-file, --raft-tls-cert-file and --raft-tls-key-file go together")
+	}
 	if *voters == "" {
 		*voters = fmt.Sprintf("%d=%s", *id, *raftAddr)
 	}
@@ -144,7 +154,7 @@ func run(args []string) error {
 		SASL:       server.SASLConfig{PlainWithoutTLS: *plainNoTLS, AuthenticationTimeout: *authTimeout, SessionLifetime: *sessionLife},
 		Authorizer: server.AuthorizerConfig{Enabled: *authorizerOn == "acl", SuperUsers: server.ParseSuperUsers(*superUsers)}, ScramUsersDir: *scramUsersDir, InterBrokerUser: *interUser,
 		QuotaWindowing: quota.Windowing{Samples: *quotaSamples, Length: *quotaSample},
-		TLS:            tlsConfig, ListenerTLS: listenerTLS, RaftAddr: *raftAddr, RaftListen: *raftListen,
+		TLS:            tlsConfig, ListenerTLS: listenerTLS, RaftAddr: *raftAddr, RaftListen: *raftListen, RaftTLS: raftTLS,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
 		DefaultPartitions: int32(*defParts), DefaultReplicationFactor: int16(*defRF), MinFreeBytes: *minFree,
 		GroupInitialRebalanceDelay: *rebalanceWait, SnapshotEntries: *snapEntries, RaftLogRetainBytes: *logRetain, RetentionCheckInterval: *retentionTick, ProducerIDExpiration: *pidExpiry, ProducerIDExpirationCheckInterval: *pidCheck, LogCleanerInterval: *cleanerTick, ReplicaLagMax: *lagMax, FollowerThrottledRate: *followerRate, ControlledShutdownTimeout: *shutdownWait, LeaderThrottledRate: *leaderRate, EnablePprof: *pprofOn, RaftLogWriteBuffer: *logBuffer, RaftLogStore: *logStore, RaftLogFileBytes: *logFileBytes, PartitionFrames: *frames, RaftLogMaxBytes: *logMaxBytes, Logger: logger,
