@@ -88,11 +88,15 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 		setCondition(&c.Status.Conditions, c.Generation, raftkav1.ConditionDegraded, true, "InvalidSpec", err.Error())
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
-	founding, err := r.foundingVoters(ctx, c)
+	founding, err := r.founding(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.ensureInternalCredentials(ctx, c); err != nil {
+		return ctrl.Result{}, err
+	}
+	raftCert, err := r.ensureRaftCertificate(ctx, c, founding)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	cm := specs.BuildConfigMap(c, founding)
@@ -113,7 +117,9 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	// is written, else after the rolling restart's step, which brokers
 	// that do not answer must not hold up.
 	view := sync.OnceValue(func() brokersView { return r.viewBrokers(ctx, c) })
-	sts, blocked, err := r.applyStatefulSet(ctx, c, founding, configHash(cm), external, view)
+	// A renewed Raft certificate rolls the brokers: Dragonboat reads the
+	// one it serves once, at start.
+	sts, blocked, err := r.applyStatefulSet(ctx, c, founding, specs.ObjectHash([]string{configHash(cm), raftCert}), external, view)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -151,23 +157,20 @@ func (r *BrokerClusterReconciler) validateSpec(c *raftkav1.BrokerCluster) error 
 	return err
 }
 
-// foundingVoters, the brokers that founded the metadata group
-// (--metadata-voters), is fixed at the cluster's creation: read back from
-// the ConfigMap, which records it. The voters since are the metadata
-// group's own (syncMetadataVoters).
-func (r *BrokerClusterReconciler) foundingVoters(ctx context.Context, c *raftkav1.BrokerCluster) (int32, error) {
+// founding is what the cluster's creation fixed (the brokers that
+// founded the metadata group, --metadata-voters, and whether the Raft
+// transport is mutual TLS), read back from the ConfigMap, which records
+// it; the voters since are the metadata group's own (syncMetadataVoters).
+func (r *BrokerClusterReconciler) founding(ctx context.Context, c *raftkav1.BrokerCluster) (specs.Founding, error) {
 	var cm corev1.ConfigMap
 	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.ConfigMapName(c)}, &cm)
 	if apierrors.IsNotFound(err) {
-		return specs.InitialVoters(c), nil
+		return specs.NewFounding(c), nil
 	}
 	if err != nil {
-		return 0, err
+		return specs.Founding{}, err
 	}
-	if n, err := strconv.Atoi(cm.Annotations[specs.AnnotationVoters]); err == nil && n > 0 {
-		return int32(n), nil
-	}
-	return specs.InitialVoters(c), nil
+	return specs.FoundingOf(c, &cm), nil
 }
 
 // fieldOwner names the operator in the managed fields of what it applies.
@@ -230,7 +233,7 @@ func configHash(cm *corev1.ConfigMap) string { return specs.ObjectHash(cm.Data) 
 
 // applyStatefulSet writes the StatefulSet, holding back a scale-in while
 // brokers to be removed still host partition replicas.
-func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftkav1.BrokerCluster, founding int32, hash string, external specs.ExternalAddresses, view func() brokersView) (*appsv1.StatefulSet, string, error) {
+func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftkav1.BrokerCluster, founding specs.Founding, hash string, external specs.ExternalAddresses, view func() brokersView) (*appsv1.StatefulSet, string, error) {
 	var current appsv1.StatefulSet
 	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.StatefulSetName(c)}, &current)
 	if err != nil && !apierrors.IsNotFound(err) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/certs"
 	"github.com/raftka/raftka/internal/specs"
 )
 
@@ -296,4 +298,88 @@ func TestExternalListenersGetAServicePerBroker(t *testing.T) {
 		got := advertisedByID()
 		return got == strings.Join(want, ";"), got
 	})
+}
+
+// TestRaftCertificateIsMadeAndRenewed: a cluster created with listeners of
+// its own runs its Raft transport with mutual TLS: the operator makes a CA
+// and the brokers' certificate, renews the certificate a month before its
+// end (the brokers' pod template changing, so that they restart onto it),
+// and a cluster created without listeners keeps its transport as it was.
+func TestRaftCertificateIsMadeAndRenewed(t *testing.T) {
+	ns := newNamespace(t)
+	c := brokerCluster(ns)
+	c.Spec.Listeners = []raftkav1.ListenerSpec{{Name: "internal", Port: 9092, Authentication: &raftkav1.ListenerAuthentication{Type: raftkav1.AuthenticationSCRAMSHA512}}}
+	mustCreate(t, specs.BuildInternalCredentials(c, "b", "o"))
+	mustCreate(t, c)
+	ctx := context.Background()
+	var peerSecret, caSecret corev1.Secret
+	var sts appsv1.StatefulSet
+	eventually(t, "the CA, the brokers' certificate and their flags", func() (bool, string) {
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events-raft-tls"}, &peerSecret); err != nil {
+			return false, err.Error()
+		}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events-ca"}, &caSecret); err != nil {
+			return false, err.Error()
+		}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events"}, &sts); err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(sts.Spec.Template.Spec.Containers[0].Args, "--raft-tls-ca-file=/etc/raftka/raft-tls/ca.crt"), fmt.Sprint(sts.Spec.Template.Spec.Containers[0].Args)
+	})
+	ca := certs.Pair{Cert: caSecret.Data["tls.crt"], Key: caSecret.Data["tls.key"]}
+	if ok, why := certs.Usable(certs.Pair{Cert: peerSecret.Data["tls.crt"], Key: peerSecret.Data["tls.key"]}, ca.Cert, []string{"*.events-brokers." + ns + ".svc"}, time.Now()); !ok {
+		t.Fatalf("the brokers' certificate: %s", why)
+	}
+	if string(peerSecret.Data["ca.crt"]) != string(ca.Cert) || !metav1.IsControlledBy(&peerSecret, getCluster(t, ns, "events")) {
+		t.Fatal("the brokers' Secret lacks the CA or its owner")
+	}
+	hash := sts.Spec.Template.Annotations[specs.AnnotationConfigHash]
+
+	// Eleven months on: a certificate a month from its end is renewed.
+	old, err := certs.IssuePeer(ca, []string{"*.events-brokers." + ns + ".svc"}, time.Now().Add(-340*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerSecret.Data["tls.crt"], peerSecret.Data["tls.key"] = old.Cert, old.Key
+	if err := k8s.Update(ctx, &peerSecret); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the certificate renewed and the brokers' template changed", func() (bool, string) {
+		var renewed corev1.Secret
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events-raft-tls"}, &renewed); err != nil {
+			return false, err.Error()
+		}
+		ok, why := certs.Usable(certs.Pair{Cert: renewed.Data["tls.crt"], Key: renewed.Data["tls.key"]}, ca.Cert, []string{"*.events-brokers." + ns + ".svc"}, time.Now())
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events"}, &sts); err != nil {
+			return false, err.Error()
+		}
+		return ok && sts.Spec.Template.Annotations[specs.AnnotationConfigHash] != hash, why
+	})
+
+	// Founded without listeners, a cluster keeps a plain Raft transport
+	// when it gains them: brokers of the two kinds could not speak.
+	plainNS := newNamespace(t)
+	plain := brokerCluster(plainNS)
+	mustCreate(t, plain)
+	eventually(t, "the plain cluster's StatefulSet", func() (bool, string) {
+		return k8s.Get(ctx, types.NamespacedName{Namespace: plainNS, Name: "events"}, &appsv1.StatefulSet{}) == nil, ""
+	})
+	got := getCluster(t, plainNS, "events")
+	got.Spec.Listeners = c.Spec.Listeners
+	mustCreate(t, specs.BuildInternalCredentials(got, "b", "o"))
+	if err := k8s.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the added listeners in the plain cluster's StatefulSet", func() (bool, string) {
+		var s appsv1.StatefulSet
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: plainNS, Name: "events"}, &s); err != nil {
+			return false, err.Error()
+		}
+		args := s.Spec.Template.Spec.Containers[0].Args
+		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--listeners=") }) &&
+			!slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--raft-tls") }), fmt.Sprint(args)
+	})
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: plainNS, Name: "events-ca"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a cluster founded without Raft TLS got a CA: %v", err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,8 +137,36 @@ func ValidateConfig(c *raftkav1.BrokerCluster) error {
 	return nil
 }
 
-// BuildConfigMap holds the broker settings as RAFTKA_* environment variables.
-func BuildConfigMap(c *raftkav1.BrokerCluster, voters int32) *corev1.ConfigMap {
+// Founding is what a cluster's creation fixed, which the ConfigMap
+// records: how many brokers founded the metadata group, and whether the
+// Raft transport is mutual TLS (brokers of the one cannot speak to those
+// of the other, so a running cluster cannot switch).
+type Founding struct {
+	Voters  int32
+	RaftTLS bool
+}
+
+// AnnotationRaftTLS records, on the ConfigMap, that the cluster's Raft
+// transport is mutual TLS: a cluster created with listeners of its own.
+const AnnotationRaftTLS = "raftka.io/raft-tls"
+
+// NewFounding is what a cluster created now founds with.
+func NewFounding(c *raftkav1.BrokerCluster) Founding {
+	return Founding{Voters: InitialVoters(c), RaftTLS: Secured(c)}
+}
+
+// FoundingOf reads what a cluster's ConfigMap recorded of its creation.
+func FoundingOf(c *raftkav1.BrokerCluster, cm *corev1.ConfigMap) Founding {
+	f := Founding{Voters: InitialVoters(c), RaftTLS: cm.Annotations[AnnotationRaftTLS] == "true"}
+	if n, err := strconv.Atoi(cm.Annotations[AnnotationVoters]); err == nil && n > 0 {
+		f.Voters = int32(n)
+	}
+	return f
+}
+
+// BuildConfigMap holds the broker settings as RAFTKA_* environment
+// variables, and what the cluster's creation fixed.
+func BuildConfigMap(c *raftkav1.BrokerCluster, founding Founding) *corev1.ConfigMap {
 	data := map[string]string{"RAFTKA_LOG_FORMAT": "json"}
 	if _, set := c.Spec.Config["default-replication-factor"]; !set {
 		data["RAFTKA_DEFAULT_REPLICATION_FACTOR"] = strconv.Itoa(int(min(c.Spec.Replicas, 3)))
@@ -150,7 +179,7 @@ func BuildConfigMap(c *raftkav1.BrokerCluster, voters int32) *corev1.ConfigMap {
 	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName(c), Namespace: c.Namespace, Labels: Labels(c),
-			Annotations: map[string]string{AnnotationVoters: strconv.Itoa(int(voters))}},
+			Annotations: map[string]string{AnnotationVoters: strconv.Itoa(int(founding.Voters)), AnnotationRaftTLS: strconv.FormatBool(founding.RaftTLS)}},
 		Data: data,
 	}
 }
@@ -198,7 +227,8 @@ func BuildPodDisruptionBudget(c *raftkav1.BrokerCluster) *policyv1.PodDisruption
 // BuildStatefulSet is the brokers' StatefulSet. Pods start in parallel (the
 // metadata group needs a quorum before any broker is ready) and are replaced
 // by the operator, one at a time (OnDelete), when the safe-restart check allows.
-func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, configHash string, external ExternalAddresses) *appsv1.StatefulSet {
+func BuildStatefulSet(c *raftkav1.BrokerCluster, founding Founding, replicas int32, configHash string, external ExternalAddresses) *appsv1.StatefulSet {
+	voters := founding.Voters
 	labels := Labels(c)
 	podLabels := map[string]string{}
 	podAnnotations := map[string]string{AnnotationConfigHash: configHash}
@@ -237,6 +267,8 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 		pullPolicy = corev1.PullIfNotPresent
 	}
 	secretVolumes, secretMounts := listenerVolumes(c)
+	raftVolumes, raftMounts := raftTLSVolume(c, founding)
+	secretVolumes, secretMounts = append(secretVolumes, raftVolumes...), append(secretMounts, raftMounts...)
 	env := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
@@ -250,16 +282,16 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, voters int32, replicas int32, c
 		Name:            "broker",
 		Image:           c.Spec.Image,
 		ImagePullPolicy: pullPolicy,
-		Args: append(append([]string{
+		Args: slices.Concat([]string{
 			"--id-from-hostname",
 			"--data-dir=" + dataPath,
-		}, listenerArgs(c, self, external)...),
+		}, listenerArgs(c, self, external), []string{
 			fmt.Sprintf("--raft-address=%s:%d", self, RaftPort),
 			fmt.Sprintf("--raft-listen=0.0.0.0:%d", RaftPort),
 			fmt.Sprintf("--http-listen=0.0.0.0:%d", HTTPPort),
-			"--metadata-voters="+strings.Join(voterList, ","),
-			"--join="+strings.Join(joinList, ","),
-		),
+			"--metadata-voters=" + strings.Join(voterList, ","),
+			"--join=" + strings.Join(joinList, ","),
+		}, raftTLSArgs(founding)),
 		Env:       env,
 		EnvFrom:   []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(c)}}}},
 		Ports:     containerPorts(c),

@@ -31,7 +31,7 @@ func arg(args []string, flag string) string {
 
 func TestBuildStatefulSet(t *testing.T) {
 	c := cluster(5)
-	sts := BuildStatefulSet(c, 3, 5, "abc", nil)
+	sts := BuildStatefulSet(c, Founding{Voters: 3}, 5, "abc", nil)
 	if *sts.Spec.Replicas != 5 || sts.Spec.ServiceName != "events-brokers" {
 		t.Fatalf("replicas %d service %s", *sts.Spec.Replicas, sts.Spec.ServiceName)
 	}
@@ -69,7 +69,7 @@ func TestBuildStatefulSet(t *testing.T) {
 
 func TestVotersStayFixed(t *testing.T) {
 	// A cluster created with one broker keeps one voter when it grows.
-	sts := BuildStatefulSet(cluster(3), 1, 3, "h", nil)
+	sts := BuildStatefulSet(cluster(3), Founding{Voters: 1}, 3, "h", nil)
 	if v := arg(sts.Spec.Template.Spec.Containers[0].Args, "--metadata-voters"); strings.Count(v, "=") != 1 {
 		t.Fatalf("voters %q", v)
 	}
@@ -86,7 +86,7 @@ func TestServicesAndConfig(t *testing.T) {
 	if BootstrapServers(c) != "events.kafka.svc:9092" {
 		t.Fatal(BootstrapServers(c))
 	}
-	cm := BuildConfigMap(c, 3)
+	cm := BuildConfigMap(c, Founding{Voters: 3})
 	if cm.Data["RAFTKA_LOG_LEVEL"] != "debug" || cm.Data["RAFTKA_DEFAULT_REPLICATION_FACTOR"] != "3" || cm.Annotations[AnnotationVoters] != "3" {
 		t.Fatalf("config map %v %v", cm.Data, cm.Annotations)
 	}
@@ -94,7 +94,7 @@ func TestServicesAndConfig(t *testing.T) {
 		t.Fatalf("moves copy without the default throttle: %v", cm.Data)
 	}
 	c.Spec.Config["follower-replication-throttled-rate"] = "0"
-	if v := BuildConfigMap(c, 3).Data["RAFTKA_FOLLOWER_REPLICATION_THROTTLED_RATE"]; v != "0" {
+	if v := BuildConfigMap(c, Founding{Voters: 3}).Data["RAFTKA_FOLLOWER_REPLICATION_THROTTLED_RATE"]; v != "0" {
 		t.Fatalf("spec.config's throttle gave way to the default: %q", v)
 	}
 	if pdb := BuildPodDisruptionBudget(c); pdb.Spec.MaxUnavailable.IntValue() != 1 {
@@ -109,12 +109,12 @@ func TestServicesAndConfig(t *testing.T) {
 
 func TestObjectHashFollowsTheBuiltObject(t *testing.T) {
 	c := cluster(3)
-	base := ObjectHash(BuildStatefulSet(c, 3, 3, "h", nil))
-	if again := ObjectHash(BuildStatefulSet(c, 3, 3, "h", nil)); again != base {
+	base := ObjectHash(BuildStatefulSet(c, Founding{Voters: 3}, 3, "h", nil))
+	if again := ObjectHash(BuildStatefulSet(c, Founding{Voters: 3}, 3, "h", nil)); again != base {
 		t.Fatalf("the same object hashes to %s and %s", base, again)
 	}
 	c.Spec.Image = "raftka/broker:next"
-	if changed := ObjectHash(BuildStatefulSet(c, 3, 3, "h", nil)); changed == base {
+	if changed := ObjectHash(BuildStatefulSet(c, Founding{Voters: 3}, 3, "h", nil)); changed == base {
 		t.Fatal("a new image leaves the hash unchanged")
 	}
 	if ObjectHash(map[string]string{"a": "1", "b": "2"}) != ObjectHash(map[string]string{"b": "2", "a": "1"}) {
@@ -126,7 +126,7 @@ func TestBrokersTakeTheirRackFromTheZoneLabel(t *testing.T) {
 	for _, c := range []struct{ spec, want string }{{"", "topology.kubernetes.io/zone"}, {"example.com/row", "example.com/row"}} {
 		bc := cluster(3)
 		bc.Spec.RackLabel = c.spec
-		pod := BuildStatefulSet(bc, 3, 3, "h", nil).Spec.Template.Spec
+		pod := BuildStatefulSet(bc, Founding{Voters: 3}, 3, "h", nil).Spec.Template.Spec
 		rack := ""
 		for _, e := range pod.Containers[0].Env {
 			if e.Name == "RAFTKA_RACK" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
@@ -173,7 +173,7 @@ func TestJoinNamesOnlyBrokersThatRun(t *testing.T) {
 		// Scaled in below its founders: the founders are still asked.
 		{3, 1, "events-0.events-brokers.kafka.svc:8080,events-1.events-brokers.kafka.svc:8080,events-2.events-brokers.kafka.svc:8080"},
 	} {
-		sts := BuildStatefulSet(cluster(tc.replicas), tc.voters, tc.replicas, "h", nil)
+		sts := BuildStatefulSet(cluster(tc.replicas), Founding{Voters: tc.voters}, tc.replicas, "h", nil)
 		if got := arg(sts.Spec.Template.Spec.Containers[0].Args, "--join"); got != tc.want {
 			t.Errorf("%d voters, %d replicas: --join=%s", tc.voters, tc.replicas, got)
 		}

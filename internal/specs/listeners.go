@@ -25,7 +25,40 @@ const (
 	OperatorUser        = "raftka-operator"
 	internalUsersPath   = "/etc/raftka/internal-users"
 	listenerTLSPath     = "/etc/raftka/tls"
+	raftTLSPath         = "/etc/raftka/raft-tls"
 )
+
+// CASecretName is the Secret of the CA the operator made for the cluster
+// (tls.crt, tls.key).
+func CASecretName(c *raftkav1.BrokerCluster) string { return c.Name + "-ca" }
+
+// RaftTLSSecretName is the Secret of the brokers' Raft certificate
+// (ca.crt, tls.crt, tls.key).
+func RaftTLSSecretName(c *raftkav1.BrokerCluster) string { return c.Name + "-raft-tls" }
+
+// RaftPeerNames are the names the brokers' Raft certificate carries: every
+// broker's Raft address is a name under the headless Service.
+func RaftPeerNames(c *raftkav1.BrokerCluster) []string {
+	return []string{fmt.Sprintf("*.%s.%s.svc", HeadlessServiceName(c), c.Namespace)}
+}
+
+// raftTLSArgs are the brokers' flags of a mutual TLS Raft transport.
+func raftTLSArgs(founding Founding) []string {
+	if !founding.RaftTLS {
+		return nil
+	}
+	return []string{"--raft-tls-ca-file=" + raftTLSPath + "/ca.crt", "--raft-tls-cert-file=" + raftTLSPath + "/" + corev1.TLSCertKey,
+		"--raft-tls-key-file=" + raftTLSPath + "/" + corev1.TLSPrivateKeyKey}
+}
+
+// raftTLSVolume is the brokers' Raft certificate.
+func raftTLSVolume(c *raftkav1.BrokerCluster, founding Founding) ([]corev1.Volume, []corev1.VolumeMount) {
+	if !founding.RaftTLS {
+		return nil, nil
+	}
+	return []corev1.Volume{{Name: "raft-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: RaftTLSSecretName(c)}}}},
+		[]corev1.VolumeMount{{Name: "raft-tls", MountPath: raftTLSPath, ReadOnly: true}}
+}
 
 // InternalCredentialsName is the Secret of the brokers' and the operator's
 // passwords, one key per user.

@@ -25,7 +25,7 @@ func securedCluster() *raftkav1.BrokerCluster {
 }
 
 func TestListenersMakeTheBrokersFlags(t *testing.T) {
-	sts := BuildStatefulSet(securedCluster(), 3, 3, "abc", nil)
+	sts := BuildStatefulSet(securedCluster(), Founding{Voters: 3}, 3, "abc", nil)
 	args := sts.Spec.Template.Spec.Containers[0].Args
 	self := "$(POD_NAME).events-brokers.$(POD_NAMESPACE).svc"
 	want := map[string]string{
@@ -262,7 +262,7 @@ func TestExternalListeners(t *testing.T) {
 		t.Error("an address without its node")
 	}
 
-	sts := BuildStatefulSet(c, 2, 2, "h", ExternalAddresses{"ext": {0: "$(NODE_IP):31001", 1: "$(NODE_IP):31002"}, "lb": {1: "b1.example.com:9095"}})
+	sts := BuildStatefulSet(c, Founding{Voters: 2}, 2, "h", ExternalAddresses{"ext": {0: "$(NODE_IP):31001", 1: "$(NODE_IP):31002"}, "lb": {1: "b1.example.com:9095"}})
 	container := sts.Spec.Template.Spec.Containers[0]
 	if got := arg(container.Args, "--advertised-listeners-by-id"); got != "0=EXT://$(NODE_IP):31001;1=EXT://$(NODE_IP):31002,LB://b1.example.com:9095" {
 		t.Errorf("--advertised-listeners-by-id=%s", got)
@@ -273,5 +273,43 @@ func TestExternalListeners(t *testing.T) {
 	}
 	if !nodeIP {
 		t.Error("a node port listener's brokers do not know their node's address")
+	}
+}
+
+func TestRaftTLSIsFixedAtCreation(t *testing.T) {
+	c := securedCluster()
+	if f := NewFounding(c); !f.RaftTLS || f.Voters != 3 {
+		t.Fatalf("a secured cluster founds with %+v", f)
+	}
+	if f := NewFounding(cluster(3)); f.RaftTLS {
+		t.Fatal("a cluster without listeners founds with a TLS Raft transport")
+	}
+	// Read back from the ConfigMap: the listeners added or removed since
+	// do not switch the transport.
+	if f := FoundingOf(cluster(3), BuildConfigMap(c, NewFounding(c))); !f.RaftTLS || f.Voters != 3 {
+		t.Errorf("read back %+v", f)
+	}
+	if f := FoundingOf(c, BuildConfigMap(cluster(1), NewFounding(cluster(1)))); f.RaftTLS || f.Voters != 1 {
+		t.Errorf("read back %+v", f)
+	}
+	sts := BuildStatefulSet(c, Founding{Voters: 3, RaftTLS: true}, 3, "h", nil)
+	pod := sts.Spec.Template.Spec
+	args := pod.Containers[0].Args
+	if arg(args, "--raft-tls-ca-file") != "/etc/raftka/raft-tls/ca.crt" || arg(args, "--raft-tls-cert-file") != "/etc/raftka/raft-tls/tls.crt" ||
+		arg(args, "--raft-tls-key-file") != "/etc/raftka/raft-tls/tls.key" {
+		t.Errorf("Raft TLS flags in %v", args)
+	}
+	mounted := false
+	for _, v := range pod.Volumes {
+		mounted = mounted || v.Secret != nil && v.Secret.SecretName == "events-raft-tls"
+	}
+	if !mounted {
+		t.Error("the Raft certificate's Secret is not mounted")
+	}
+	if got := RaftPeerNames(c); !slices.Equal(got, []string{"*.events-brokers.kafka.svc"}) {
+		t.Errorf("Raft certificate names %v", got)
+	}
+	if arg(BuildStatefulSet(c, Founding{Voters: 3}, 3, "h", nil).Spec.Template.Spec.Containers[0].Args, "--raft-tls-ca-file") != "" {
+		t.Error("Raft TLS flags on a cluster founded without")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +44,9 @@ func testSecurity(t *testing.T, e *env) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: securedName + "-tls"}, Type: corev1.SecretTypeTLS,
 			Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}},
 		&raftkav1.BrokerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: securedName},
-			Spec: raftkav1.BrokerClusterSpec{Replicas: 1, Storage: raftkav1.StorageSpec{Size: resource.MustParse("1Gi")},
+			// Two brokers: their Raft transport is mutual TLS, with the
+			// certificate the operator issued for their DNS names.
+			Spec: raftkav1.BrokerClusterSpec{Replicas: 2, Storage: raftkav1.StorageSpec{Size: resource.MustParse("1Gi")},
 				Listeners: []raftkav1.ListenerSpec{{Name: "internal", Port: 9092, Authentication: scramOnly},
 					{Name: "tls", Port: 9094, TLS: &raftkav1.ListenerTLS{SecretName: securedName + "-tls"}, Authentication: scramOnly},
 					{Name: "outside", Port: 9096, Type: raftkav1.ListenerNodePort, Authentication: scramOnly}},
@@ -85,7 +89,7 @@ func testSecurity(t *testing.T, e *env) {
 		if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName}, &bc); err != nil {
 			return false, err.Error()
 		}
-		return len(bc.Status.Listeners) == 3 && bc.Status.Listeners[2].BootstrapServers != "", fmt.Sprintf("%+v", bc.Status.Listeners)
+		return len(bc.Status.Listeners) == 3 && len(strings.Split(bc.Status.Listeners[2].BootstrapServers, ",")) == 2, fmt.Sprintf("%+v", bc.Status.Listeners)
 	})
 	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName + "-brokers"}, &networkingv1.NetworkPolicy{}); err != nil {
 		t.Fatalf("the brokers' NetworkPolicy: %v", err)
@@ -136,8 +140,14 @@ func testSecurity(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	for _, b := range brokers.Brokers {
-		if addr := net.JoinHostPort(b.Host, fmt.Sprint(b.Port)); addr != bc.Status.Listeners[2].BootstrapServers {
-			t.Fatalf("a client of the node port listener is told broker %d is at %s, want %s", b.NodeID, addr, bc.Status.Listeners[2].BootstrapServers)
+		if addr := net.JoinHostPort(b.Host, fmt.Sprint(b.Port)); !slices.Contains(strings.Split(bc.Status.Listeners[2].BootstrapServers, ","), addr) {
+			t.Fatalf("a client of the node port listener is told broker %d is at %s, not one of %s", b.NodeID, addr, bc.Status.Listeners[2].BootstrapServers)
+		}
+	}
+	// The operator made the cluster's CA and the brokers' Raft certificate.
+	for _, name := range []string{securedName + "-ca", securedName + "-raft-tls"} {
+		if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{}); err != nil {
+			t.Fatalf("Secret %s: %v", name, err)
 		}
 	}
 	md := kmsg.NewPtrMetadataRequest()

@@ -1,0 +1,135 @@
+package certs
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"time"
+)
+
+// Lifetimes: the CA's is long, as every certificate it signed depends on
+// it; a broker certificate's is a year, renewed a month before its end.
+const (
+	CALifetime     = 10 * 365 * 24 * time.Hour
+	LeafLifetime   = 365 * 24 * time.Hour
+	RenewBefore    = 30 * 24 * time.Hour
+	backdate       = time.Hour
+	serialBits     = 128
+	pemCertificate = "CERTIFICATE"
+	pemECKey       = "EC PRIVATE KEY"
+)
+
+// Pair is a certificate and its key, PEM encoded.
+type Pair struct {
+	Cert, Key []byte
+}
+
+// NewCA makes a self-signed CA named name, valid from now.
+func NewCA(name string, now time.Time) (Pair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Pair{}, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), serialBits))
+	if err != nil {
+		return Pair{}, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name, Organization: []string{"raftka"}},
+		NotBefore: now.Add(-backdate), NotAfter: now.Add(CALifetime),
+		IsCA: true, BasicConstraintsValid: true, MaxPathLenZero: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return Pair{}, err
+	}
+	return encode(der, key)
+}
+
+// IssuePeer signs, with ca, a certificate for a peer of a mutual TLS
+// transport: it serves the DNS names and authenticates as them.
+func IssuePeer(ca Pair, names []string, now time.Time) (Pair, error) {
+	caCert, caKey, err := parse(ca)
+	if err != nil {
+		return Pair{}, fmt.Errorf("the CA: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Pair{}, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), serialBits))
+	if err != nil {
+		return Pair{}, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: names[0], Organization: []string{"raftka"}},
+		NotBefore: now.Add(-backdate), NotAfter: now.Add(LeafLifetime), DNSNames: names,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return Pair{}, err
+	}
+	return encode(der, key)
+}
+
+// Usable tells whether a peer certificate can stay in service at now: it
+// parses, the CA signed it, it names exactly names, and it is not within
+// RenewBefore of its end. Otherwise why says what is wrong.
+func Usable(peer Pair, caCert []byte, names []string, now time.Time) (ok bool, why string) {
+	cert, _, err := parse(peer)
+	if err != nil {
+		return false, err.Error()
+	}
+	block, _ := pem.Decode(caCert)
+	if block == nil {
+		return false, "the CA certificate is not PEM"
+	}
+	ca, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return false, err.Error()
+	}
+	switch {
+	case cert.CheckSignatureFrom(ca) != nil:
+		return false, "the cluster's CA did not sign it"
+	case !slices.Equal(cert.DNSNames, names):
+		return false, fmt.Sprintf("it names %v, not %v", cert.DNSNames, names)
+	case now.Add(RenewBefore).After(cert.NotAfter):
+		return false, fmt.Sprintf("it expires %s", cert.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return true, ""
+}
+
+func encode(der []byte, key *ecdsa.PrivateKey) (Pair, error) {
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return Pair{}, err
+	}
+	return Pair{Cert: pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der}),
+		Key: pem.EncodeToMemory(&pem.Block{Type: pemECKey, Bytes: keyDER})}, nil
+}
+
+func parse(p Pair) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	certBlock, _ := pem.Decode(p.Cert)
+	keyBlock, _ := pem.Decode(p.Key)
+	if certBlock == nil || keyBlock == nil {
+		return nil, nil, errors.New("not a PEM certificate and key")
+	}
+	cert, err := x509.ParseCertificate(certBlock.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := x509.ParseECPrivateKey(keyBlock.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	pub, ok := cert.PublicKey.(*ecdsa.PublicKey)
+	if !ok || !pub.Equal(&key.PublicKey) {
+		return nil, nil, errors.New("the key is not the certificate's")
+	}
+	return cert, key, nil
+}

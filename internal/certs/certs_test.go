@@ -1,0 +1,56 @@
+package certs
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPeerCertificatesAndTheirRenewal(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	ca, err := NewCA("events raftka CA", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"*.events-brokers.kafka.svc"}
+	peer, err := IssuePeer(ca, names, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A TLS stack takes it, for both ends of the transport.
+	pair, err := tls.X509KeyPair(peer.Cert, peer.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.Cert)
+	leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "events-2.events-brokers.kafka.svc", CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+			t.Errorf("usage %v: %v", usage, err)
+		}
+	}
+	if ok, why := Usable(peer, ca.Cert, names, now); !ok {
+		t.Fatalf("a new certificate is not usable: %s", why)
+	}
+	other, _ := NewCA("another", now)
+	for name, tc := range map[string]struct {
+		peer  Pair
+		ca    []byte
+		names []string
+		at    time.Time
+		want  string
+	}{
+		"a month before its end": {peer, ca.Cert, names, now.Add(LeafLifetime - RenewBefore + time.Hour), "expires"},
+		"another CA":             {peer, other.Cert, names, now, "did not sign"},
+		"other names":            {peer, ca.Cert, []string{"*.other-brokers.kafka.svc"}, now, "names"},
+		"a key of another":       {Pair{Cert: peer.Cert, Key: other.Key}, ca.Cert, names, now, "not the certificate's"},
+		"garbage":                {Pair{Cert: []byte("x"), Key: []byte("y")}, ca.Cert, names, now, "not a PEM"},
+	} {
+		if ok, why := Usable(tc.peer, tc.ca, tc.names, tc.at); ok || !strings.Contains(why, tc.want) {
+			t.Errorf("%s: usable %v (%s), want refused for %q", name, ok, why, tc.want)
+		}
+	}
+}
