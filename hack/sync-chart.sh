@@ -22,6 +22,28 @@ metadata:
 YAML
   sed -n '/^rules:/,$p' "$root/config/rbac/role.yaml"
   cat <<'YAML'
+{{- /* With watchNamespaces, the rules hold in those namespaces only (Secrets
+       among them): a RoleBinding in each; else a ClusterRoleBinding. */}}
+{{- if .Values.watchNamespaces }}
+{{- range .Values.watchNamespaces }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ include "raftka.fullname" $ }}
+  namespace: {{ . }}
+  labels:
+    {{- include "raftka.labels" $ | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ include "raftka.fullname" $ }}
+subjects:
+- kind: ServiceAccount
+  name: {{ include "raftka.serviceAccountName" $ }}
+  namespace: {{ $.Release.Namespace }}
+{{- end }}
+{{- else }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -37,5 +59,6 @@ subjects:
 - kind: ServiceAccount
   name: {{ include "raftka.serviceAccountName" . }}
   namespace: {{ .Release.Namespace }}
+{{- end }}
 YAML
 } >"$chart/templates/rbac.yaml"

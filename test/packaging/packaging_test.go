@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -85,6 +88,9 @@ var (
 	consumerGroupGVK = schema.GroupVersionKind{Group: "raftka.io", Version: "v1alpha1", Kind: "ConsumerGroup"}
 	userGVK          = schema.GroupVersionKind{Group: "raftka.io", Version: "v1alpha1", Kind: "User"}
 	clusterRoleGVK   = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
+	// The operator's rights: cluster-wide, or in the watched namespaces.
+	clusterRoleBindingGVK = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}
+	roleBindingGVK        = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}
 )
 
 func TestKustomizeDefaultAndSamplesAreAccepted(t *testing.T) {
@@ -135,12 +141,36 @@ func TestHelmInstall(t *testing.T) {
 	}
 	mustExist(t, c, clusterRoleGVK, "", "rk-operator")
 	mustExist(t, c, brokerClusterGVK, "raftka-system", "events")
+	mustExist(t, c, clusterRoleBindingGVK, "", "rk-operator")
 	// The chart's CRDs are config/crd/bases byte for byte.
-	for _, name := range []string{"raftka.io_brokerclusters.yaml", "raftka.io_topics.yaml", "raftka.io_consumergroups.yaml"} {
+	for _, name := range []string{"raftka.io_brokerclusters.yaml", "raftka.io_topics.yaml", "raftka.io_consumergroups.yaml", "raftka.io_users.yaml"} {
 		a, _ := os.ReadFile(filepath.Join(root, "config", "crd", "bases", name))
 		b, _ := os.ReadFile(filepath.Join(root, "charts", "raftka", "crds", name))
 		if len(a) == 0 || !bytes.Equal(a, b) {
 			t.Fatalf("charts/raftka/crds/%s differs from config/crd/bases", name)
 		}
+	}
+}
+
+// TestHelmInstallWatchingNamespaces: an operator that watches some
+// namespaces has its rights, Secrets among them, in those namespaces
+// only.
+func TestHelmInstallWatchingNamespaces(t *testing.T) {
+	c, kubeconfig := apiServer(t)
+	root := repoRoot(t)
+	helm := filepath.Join(root, "bin", "helm")
+	for _, ns := range []string{"team-a", "team-b"} {
+		if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, root, helm, "--kubeconfig", kubeconfig, "install", "scoped", "charts/raftka", "--namespace", "raftka-system",
+		"--create-namespace", "--set", "watchNamespaces={team-a,team-b}")
+	mustExist(t, c, roleBindingGVK, "team-a", "scoped-operator")
+	mustExist(t, c, roleBindingGVK, "team-b", "scoped-operator")
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(clusterRoleBindingGVK)
+	if err := c.Get(context.Background(), types.NamespacedName{Name: "scoped-operator"}, u); !apierrors.IsNotFound(err) {
+		t.Fatalf("an operator watching two namespaces is bound cluster-wide: %v", err)
 	}
 }
