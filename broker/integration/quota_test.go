@@ -118,4 +118,37 @@ func TestClientQuotas(t *testing.T) {
 	if n, _ := c.Metric(0, "raftka_client_quota_throttles_total", `quota="producer_byte_rate"`); n < 1 {
 		t.Error("no throttle counted on /metrics")
 	}
+
+	// A consumer quota: a client over it is answered with no records and
+	// fetches the same offsets again after its pause, so it reads every
+	// record, in order, at about its rate.
+	if _, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: str("slow-reader")}},
+		Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: limit}}}}); err != nil {
+		t.Fatal(err)
+	}
+	hook := &throttleCounter{}
+	reader := c.Client(kgo.ClientID("slow-reader"), kgo.ConsumeTopics("metered"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(64<<10), kgo.FetchMaxPartitionBytes(64<<10), kgo.WithHooks(hook))
+	start := time.Now()
+	var counted int
+	next := int64(0)
+	for time.Since(start) < 6*time.Second {
+		fctx, fcancel := context.WithTimeout(ctx, time.Second)
+		fetches := reader.PollFetches(fctx)
+		fcancel()
+		fetches.EachRecord(func(r *kgo.Record) {
+			if r.Offset != next {
+				t.Fatalf("the throttled reader got offset %d, want %d", r.Offset, next)
+			}
+			next++
+			if time.Since(start) >= 3*time.Second {
+				counted += len(r.Value)
+			}
+		})
+	}
+	read := float64(counted) / (time.Since(start) - 3*time.Second).Seconds()
+	t.Logf("slow reader %.0f B/s (%d throttles), quota %d B/s", read, hook.n.Load(), limit)
+	if hook.n.Load() == 0 || read > 2*limit || read < limit/4 {
+		t.Errorf("the slow reader ran at %.2fx its quota with %d throttles", read/limit, hook.n.Load())
+	}
 }

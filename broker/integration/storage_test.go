@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -68,12 +69,22 @@ func testSnapshotCatchUp(t *testing.T, opts brokertest.Options) {
 	c.Kill(lagging)
 	produceRange(400, 800) // 400 entries, about 30 KB
 	total, _ := c.Metric(leader, "raftka_partition_size_bytes", `topic="history"`)
+	// A consumer quota of 100 bytes/s for every client id leaves the
+	// brokers' own fetches for their replicas alone, as in Kafka.
+	setDefaultConsumerQuota := func(op kadm.AlterClientQuotaOp) {
+		if _, err := c.Admin().AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: kadm.ClientQuotaEntity{{Type: "client-id"}},
+			Ops: []kadm.AlterClientQuotaOp{op}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setDefaultConsumerQuota(kadm.AlterClientQuotaOp{Key: "consumer_byte_rate", Value: 100})
 	c.Restart(lagging)
 	c.WaitReady(lagging)
 	waitFor(t, 30*time.Second, "the restarted replica to catch up", func() bool {
 		hw, ok := c.Metric(lagging, "raftka_partition_high_watermark", `topic="history"`)
 		return ok && hw == 800
 	})
+	setDefaultConsumerQuota(kadm.AlterClientQuotaOp{Key: "consumer_byte_rate", Remove: true})
 	if n, _ := c.Metric(lagging, "raftka_partition_snapshots_recovered_total"); n < 1 {
 		t.Fatalf("the replica caught up without a snapshot (%v recovered): the test did not exercise snapshots", n)
 	}

@@ -251,12 +251,11 @@ func (c *clientConn) handle(body []byte) (keep bool) {
 	start := time.Now()
 	// A produce's bytes count against the client's quota as it arrives, a
 	// fetch's as its answer leaves.
-	var throttle time.Duration
-	quotaUser := c.quotaUser()
+	use := quotaUse{user: c.quotaUser(), clientID: clientID, exempt: isReplicaFetch(kreq)}
 	pr, produce := kreq.(*kmsg.ProduceRequest)
 	if produce {
-		throttle = c.b.quotas.record(quota.ProducerByteRate, quotaUser, clientID, len(body), start)
-		c.mute(throttle)
+		use.throttle = c.b.quotas.record(quota.ProducerByteRate, use.user, clientID, len(body), start, false)
+		c.mute(use.throttle)
 	}
 	// Produce with acks=0 expects no answer at all.
 	if produce && pr.Acks == 0 {
@@ -283,29 +282,38 @@ func (c *clientConn) handle(body []byte) (keep bool) {
 			resp := req.deferred()
 			c.b.metrics.observe(key, start)
 			resp.SetVersion(version)
-			slot <- reply{frame: c.throttled(corr, flexible, resp, throttle, quotaUser, clientID), written: req.written}
+			slot <- reply{frame: c.throttled(corr, flexible, resp, use), written: req.written}
 		}()
 		return true
 	}
 	c.b.metrics.observe(key, start)
 	resp.SetVersion(version)
-	slot <- reply{frame: c.throttled(corr, flexible, resp, throttle, quotaUser, clientID), written: req.written}
+	slot <- reply{frame: c.throttled(corr, flexible, resp, use), written: req.written}
 	return !req.closeAfter
 }
 
 // throttled frames a response with the throttle time its client must
 // pause: a produce's, decided as it arrived, or a fetch's, from the size
-// of its answer; the connection takes no request meanwhile.
-func (c *clientConn) throttled(corr int32, flexible bool, resp kmsg.Response, throttle time.Duration, user, clientID string) []byte {
+// of its answer; the connection takes no request meanwhile. A fetch over
+// its quota is answered with no records, which then do not count, as
+// Kafka's brokers do, and the client fetches the same offsets again
+// after its pause.
+func (c *clientConn) throttled(corr int32, flexible bool, resp kmsg.Response, use quotaUse) []byte {
 	f := frame(corr, flexible, resp)
-	if _, fetch := resp.(*kmsg.FetchResponse); fetch {
-		throttle = c.b.quotas.record(quota.ConsumerByteRate, user, clientID, len(f), time.Now())
-		c.mute(throttle)
+	fetched, fetch := resp.(*kmsg.FetchResponse)
+	if fetch && !use.exempt {
+		use.throttle = c.b.quotas.record(quota.ConsumerByteRate, use.user, use.clientID, len(f), time.Now(), true)
+		c.mute(use.throttle)
+		if use.throttle > 0 {
+			empty := fetched.RequestKind().ResponseKind().(*kmsg.FetchResponse)
+			empty.SetVersion(fetched.GetVersion())
+			resp = empty
+		}
 	}
-	if throttle <= 0 {
+	if use.throttle <= 0 {
 		return f
 	}
-	setThrottle(resp, throttle)
+	setThrottle(resp, use.throttle)
 	return frame(corr, flexible, resp)
 }
 

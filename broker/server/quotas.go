@@ -41,8 +41,10 @@ func newClientQuotas(b *Broker) *clientQuotas {
 }
 
 // record adds n bytes of a client's use of key at now and returns how long
-// it must pause: 0 without a quota or within it.
-func (q *clientQuotas) record(key, user, clientID string, n int, now time.Time) time.Duration {
+// it must pause: 0 without a quota or within it. refund takes the bytes
+// back out when the client must pause: a fetch over its quota is answered
+// without them, as Kafka's brokers unrecord it.
+func (q *clientQuotas) record(key, user, clientID string, n int, now time.Time, refund bool) time.Duration {
 	var limit float64
 	var entity quota.Entity
 	var ok bool
@@ -80,8 +82,28 @@ func (q *clientQuotas) record(key, user, clientID string, n int, now time.Time) 
 	throttle := q.b.cfg.QuotaWindowing.Throttle(rate, limit, window)
 	if throttle > 0 {
 		q.b.metrics.throttled.WithLabelValues(key).Inc()
+		if refund {
+			w.Record(now, -float64(n))
+		}
 	}
 	return throttle
+}
+
+// quotaUse is a request's client, for its quotas, and the throttle time
+// its request already earned.
+type quotaUse struct {
+	user, clientID string
+	throttle       time.Duration
+	// exempt: a broker's own fetch for its replicas, which replication
+	// throttling bounds instead, as in Kafka.
+	exempt bool
+}
+
+// isReplicaFetch tells whether a request is a broker's fetch for its
+// replicas.
+func isReplicaFetch(kreq kmsg.Request) bool {
+	f, ok := kreq.(*kmsg.FetchRequest)
+	return ok && (f.Version < 15 && f.ReplicaID >= 0 || f.Version >= 15 && f.ReplicaState.ID >= 0)
 }
 
 // quotaUser is the user name a connection's quotas resolve with: its
