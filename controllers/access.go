@@ -14,6 +14,7 @@ import (
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/brokerclient"
 	"github.com/raftka/raftka/internal/specs"
+	"github.com/raftka/raftka/internal/tenancy"
 )
 
 // clusterAccess is how the operator reaches a cluster's brokers: the
@@ -72,4 +73,35 @@ func (r *BrokerClusterReconciler) ensureInternalCredentials(ctx context.Context,
 		return nil
 	}
 	return r.Update(ctx, &current)
+}
+
+// errNotAdmitted: an object's namespace may not use the cluster it names,
+// or its names break the tenants' rule; no retry mends it.
+type errNotAdmitted struct{ err error }
+
+func (e errNotAdmitted) Error() string { return e.err.Error() }
+
+// tenantCluster returns the BrokerCluster that an object of namespace ns
+// names, once its namespace is admitted to it (spec.tenants).
+func tenantCluster(ctx context.Context, r client.Reader, ns string, ref raftkav1.ClusterReference) (*raftkav1.BrokerCluster, error) {
+	cns, name := ref.ClusterKey(ns)
+	var cluster raftkav1.BrokerCluster
+	if err := r.Get(ctx, types.NamespacedName{Namespace: cns, Name: name}, &cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: %s/%s", errClusterMissing, cns, name)
+		}
+		return nil, err
+	}
+	var labels map[string]string
+	if cns != ns {
+		var namespace corev1.Namespace
+		if err := r.Get(ctx, types.NamespacedName{Name: ns}, &namespace); err != nil {
+			return nil, err
+		}
+		labels = namespace.Labels
+	}
+	if err := tenancy.Admits(&cluster, ns, labels); err != nil {
+		return nil, errNotAdmitted{err}
+	}
+	return &cluster, nil
 }

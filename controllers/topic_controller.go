@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +26,7 @@ import (
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/tenancy"
 )
 
 // TopicFinalizer holds a Topic until its deletion policy was carried out.
@@ -47,6 +47,7 @@ type TopicReconciler struct {
 // +kubebuilder:rbac:groups=raftka.io,resources=topics/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=raftka.io,resources=topics/finalizers,verbs=update
 // +kubebuilder:rbac:groups=raftka.io,resources=brokerclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile runs the steps for one Topic.
 func (r *TopicReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -75,13 +76,19 @@ func (r *TopicReconciler) reconcile(ctx context.Context, topic *raftkav1.Topic) 
 			return ctrl.Result{}, err
 		}
 	}
-	if winner, err := r.owner(ctx, topic); err != nil {
-		return ctrl.Result{}, err
-	} else if winner != topic.Name {
+	// Admission first: a Topic its cluster does not admit competes for no
+	// name, or one tenant could hold another's topic.
+	adm, cluster, err := r.admin(ctx, topic)
+	if errors.As(err, new(errNotAdmitted)) {
+		r.notReady(topic, raftkav1.ReasonNotAdmitted, err.Error())
+		return ctrl.Result{RequeueAfter: r.Resync}, nil
+	}
+	if winner, oerr := r.owner(ctx, topic); oerr != nil {
+		return ctrl.Result{}, oerr
+	} else if winner != client.ObjectKeyFromObject(topic) {
 		r.notReady(topic, raftkav1.ReasonResourceConflict, fmt.Sprintf("Topic %s already manages Kafka topic %s on this cluster", winner, topic.KafkaName()))
 		return ctrl.Result{RequeueAfter: r.Resync}, nil
 	}
-	adm, cluster, err := r.admin(ctx, topic)
 	if err != nil {
 		r.notReady(topic, raftkav1.ReasonClusterNotReady, err.Error())
 		// Returned, so the workqueue retries with backoff; the cluster
@@ -145,7 +152,7 @@ func (r *TopicReconciler) notReady(topic *raftkav1.Topic, reason, message string
 	setCondition(&topic.Status.Conditions, topic.Generation, raftkav1.ConditionReady, false, reason, message)
 	// A refused spec or a name conflict will not heal by retrying: kstatus
 	// (Flux, Argo CD, kpt) reads Stalled=True as Failed rather than InProgress.
-	stalled := reason == raftkav1.ReasonNotSupported || reason == raftkav1.ReasonResourceConflict
+	stalled := reason == raftkav1.ReasonNotSupported || reason == raftkav1.ReasonResourceConflict || reason == raftkav1.ReasonNotAdmitted
 	setCondition(&topic.Status.Conditions, topic.Generation, raftkav1.ConditionStalled, stalled, reason, message)
 }
 
@@ -153,26 +160,39 @@ type errNotSupported struct{ msg string }
 
 func (e errNotSupported) Error() string { return e.msg }
 
-// owner returns the name of the Topic that manages this Kafka topic: of all
-// Topics naming it on the same cluster, the oldest.
-func (r *TopicReconciler) owner(ctx context.Context, topic *raftkav1.Topic) (string, error) {
+// owner returns the Topic that manages this Kafka topic: of all Topics
+// naming it on the same cluster, in any namespace (tenants share a
+// cluster), the oldest.
+func (r *TopicReconciler) owner(ctx context.Context, topic *raftkav1.Topic) (types.NamespacedName, error) {
 	var all raftkav1.TopicList
-	if err := r.List(ctx, &all, client.InNamespace(topic.Namespace)); err != nil {
-		return "", err
+	if err := r.List(ctx, &all); err != nil {
+		return types.NamespacedName{}, err
 	}
 	var same []client.Object
 	for i, t := range all.Items {
-		if t.Spec.ClusterRef == topic.Spec.ClusterRef && t.KafkaName() == topic.KafkaName() && t.DeletionTimestamp.IsZero() {
+		if sameCluster(t.Namespace, t.Spec.ClusterRef, topic.Namespace, topic.Spec.ClusterRef) && t.KafkaName() == topic.KafkaName() && t.DeletionTimestamp.IsZero() {
+			// A Topic its cluster does not admit competes for no name.
+			if cluster, err := tenantCluster(ctx, r.Client, t.Namespace, t.Spec.ClusterRef); errors.As(err, new(errNotAdmitted)) ||
+				err == nil && tenancy.CheckTopic(cluster, t.Namespace, t.KafkaName()) != nil {
+				continue
+			}
 			same = append(same, &all.Items[i])
 		}
 	}
-	return oldest(same, topic.Name), nil
+	return oldest(same, client.ObjectKeyFromObject(topic)), nil
+}
+
+// sameCluster tells whether two objects' references name one cluster.
+func sameCluster(nsA string, a raftkav1.ClusterReference, nsB string, b raftkav1.ClusterReference) bool {
+	an, aname := a.ClusterKey(nsA)
+	bn, bname := b.ClusterKey(nsB)
+	return an == bn && aname == bname
 }
 
 // oldest names, of several objects that name the same Kafka resource, the
-// one that manages it: the oldest, then the first by name; fallback when
-// there are none.
-func oldest(objs []client.Object, fallback string) string {
+// one that manages it: the oldest, then the first by namespace and name;
+// fallback when there are none.
+func oldest(objs []client.Object, fallback types.NamespacedName) types.NamespacedName {
 	if len(objs) == 0 {
 		return fallback
 	}
@@ -181,26 +201,25 @@ func oldest(objs []client.Object, fallback string) string {
 		if !ti.Equal(&tj) {
 			return ti.Before(&tj)
 		}
-		return objs[i].GetName() < objs[j].GetName()
+		return client.ObjectKeyFromObject(objs[i]).String() < client.ObjectKeyFromObject(objs[j]).String()
 	})
-	return objs[0].GetName()
+	return client.ObjectKeyFromObject(objs[0])
 }
 
 func (r *TopicReconciler) admin(ctx context.Context, topic *raftkav1.Topic) (*kadm.Client, *raftkav1.BrokerCluster, error) {
-	var cluster raftkav1.BrokerCluster
-	key := types.NamespacedName{Namespace: topic.Namespace, Name: topic.Spec.ClusterRef.Name}
-	if err := r.Get(ctx, key, &cluster); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil, fmt.Errorf("%w: %s", errClusterMissing, key.Name)
-		}
+	cluster, err := tenantCluster(ctx, r.Client, topic.Namespace, topic.Spec.ClusterRef)
+	if err != nil {
 		return nil, nil, err
 	}
-	access, err := clusterAccess(ctx, r.Client, r.Brokers, &cluster)
+	if err := tenancy.CheckTopic(cluster, topic.Namespace, topic.KafkaName()); err != nil {
+		return nil, nil, errNotAdmitted{err}
+	}
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, cluster)
 	if err != nil {
 		return nil, nil, err
 	}
 	adm, err := r.Brokers.Admin(access)
-	return adm, &cluster, err
+	return adm, cluster, err
 }
 
 // desiredConfigs are the topic configs the spec sets.
@@ -380,7 +399,7 @@ func (r *TopicReconciler) finalize(ctx context.Context, topic *raftkav1.Topic) (
 				return ctrl.Result{}, fmt.Errorf("delete topic %s: %w", topic.KafkaName(), derr)
 			}
 			log.FromContext(ctx).Info("topic deleted", "topic", topic.KafkaName())
-		} else if !errors.Is(err, errClusterMissing) {
+		} else if !errors.Is(err, errClusterMissing) && !errors.As(err, new(errNotAdmitted)) {
 			return ctrl.Result{}, err
 		}
 	}
@@ -388,11 +407,11 @@ func (r *TopicReconciler) finalize(ctx context.Context, topic *raftkav1.Topic) (
 	return ctrl.Result{}, r.Update(ctx, topic)
 }
 
-// managedKafkaTopic is false for a Topic that lost a conflict: it never
-// managed the Kafka topic and must not delete it.
+// managedKafkaTopic is false for a Topic that lost a conflict or was not
+// admitted: it never managed the Kafka topic and must not delete it.
 func managedKafkaTopic(topic *raftkav1.Topic) bool {
 	for _, c := range topic.Status.Conditions {
-		if c.Type == raftkav1.ConditionReady && c.Reason == raftkav1.ReasonResourceConflict {
+		if c.Type == raftkav1.ConditionReady && (c.Reason == raftkav1.ReasonResourceConflict || c.Reason == raftkav1.ReasonNotAdmitted) {
 			return false
 		}
 	}
@@ -418,12 +437,12 @@ func (r *TopicReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 func (r *TopicReconciler) topicsOfCluster(ctx context.Context, obj client.Object) []ctrl.Request {
 	var topics raftkav1.TopicList
-	if err := r.List(ctx, &topics, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.List(ctx, &topics); err != nil {
 		return nil
 	}
 	var reqs []ctrl.Request
 	for _, t := range topics.Items {
-		if t.Spec.ClusterRef.Name == obj.GetName() {
+		if ns, name := t.Spec.ClusterRef.ClusterKey(t.Namespace); ns == obj.GetNamespace() && name == obj.GetName() {
 			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}})
 		}
 	}

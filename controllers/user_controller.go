@@ -22,6 +22,7 @@ import (
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/brokerclient"
 	"github.com/raftka/raftka/internal/specs"
+	"github.com/raftka/raftka/internal/tenancy"
 )
 
 // UserFinalizer holds a User until its credential and ACLs left the
@@ -81,13 +82,20 @@ func (r *UserReconciler) reconcile(ctx context.Context, user *raftkav1.User) (ct
 		r.notReady(user, raftkav1.ReasonNotSupported, err.Error())
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
-	if winner, err := r.owner(ctx, user); err != nil {
-		return ctrl.Result{}, err
-	} else if winner != user.Name {
+	// Admission first: a User its cluster does not admit never touches the
+	// brokers, nor competes for a name, or one tenant could take or revoke
+	// another's user.
+	cluster, access, err := r.cluster(ctx, user)
+	if errors.As(err, new(errNotAdmitted)) {
+		r.notReady(user, raftkav1.ReasonNotAdmitted, err.Error())
+		return ctrl.Result{RequeueAfter: r.Resync}, nil
+	}
+	if winner, oerr := r.owner(ctx, user); oerr != nil {
+		return ctrl.Result{}, oerr
+	} else if winner != client.ObjectKeyFromObject(user) {
 		r.notReady(user, raftkav1.ReasonResourceConflict, fmt.Sprintf("User %s already manages Kafka user %s on this cluster", winner, user.KafkaName()))
 		return ctrl.Result{RequeueAfter: r.Resync}, nil
 	}
-	cluster, access, err := r.cluster(ctx, user)
 	if err != nil {
 		r.notReady(user, raftkav1.ReasonClusterNotReady, err.Error())
 		return ctrl.Result{}, fmt.Errorf("cluster for user %s: %w", user.Name, err)
@@ -142,41 +150,45 @@ func reservedUser(user *raftkav1.User) bool {
 func (r *UserReconciler) notReady(user *raftkav1.User, reason, message string) {
 	setCondition(&user.Status.Conditions, user.Generation, raftkav1.ConditionReady, false, reason, message)
 	// Only a change of the User (or of its cluster's spec) heals these.
-	stalled := reason == raftkav1.ReasonNotSupported || reason == raftkav1.ReasonResourceConflict || reason == raftkav1.ReasonClusterNotSecured
+	stalled := reason == raftkav1.ReasonNotSupported || reason == raftkav1.ReasonResourceConflict || reason == raftkav1.ReasonClusterNotSecured ||
+		reason == raftkav1.ReasonNotAdmitted
 	setCondition(&user.Status.Conditions, user.Generation, raftkav1.ConditionStalled, stalled, reason, message)
 }
 
-// owner returns the name of the User that manages this Kafka user: of all
-// Users naming it on the same cluster, the oldest.
-func (r *UserReconciler) owner(ctx context.Context, user *raftkav1.User) (string, error) {
+// owner returns the User that manages this Kafka user: of all Users
+// naming it on the same cluster, in any namespace, the oldest.
+func (r *UserReconciler) owner(ctx context.Context, user *raftkav1.User) (types.NamespacedName, error) {
 	var all raftkav1.UserList
-	if err := r.List(ctx, &all, client.InNamespace(user.Namespace)); err != nil {
-		return "", err
+	if err := r.List(ctx, &all); err != nil {
+		return types.NamespacedName{}, err
 	}
 	var same []client.Object
 	for i, u := range all.Items {
-		if u.Spec.ClusterRef == user.Spec.ClusterRef && u.KafkaName() == user.KafkaName() && u.DeletionTimestamp.IsZero() {
+		if sameCluster(u.Namespace, u.Spec.ClusterRef, user.Namespace, user.Spec.ClusterRef) && u.KafkaName() == user.KafkaName() && u.DeletionTimestamp.IsZero() {
+			if _, _, err := r.cluster(ctx, &all.Items[i]); errors.As(err, new(errNotAdmitted)) {
+				continue
+			}
 			same = append(same, &all.Items[i])
 		}
 	}
-	return oldest(same, user.Name), nil
+	return oldest(same, client.ObjectKeyFromObject(user)), nil
 }
 
-// cluster is the User's BrokerCluster and how to reach its brokers.
+// cluster is the User's BrokerCluster and how to reach its brokers; an
+// errNotAdmitted when the User's namespace or names may not use it.
 func (r *UserReconciler) cluster(ctx context.Context, user *raftkav1.User) (*raftkav1.BrokerCluster, brokerclient.Access, error) {
-	var cluster raftkav1.BrokerCluster
-	key := types.NamespacedName{Namespace: user.Namespace, Name: user.Spec.ClusterRef.Name}
-	if err := r.Get(ctx, key, &cluster); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, brokerclient.Access{}, fmt.Errorf("%w: %s", errClusterMissing, key.Name)
-		}
+	cluster, err := tenantCluster(ctx, r.Client, user.Namespace, user.Spec.ClusterRef)
+	if err != nil {
 		return nil, brokerclient.Access{}, err
 	}
-	if !specs.Secured(&cluster) {
-		return &cluster, brokerclient.Access{}, nil
+	if err := tenancy.CheckUser(cluster, user.Namespace, user); err != nil {
+		return nil, brokerclient.Access{}, errNotAdmitted{err}
 	}
-	access, err := clusterAccess(ctx, r.Client, r.Brokers, &cluster)
-	return &cluster, access, err
+	if !specs.Secured(cluster) {
+		return cluster, brokerclient.Access{}, nil
+	}
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, cluster)
+	return cluster, access, err
 }
 
 // errSecretTaken: a Secret of the User's name exists that is not the
@@ -275,9 +287,10 @@ func (r *UserReconciler) ensureQuotas(ctx context.Context, user *raftkav1.User, 
 	return nil
 }
 
-// finalize removes the user's credential, ACLs and quotas from the brokers, unless
-// another User manages the same Kafka user; the Secret goes with the User
-// (owner reference).
+// finalize removes the user's credential, ACLs and quotas from the
+// brokers, unless another User manages the same Kafka user or the cluster
+// does not admit this one; the Secret goes with the User (owner
+// reference).
 func (r *UserReconciler) finalize(ctx context.Context, user *raftkav1.User) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(user, UserFinalizer) {
 		return ctrl.Result{}, nil
@@ -286,31 +299,43 @@ func (r *UserReconciler) finalize(ctx context.Context, user *raftkav1.User) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if winner == user.Name && !reservedUser(user) {
+	if winner == client.ObjectKeyFromObject(user) && !reservedUser(user) {
 		cluster, access, err := r.cluster(ctx, user)
 		switch {
-		case errors.Is(err, errClusterMissing):
+		case errors.Is(err, errClusterMissing), errors.As(err, new(errNotAdmitted)):
 		case err != nil:
 			return ctrl.Result{}, err
-		case specs.Secured(cluster):
-			bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			defer cancel()
-			if err := r.Brokers.DeleteSCRAM(bctx, access, user.KafkaName()); err != nil {
-				return ctrl.Result{}, fmt.Errorf("delete the credential of %s: %w", user.KafkaName(), err)
-			}
-			if cluster.Spec.Authorization != nil {
-				if err := r.ensureACLs(bctx, user, access, nil); err != nil {
-					return ctrl.Result{}, err
-				}
-			}
-			if err := r.ensureQuotas(bctx, user, access, nil); err != nil {
+		default:
+			if err := r.removeFromBrokers(ctx, user, cluster, access); err != nil {
 				return ctrl.Result{}, err
 			}
-			log.FromContext(ctx).Info("user removed from the brokers", "user", user.KafkaName())
 		}
 	}
 	controllerutil.RemoveFinalizer(user, UserFinalizer)
 	return ctrl.Result{}, r.Update(ctx, user)
+}
+
+// removeFromBrokers deletes the user's credential, ACLs and quotas from a
+// secured cluster's brokers.
+func (r *UserReconciler) removeFromBrokers(ctx context.Context, user *raftkav1.User, cluster *raftkav1.BrokerCluster, access brokerclient.Access) error {
+	if !specs.Secured(cluster) {
+		return nil
+	}
+	bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := r.Brokers.DeleteSCRAM(bctx, access, user.KafkaName()); err != nil {
+		return fmt.Errorf("delete the credential of %s: %w", user.KafkaName(), err)
+	}
+	if cluster.Spec.Authorization != nil {
+		if err := r.ensureACLs(bctx, user, access, nil); err != nil {
+			return err
+		}
+	}
+	if err := r.ensureQuotas(bctx, user, access, nil); err != nil {
+		return err
+	}
+	log.FromContext(ctx).Info("user removed from the brokers", "user", user.KafkaName())
+	return nil
 }
 
 // SetupWithManager registers the controller: Users, and the Users of a
@@ -326,12 +351,12 @@ func (r *UserReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 func (r *UserReconciler) usersOfCluster(ctx context.Context, obj client.Object) []ctrl.Request {
 	var users raftkav1.UserList
-	if err := r.List(ctx, &users, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.List(ctx, &users); err != nil {
 		return nil
 	}
 	var reqs []ctrl.Request
 	for _, u := range users.Items {
-		if u.Spec.ClusterRef.Name == obj.GetName() {
+		if ns, name := u.Spec.ClusterRef.ClusterKey(u.Namespace); ns == obj.GetNamespace() && name == obj.GetName() {
 			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: u.Namespace, Name: u.Name}})
 		}
 	}

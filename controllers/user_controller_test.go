@@ -33,13 +33,16 @@ import (
 // replication) with the passwords of the internal credentials Secret,
 // which the test writes first so that the operator keeps them, and
 // clients use a SASL listener, CLIENT; the ACL authorizer is on.
-func startSecured(t *testing.T, ns, name string) *brokertest.Cluster {
+func startSecured(t *testing.T, ns, name string, adjust ...func(*raftkav1.BrokerCluster)) *brokertest.Cluster {
 	brokerPassword, operatorPassword := "broker-"+newPassword(), "operator-"+newPassword()
 	cluster := &raftkav1.BrokerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: raftkav1.BrokerClusterSpec{Replicas: 3, Image: "raftka/broker:test", Rebalancing: raftkav1.RebalancingOff,
 			Storage:       raftkav1.StorageSpec{Size: resource.MustParse("1Gi")},
 			Listeners:     []raftkav1.ListenerSpec{{Name: "client", Port: 9094, Authentication: &raftkav1.ListenerAuthentication{Type: raftkav1.AuthenticationSCRAMSHA512}}},
 			Authorization: &raftkav1.AuthorizationSpec{Type: "simple"}}}
+	for _, f := range adjust {
+		f(cluster)
+	}
 	mustCreate(t, specs.BuildInternalCredentials(cluster, brokerPassword, operatorPassword))
 	cl := startBrokers(t, ns, name, brokertest.Options{Brokers: 3,
 		InterBrokerUser: &brokertest.User{Name: specs.BrokerUser, Password: brokerPassword},

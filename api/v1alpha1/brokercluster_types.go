@@ -107,7 +107,38 @@ type BrokerClusterSpec struct {
 	// NetworkPolicies.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// Tenants admits Topics and Users of other namespaces (whose
+	// clusterRef.namespace names this cluster's): those of the namespaces
+	// the selector selects. Without it, only objects of the cluster's own
+	// namespace use it.
+	// +optional
+	Tenants *TenantsSpec `json:"tenants,omitempty"`
 }
+
+// TenantsSpec is which namespaces share a cluster, and how they are kept
+// apart.
+type TenantsSpec struct {
+	// NamespaceSelector selects the tenant namespaces.
+	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+	// NamePrefix is Namespace (the default): a tenant's Kafka topic and
+	// user names start with "<its namespace>.", and its Users' ACLs may
+	// name only topics, groups and transactional ids under that prefix
+	// (and IdempotentWrite on the cluster), so no tenant reaches another's
+	// topics or takes another's user name. None leaves names free.
+	// +optional
+	// +kubebuilder:validation:Enum=Namespace;None
+	NamePrefix TenantNamePrefix `json:"namePrefix,omitempty"`
+}
+
+// TenantNamePrefix is the tenants' naming rule.
+type TenantNamePrefix string
+
+// TenantNamePrefixes.
+const (
+	TenantPrefixNamespace TenantNamePrefix = "Namespace"
+	TenantPrefixNone      TenantNamePrefix = "None"
+)
 
 // NetworkPolicySpec is who may reach a cluster's brokers.
 type NetworkPolicySpec struct {

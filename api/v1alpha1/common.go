@@ -1,11 +1,31 @@
 package v1alpha1
 
-// ClusterReference names a BrokerCluster in the same namespace.
+// ClusterReference names a BrokerCluster.
 type ClusterReference struct {
 	// Name of the BrokerCluster.
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
+	// Namespace of the BrokerCluster; the object's own when unset. A
+	// cluster in another namespace serves the object only if its
+	// spec.tenants admits the object's namespace.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	Namespace string `json:"namespace,omitempty"`
 }
+
+// ClusterKey is the namespace and name of the BrokerCluster a reference
+// from an object in namespace ns names.
+func (r ClusterReference) ClusterKey(ns string) (namespace, name string) {
+	if r.Namespace != "" {
+		return r.Namespace, r.Name
+	}
+	return ns, r.Name
+}
+
+// ReasonNotAdmitted: the object's namespace is not a tenant of the
+// BrokerCluster in another namespace it names, or breaks the tenants'
+// naming rule.
+const ReasonNotAdmitted = "NotAdmitted"
 
 // Condition types and reasons shared by the kinds.
 const (

@@ -1,0 +1,78 @@
+package tenancy
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+)
+
+// Admits tells whether objects of namespace ns, whose labels are given,
+// may use cluster c; nil when they may, else why not.
+func Admits(c *raftkav1.BrokerCluster, ns string, nsLabels map[string]string) error {
+	if ns == c.Namespace {
+		return nil
+	}
+	if c.Spec.Tenants == nil {
+		return fmt.Errorf("BrokerCluster %s/%s admits no other namespace (no spec.tenants)", c.Namespace, c.Name)
+	}
+	selector, err := metav1.LabelSelectorAsSelector(&c.Spec.Tenants.NamespaceSelector)
+	if err != nil {
+		return fmt.Errorf("BrokerCluster %s/%s: spec.tenants.namespaceSelector: %w", c.Namespace, c.Name, err)
+	}
+	if !selector.Matches(labels.Set(nsLabels)) {
+		return fmt.Errorf("BrokerCluster %s/%s does not admit namespace %s: its labels do not match spec.tenants.namespaceSelector", c.Namespace, c.Name, ns)
+	}
+	return nil
+}
+
+// Prefix is what the names of a tenant in namespace ns must start with on
+// cluster c: empty in the cluster's own namespace, or where the cluster
+// leaves names free.
+func Prefix(c *raftkav1.BrokerCluster, ns string) string {
+	if ns == c.Namespace || c.Spec.Tenants == nil || c.Spec.Tenants.NamePrefix == raftkav1.TenantPrefixNone {
+		return ""
+	}
+	return ns + "."
+}
+
+// CheckTopic tells whether a tenant of namespace ns may name a Kafka topic
+// so.
+func CheckTopic(c *raftkav1.BrokerCluster, ns, topic string) error {
+	if p := Prefix(c, ns); !strings.HasPrefix(topic, p) {
+		return fmt.Errorf("topic %s of namespace %s must start with %q on BrokerCluster %s/%s", topic, ns, p, c.Namespace, c.Name)
+	}
+	return nil
+}
+
+// CheckUser tells whether a tenant of namespace ns may have this User: its
+// name under the prefix, and its ACLs on resources under the prefix only
+// (prefix patterns too), the cluster only for IdempotentWrite.
+func CheckUser(c *raftkav1.BrokerCluster, ns string, u *raftkav1.User) error {
+	p := Prefix(c, ns)
+	if p == "" {
+		return nil
+	}
+	if !strings.HasPrefix(u.KafkaName(), p) {
+		return fmt.Errorf("user %s of namespace %s must start with %q on BrokerCluster %s/%s", u.KafkaName(), ns, p, c.Namespace, c.Name)
+	}
+	if u.Spec.Authorization == nil {
+		return nil
+	}
+	for i, rule := range u.Spec.Authorization.ACLs {
+		switch r := rule.Resource; {
+		case r.Type == raftkav1.ACLResourceCluster:
+			for _, op := range rule.Operations {
+				if op != "IdempotentWrite" {
+					return fmt.Errorf("acls[%d]: a tenant may have only IdempotentWrite on the cluster, not %s", i, op)
+				}
+			}
+		case !strings.HasPrefix(r.Name, p):
+			return fmt.Errorf("acls[%d]: %s %q is outside the tenant's prefix %q", i, r.Type, r.Name, p)
+		}
+	}
+	return nil
+}
