@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -112,6 +113,21 @@ func TestTenantsShareACluster(t *testing.T) {
 	if got := getUser(t, a, "app"); conditionReason(got.Status.Conditions) != "InSync" {
 		t.Errorf("tenant a's User after the impostor: %s", fmt.Sprint(got.Status.Conditions))
 	}
+
+	// Dropped from the tenants, namespace a keeps no access.
+	var n corev1.Namespace
+	getObject(t, "", a, &n)
+	n.Labels = nil
+	if err := k8s.Update(context.Background(), &n); err != nil {
+		t.Fatal(err)
+	}
+	userReadyIs(t, a, "app", metav1.ConditionFalse, raftkav1.ReasonNotAdmitted)
+	eventually(t, "tenant a's credential and ACLs revoked", func() (bool, string) {
+		md := kmsg.NewPtrMetadataRequest()
+		_, err := md.RequestWith(context.Background(), clientOf(t, cl, a+".app", string(secret.Data["password"])))
+		acls := userACLs(t, cl, "User:"+a+".app")
+		return errors.Is(err, kerr.SaslAuthenticationFailed) && len(acls) == 0, fmt.Sprintf("login: %v, ACLs %v", err, acls)
+	})
 }
 
 func conditionMessage(cs []metav1.Condition) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +88,9 @@ func (r *UserReconciler) reconcile(ctx context.Context, user *raftkav1.User) (ct
 	// another's user.
 	cluster, access, err := r.cluster(ctx, user)
 	if errors.As(err, new(errNotAdmitted)) {
+		if rerr := r.revokeFormerTenant(ctx, user); rerr != nil {
+			return ctrl.Result{}, rerr
+		}
 		r.notReady(user, raftkav1.ReasonNotAdmitted, err.Error())
 		return ctrl.Result{RequeueAfter: r.Resync}, nil
 	}
@@ -309,10 +313,38 @@ func (r *UserReconciler) finalize(ctx context.Context, user *raftkav1.User) (ctr
 			if err := r.removeFromBrokers(ctx, user, cluster, access); err != nil {
 				return ctrl.Result{}, err
 			}
+			log.FromContext(ctx).Info("user removed from the brokers", "user", user.KafkaName())
 		}
 	}
 	controllerutil.RemoveFinalizer(user, UserFinalizer)
 	return ctrl.Result{}, r.Update(ctx, user)
+}
+
+// revokeFormerTenant removes from the brokers the user of a tenant its
+// cluster no longer admits, so that a namespace dropped from spec.tenants
+// keeps no access. Only a name under the namespace's own prefix, which no
+// other tenant could take, and which no admitted User manages, is
+// removed: a User that is not admitted must not revoke anyone else's.
+func (r *UserReconciler) revokeFormerTenant(ctx context.Context, user *raftkav1.User) error {
+	cns, name := user.Spec.ClusterRef.ClusterKey(user.Namespace)
+	if cns == user.Namespace || !strings.HasPrefix(user.KafkaName(), user.Namespace+".") || reservedUser(user) {
+		return nil
+	}
+	var cluster raftkav1.BrokerCluster
+	if err := r.Get(ctx, types.NamespacedName{Namespace: cns, Name: name}, &cluster); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if t := cluster.Spec.Tenants; t != nil && t.NamePrefix == raftkav1.TenantPrefixNone || !specs.Secured(&cluster) {
+		return nil
+	}
+	if winner, err := r.owner(ctx, user); err != nil || winner != client.ObjectKeyFromObject(user) {
+		return err
+	}
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, &cluster)
+	if err != nil {
+		return err
+	}
+	return r.removeFromBrokers(ctx, user, &cluster, access)
 }
 
 // removeFromBrokers deletes the user's credential, ACLs and quotas from a
@@ -331,11 +363,7 @@ func (r *UserReconciler) removeFromBrokers(ctx context.Context, user *raftkav1.U
 			return err
 		}
 	}
-	if err := r.ensureQuotas(bctx, user, access, nil); err != nil {
-		return err
-	}
-	log.FromContext(ctx).Info("user removed from the brokers", "user", user.KafkaName())
-	return nil
+	return r.ensureQuotas(bctx, user, access, nil)
 }
 
 // SetupWithManager registers the controller: Users, and the Users of a
