@@ -2,13 +2,13 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +16,7 @@ import (
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/autoscale"
 	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/tenancy"
 )
 
 // ConsumerGroupReconciler reports a consumer group's lag.
@@ -45,9 +46,12 @@ func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	r.groups.seen(&cg)
 	before := cg.DeepCopy()
 	err := r.measure(ctx, &cg)
-	if err != nil {
+	switch {
+	case errors.As(err, new(errNotAdmitted)):
+		setCondition(&cg.Status.Conditions, cg.Generation, raftkav1.ConditionReady, false, raftkav1.ReasonNotAdmitted, err.Error())
+	case err != nil:
 		setCondition(&cg.Status.Conditions, cg.Generation, raftkav1.ConditionReady, false, "LagUnknown", err.Error())
-	} else {
+	default:
 		setCondition(&cg.Status.Conditions, cg.Generation, raftkav1.ConditionReady, true, "LagMeasured",
 			fmt.Sprintf("lag %d over %d topics", cg.Status.TotalLag, len(cg.Status.Topics)))
 	}
@@ -62,11 +66,15 @@ func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 // measure reads committed and end offsets and the group's state.
 func (r *ConsumerGroupReconciler) measure(ctx context.Context, cg *raftkav1.ConsumerGroup) error {
-	var cluster raftkav1.BrokerCluster
-	if err := r.Get(ctx, types.NamespacedName{Namespace: cg.Namespace, Name: cg.Spec.ClusterRef.Name}, &cluster); err != nil {
-		return fmt.Errorf("BrokerCluster %s: %w", cg.Spec.ClusterRef.Name, err)
+	cluster, err := tenantCluster(ctx, r.Client, cg.Namespace, cg.Spec.ClusterRef)
+	if err != nil {
+		return err
 	}
-	access, err := clusterAccess(ctx, r.Client, r.Brokers, &cluster)
+	// A tenant measures and scales its own groups over its own topics.
+	if err := tenancy.CheckGroup(cluster, cg.Namespace, cg.Spec.GroupID, cg.Spec.Topics); err != nil {
+		return errNotAdmitted{err}
+	}
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, cluster)
 	if err != nil {
 		return err
 	}

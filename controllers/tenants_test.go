@@ -114,6 +114,16 @@ func TestTenantsShareACluster(t *testing.T) {
 		t.Errorf("tenant a's User after the impostor: %s", fmt.Sprint(got.Status.Conditions))
 	}
 
+	// A tenant's ConsumerGroup watches (and would scale) only its own
+	// topics.
+	mustCreate(t, &raftkav1.ConsumerGroup{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "nosy"},
+		Spec: raftkav1.ConsumerGroupSpec{ClusterRef: ref, GroupID: a + ".nosy", Topics: []string{b + ".payments"}}})
+	eventually(t, "the ConsumerGroup over another tenant's topic refused", func() (bool, string) {
+		var cg raftkav1.ConsumerGroup
+		getObject(t, a, "nosy", &cg)
+		return conditionReason(cg.Status.Conditions) == raftkav1.ReasonNotAdmitted, conditionMessage(cg.Status.Conditions)
+	})
+
 	// Dropped from the tenants, namespace a keeps no access.
 	var n corev1.Namespace
 	getObject(t, "", a, &n)

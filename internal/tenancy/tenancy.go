@@ -76,3 +76,15 @@ func CheckUser(c *raftkav1.BrokerCluster, ns string, u *raftkav1.User) error {
 	}
 	return nil
 }
+
+// CheckGroup tells whether a tenant of namespace ns may watch (and scale)
+// this consumer group over these topics: all under its prefix.
+func CheckGroup(c *raftkav1.BrokerCluster, ns, group string, topics []string) error {
+	p := Prefix(c, ns)
+	for _, name := range append([]string{group}, topics...) {
+		if !strings.HasPrefix(name, p) {
+			return fmt.Errorf("%q of namespace %s must start with %q on BrokerCluster %s/%s", name, ns, p, c.Namespace, c.Name)
+		}
+	}
+	return nil
+}

@@ -63,6 +63,9 @@ func TestTenantNames(t *testing.T) {
 		"cluster administration":       {CheckUser(c, "team-a", user("team-a.app", rule("cluster", "", "Alter"))), "only IdempotentWrite"},
 		"the cluster's own namespace":  {CheckUser(c, "kafka", user("admin", rule("topic", "*", "All"))), ""},
 		"a tenant when names are free": {CheckUser(shared(raftkav1.TenantPrefixNone), "team-a", user("admin")), ""},
+		"a group and its topics":       {CheckGroup(c, "team-a", "team-a.workers", []string{"team-a.orders"}), ""},
+		"another tenant's topic":       {CheckGroup(c, "team-a", "team-a.workers", []string{"team-a.orders", "team-b.orders"}), `"team-b.orders" of namespace team-a`},
+		"a group outside":              {CheckGroup(c, "team-a", "workers", nil), `"workers" of namespace team-a`},
 	} {
 		if tc.want == "" && tc.err != nil || tc.want != "" && (tc.err == nil || !strings.Contains(tc.err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", name, tc.err, tc.want)
