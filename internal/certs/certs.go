@@ -33,11 +33,7 @@ type Pair struct {
 
 // NewCA makes a self-signed CA named name, valid from now.
 func NewCA(name string, now time.Time) (Pair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return Pair{}, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), serialBits))
+	key, serial, err := newKeyAndSerial()
 	if err != nil {
 		return Pair{}, err
 	}
@@ -58,11 +54,7 @@ func IssuePeer(ca Pair, names []string, now time.Time) (Pair, error) {
 	if err != nil {
 		return Pair{}, fmt.Errorf("the CA: %w", err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return Pair{}, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), serialBits))
+	key, serial, err := newKeyAndSerial()
 	if err != nil {
 		return Pair{}, err
 	}
@@ -102,6 +94,16 @@ func Usable(peer Pair, caCert []byte, names []string, now time.Time) (ok bool, w
 		return false, fmt.Sprintf("it expires %s", cert.NotAfter.UTC().Format(time.RFC3339))
 	}
 	return true, ""
+}
+
+// newKeyAndSerial is a certificate's fresh P-256 key and random serial.
+func newKeyAndSerial() (*ecdsa.PrivateKey, *big.Int, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), serialBits))
+	return key, serial, err
 }
 
 func encode(der []byte, key *ecdsa.PrivateKey) (Pair, error) {
