@@ -27,6 +27,17 @@ func TestNotLeaderNamesTheLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	topicID := [16]byte(details["hints"].ID)
+	// The leader balancer hands a new partition's leadership to its
+	// preferred replica: wait for that, or the follower asked below may
+	// have just become the leader.
+	waitFor(t, 30*time.Second, "leadership on the preferred replica", func() bool {
+		md, err := c.Admin().Metadata(ctx, "hints")
+		if err != nil {
+			return false
+		}
+		p := md.Topics["hints"].Partitions[0]
+		return len(p.Replicas) > 0 && p.Leader == p.Replicas[0]
+	})
 	leader := c.LeaderOf("hints", 0)
 	follower := int32((leader + 1) % 3)
 	host, port, _ := net.SplitHostPort(c.AllAddrs()[leader])
