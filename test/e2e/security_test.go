@@ -83,13 +83,16 @@ func testSecurity(t *testing.T, e *env) {
 	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName}, &bc); err != nil {
 		t.Fatal(err)
 	}
-	// The node port listener's address is known once the broker's pod is
-	// on its node.
-	eventually(t, time.Minute, "the node port listener's address in the status", func() (bool, string) {
+	// Clients reach the brokers through Services once their pods are
+	// ready (the operator reaches them sooner, through the headless
+	// Service); the node port listener's address is known once each
+	// broker's pod is on its node.
+	eventually(t, 2*time.Minute, "the secured brokers ready, and the node port listener's address in the status", func() (bool, string) {
 		if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName}, &bc); err != nil {
 			return false, err.Error()
 		}
-		return len(bc.Status.Listeners) == 3 && len(strings.Split(bc.Status.Listeners[2].BootstrapServers, ",")) == 2, fmt.Sprintf("%+v", bc.Status.Listeners)
+		return bc.Status.ReadyReplicas == 2 && len(bc.Status.Listeners) == 3 && len(strings.Split(bc.Status.Listeners[2].BootstrapServers, ",")) == 2,
+			fmt.Sprintf("%d ready, listeners %+v", bc.Status.ReadyReplicas, bc.Status.Listeners)
 	})
 	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName + "-brokers"}, &networkingv1.NetworkPolicy{}); err != nil {
 		t.Fatalf("the brokers' NetworkPolicy: %v", err)
