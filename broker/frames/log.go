@@ -431,6 +431,10 @@ func (l *Log) fileLocked(no uint32) *file {
 
 // Close closes the files.
 func (l *Log) Close() {
+	// Frames the Raft log store copied into its records rather than
+	// fsyncing are left for a later fsync that, once closed, only this one
+	// can make; the store's copies cover a crash before it.
+	_ = l.Sync()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, w := range l.files {
@@ -467,4 +471,34 @@ func Durable(dir string, loc Loc) (bool, error) {
 	}
 	payload := buf[frameHeader:]
 	return binary.BigEndian.Uint32(buf[:4]) == loc.Size && crc32.Checksum(payload, castagnoli) == binary.BigEndian.Uint32(buf[4:8]), nil
+}
+
+// Repair writes the frame at loc in the frame log of dir from payload if
+// it is not on disk whole (Durable), before that log is opened, and makes
+// it durable. The Raft log store keeps a copy of the frames it did not
+// fsync in the record that names them, and repairs them from it after a
+// crash: the frame goes back where the record says, so what the record
+// and the partition's segments point at is whole again. A file that is
+// not there is left so (see Durable). It reports whether it wrote.
+func Repair(dir string, loc Loc, payload []byte) (bool, error) {
+	if len(payload) != int(loc.Size) || loc.Off < frameHeader {
+		return false, fmt.Errorf("frames: repair of %d bytes at %+v", len(payload), loc)
+	}
+	whole, err := Durable(dir, loc)
+	if err != nil || whole {
+		return false, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, fileName(loc.File)), os.O_RDWR, 0)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, frameHeader+len(payload))
+	binary.BigEndian.PutUint32(buf, loc.Size)
+	binary.BigEndian.PutUint32(buf[4:], crc32.Checksum(payload, castagnoli))
+	copy(buf[frameHeader:], payload)
+	if _, err := f.WriteAt(buf, loc.Off-frameHeader); err != nil {
+		return false, err
+	}
+	return true, durable.Fdatasync(f)
 }

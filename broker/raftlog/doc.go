@@ -31,4 +31,9 @@
 // record that names their locations; a replay drops a record whose frames
 // a crash tore (OpenFramed). Its state machine serves the batches from the
 // same bytes, so each is written once (docs/design/write-once-storage.md).
+// A small save (SetCopyBytes) copies its frames into its record as well and
+// fsyncs the record alone, one fsync in place of two; its frames become
+// durable with a later fsync of their file, before any checkpoint drops
+// the copies, and a replay writes them again from the copies if a crash
+// tore them.
 package raftlog

@@ -162,11 +162,15 @@ type update struct {
 	hasSnapshot bool
 	first       uint64
 	locs        []loc // of entries first..; none when the update saves none
+	// copies are the entries' bytes, in the payload, of an update whose
+	// frames were not fsynced with its record (entriesCopied).
+	copies [][]byte
 }
 
-// eachUpdate decodes the updates of a kindUpdates or kindUpdatesFramed
-// record payload (d past the kind byte) at payloadOff in file, calling fn
-// for each whole one; a malformed one sets d.err and ends it.
+// eachUpdate decodes the updates of a kindUpdates, kindUpdatesFramed or
+// kindUpdatesCopied record payload (d past the kind byte) at payloadOff in
+// file, calling fn for each whole one; a malformed one sets d.err and
+// ends it.
 func eachUpdate(d *decoder, kind byte, file uint32, payloadOff int64, fn func(update)) {
 	for count := d.uvarint(); count > 0 && d.err == nil; count-- {
 		u := update{node: d.node()}
@@ -176,7 +180,14 @@ func eachUpdate(d *decoder, kind byte, file uint32, payloadOff int64, fn func(up
 		if entries > 0 && d.err == nil {
 			u.first = d.uvarint()
 			u.locs = make([]loc, 0, min(entries, 1<<16))
-			if kind == kindUpdatesFramed && d.byte() == entriesFramed {
+			mode := entriesInline
+			if kind == kindUpdatesFramed || kind == kindUpdatesCopied {
+				mode = d.byte()
+			}
+			if mode > entriesCopied || mode == entriesCopied && kind != kindUpdatesCopied {
+				d.err = errCorrupt
+			}
+			if mode != entriesInline {
 				for i := uint64(0); i < entries && d.err == nil; i++ {
 					no, off, size := d.uvarint(), d.uvarint(), d.uvarint()
 					if no == 0 || no >= framedFile || size > 1<<32-1 {
@@ -184,6 +195,16 @@ func eachUpdate(d *decoder, kind byte, file uint32, payloadOff int64, fn func(up
 						break
 					}
 					u.locs = append(u.locs, framedLoc(frames.Loc{File: uint32(no), Off: int64(off), Size: uint32(size)}))
+				}
+			}
+			if mode == entriesCopied {
+				u.copies = make([][]byte, 0, len(u.locs))
+				for i := 0; i < len(u.locs) && d.err == nil; i++ {
+					b, _ := d.bytes()
+					if len(b) != int(u.locs[i].size) {
+						d.err = errCorrupt
+					}
+					u.copies = append(u.copies, b)
 				}
 			}
 			for i := uint64(len(u.locs)); i < entries && d.err == nil; i++ {
@@ -200,7 +221,7 @@ func eachUpdate(d *decoder, kind byte, file uint32, payloadOff int64, fn func(up
 func (x index) apply(payload []byte, file uint32, payloadOff int64) error {
 	d := &decoder{buf: payload, pos: 1}
 	switch payload[0] {
-	case kindUpdates, kindUpdatesFramed:
+	case kindUpdates, kindUpdatesFramed, kindUpdatesCopied:
 		eachUpdate(d, payload[0], file, payloadOff, func(u update) {
 			n := x.get(u.node)
 			if u.hasState {

@@ -35,12 +35,20 @@ const (
 	// kindUpdatesFramed is kindUpdates where each update's entries are
 	// either inline or named by their frame locations (SetFrames).
 	kindUpdatesFramed byte = 10
+	// kindUpdatesCopied is kindUpdatesFramed whose updates may also be
+	// entriesCopied; a kind of its own, so that a broker too old to know
+	// copies refuses the file rather than misreading it.
+	kindUpdatesCopied byte = 11
 )
 
-// How a kindUpdatesFramed record holds one update's entries.
+// How a kindUpdatesFramed or kindUpdatesCopied record holds one update's
+// entries: in the record, named by their frame locations, or both, named
+// by locations whose frames were not fsynced and copied into the record
+// (see SetCopyBytes).
 const (
 	entriesInline byte = 0
 	entriesFramed byte = 1
+	entriesCopied byte = 2
 )
 
 // fileFormat is in every file header: 2 is masked CRCs (legacy files

@@ -57,6 +57,9 @@ type Factory struct {
 	FramesDir func(shard, node uint64) string
 	// Timed, if set, is given to the store's SetTimed.
 	Timed func(stage SaveStage, d time.Duration)
+	// CopyBytes is given to the store's SetCopyBytes: 0 is
+	// DefaultCopyBytes, a negative value never copies.
+	CopyBytes int
 }
 
 // Name implements config.LogDBFactory.
@@ -71,6 +74,9 @@ func (f Factory) Create(_ dbconfig.NodeHostConfig, _ dbconfig.LogDBCallback, dir
 	s, err := OpenFramed(filepath.Join(dirs[0], "raftlog"), f.FileBytes, f.FramesDir)
 	if err == nil && f.Frames != nil {
 		s.SetFrames(f.Frames)
+	}
+	if err == nil && f.CopyBytes != 0 {
+		s.SetCopyBytes(max(f.CopyBytes, 0))
 	}
 	if err == nil && f.Timed != nil {
 		s.SetTimed(f.Timed)
@@ -158,11 +164,20 @@ type Store struct {
 	// dropped counts the records the replay found naming frames a crash
 	// tore: their saves never returned, so they count as never written.
 	dropped int
+	// repaired counts the frames the replay wrote again from copies.
+	repaired int
 
 	// unsynced counts, per frame log, the saves whose frames were appended
 	// and are not yet durable; a checkpoint waits for them (rollLocked).
 	framesMu sync.Mutex
 	unsynced map[*frames.Log]int
+	// lazy are the frame logs holding frames of saves that copied them
+	// into their records instead of fsyncing them (copyBytes); guarded by
+	// mu. A checkpoint fsyncs them first, since it drops the copies.
+	lazy map[*frames.Log]bool
+	// copyBytes: a save whose entries come to at most this many bytes
+	// copies them into its record and leaves its frames to a later fsync.
+	copyBytes int
 	// timed, if set, is told how long each stage of a save took.
 	timed func(stage SaveStage, d time.Duration)
 }
@@ -183,6 +198,21 @@ const (
 // SetTimed makes the store report how long each stage of a save of
 // entries takes; it must be set before the store is used.
 func (s *Store) SetTimed(timed func(stage SaveStage, d time.Duration)) { s.timed = timed }
+
+// DefaultCopyBytes is the size of entries below which a save copies its
+// frames into its record rather than fsyncing them: about what this
+// machine's disk writes in the time of the fdatasync it saves.
+const DefaultCopyBytes = 64 << 10
+
+// SetCopyBytes sets the size at or below which a save's entries are copied
+// into its record, one fsync in place of two side by side: the frames are
+// still written, and the partition's state machine serves them, but they
+// are fsynced only with a later save's, a checkpoint or Close, and the
+// replay writes them again from the copy when a crash tore them
+// (OpenFramed). Small saves, those of a producer waiting for each
+// acknowledgement, then wait for one fsync; large ones still write each
+// byte once. 0 never copies. It must be set before the store is used.
+func (s *Store) SetCopyBytes(n int) { s.copyBytes = n }
 
 // SetFrames makes the store keep the entries of the Raft groups that
 // framesOf gives a frame log for in that log, and only their locations in
@@ -261,7 +291,7 @@ func OpenFramed(dir string, fileBytes int64, framesDir func(shard, node uint64) 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, fileBytes: fileBytes, nodes: index{}, files: map[uint32]*walFile{}, framesDir: framesDir, unsynced: map[*frames.Log]int{}}
+	s := &Store{dir: dir, fileBytes: fileBytes, nodes: index{}, files: map[uint32]*walFile{}, framesDir: framesDir, unsynced: map[*frames.Log]int{}, lazy: map[*frames.Log]bool{}, copyBytes: DefaultCopyBytes}
 	if err := s.findSpares(); err != nil {
 		return nil, err
 	}
@@ -420,6 +450,9 @@ func (s *Store) scan(no uint32, x index) (end int64, checkpoint bool, err error)
 			s.dropped++
 			return nil
 		}
+		if err := s.repairCopiedFrames(payload); err != nil {
+			return fmt.Errorf("raftlog: %s at %d: %w", s.path(no), off, err)
+		}
 		if err := x.apply(payload, no, off+recordHeader); err != nil {
 			return fmt.Errorf("raftlog: %s at %d: %w", s.path(no), off, err)
 		}
@@ -488,7 +521,7 @@ func (s *Store) tornRecords(no uint32) (map[int64]bool, error) {
 	last := map[nodeKey]int64{}
 	sizes := map[int64]int{}
 	_, err := s.eachRecord(no, func(off int64, payload []byte) error {
-		if payload[0] != kindUpdatesFramed {
+		if payload[0] != kindUpdatesFramed && payload[0] != kindUpdatesCopied {
 			return nil
 		}
 		d := &decoder{buf: payload, pos: 1}
@@ -526,12 +559,16 @@ func (s *Store) tornRecords(no uint32) (map[int64]bool, error) {
 }
 
 // framesDurable reports whether every frame an updates record names is on
-// disk whole (frames.Durable).
+// disk whole (frames.Durable), those it holds copies of aside: the replay
+// repairs those (repairCopiedFrames).
 func (s *Store) framesDurable(payload []byte) (bool, error) {
 	d := &decoder{buf: payload, pos: 1}
 	durable := true
 	var err error
 	eachUpdate(d, payload[0], 0, 0, func(u update) {
+		if u.copies != nil {
+			return
+		}
 		for _, l := range u.locs {
 			if !durable || err != nil || !l.framed() {
 				continue
@@ -541,6 +578,35 @@ func (s *Store) framesDurable(payload []byte) (bool, error) {
 	})
 	return durable, err
 }
+
+// repairCopiedFrames writes again, from the copies an updates record
+// holds, the frames of it that a crash tore: the record is durable, so its
+// save returned and the entries may have been acknowledged. A group's
+// saves follow one another and their frames are appended in that order,
+// so the frames of a durable record precede any torn frame of a save whose
+// record never became durable, and the frame log's end, found at its
+// first torn frame when it opens, comes after them.
+func (s *Store) repairCopiedFrames(payload []byte) error {
+	if payload[0] != kindUpdatesCopied || s.framesDir == nil {
+		return nil
+	}
+	d := &decoder{buf: payload, pos: 1}
+	var err error
+	eachUpdate(d, payload[0], 0, 0, func(u update) {
+		for i := 0; i < len(u.copies) && err == nil; i++ {
+			var wrote bool
+			wrote, err = frames.Repair(s.framesDir(u.node.shard, u.node.node), u.locs[i].frame(), u.copies[i])
+			if wrote {
+				s.repaired++
+			}
+		}
+	})
+	return errors.Join(d.err, err)
+}
+
+// Repaired is how many frames the replay wrote again from their copies in
+// the records that name them (SetCopyBytes).
+func (s *Store) Repaired() int { return s.repaired }
 
 // Dropped is how many records the replay dropped as never written: they
 // named frames a crash tore before their saves returned.
@@ -582,6 +648,10 @@ func (s *Store) rollLocked() error {
 	// The checkpoint names every entry in the index, those of saves whose
 	// frames are still being fsynced too: they must be durable first.
 	if err := s.syncUnsyncedFrames(); err != nil {
+		return s.failLocked(err)
+	}
+	// It drops the copies of the frames saves left unsynced.
+	if err := s.syncLazyFramesLocked(); err != nil {
 		return s.failLocked(err)
 	}
 	var next uint32 = 1
@@ -827,7 +897,7 @@ func (s *Store) raiseSynced(seq uint64) {
 // appendRecord writes a sealed record, applies it to the index and returns
 // once it is durable. Concurrent callers share one fdatasync.
 func (s *Store) appendRecord(rec []byte) error {
-	seq, err := s.writeRecord(rec, nil)
+	seq, err := s.writeRecord(rec, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -837,8 +907,9 @@ func (s *Store) appendRecord(rec []byte) error {
 // writeRecord appends rec to the active file, not yet durable, and
 // returns its sequence number for syncThrough. With before set, it first
 // calls it under the lock that orders records, with the index as it
-// stands before rec.
-func (s *Store) writeRecord(rec []byte, before func()) (uint64, error) {
+// stands before rec. lazy are frame logs holding rec's frames unsynced
+// (entriesCopied), for the next checkpoint to fsync.
+func (s *Store) writeRecord(rec []byte, before func(), lazy []*frames.Log) (uint64, error) {
 	s.mu.Lock()
 	if s.failed != nil {
 		s.mu.Unlock()
@@ -852,6 +923,11 @@ func (s *Store) writeRecord(rec []byte, before func()) (uint64, error) {
 			s.mu.Unlock()
 			return 0, err
 		}
+	}
+	// After any roll: the checkpoint this record follows need not wait
+	// for its frames, the next one must.
+	for _, fl := range lazy {
+		s.lazy[fl] = true
 	}
 	w := s.active
 	off := w.size
@@ -925,7 +1001,7 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	var err error
 	if s.active != nil && s.failed == nil {
-		err = durable.Fdatasync(s.active.f)
+		err = errors.Join(s.syncLazyFramesLocked(), durable.Fdatasync(s.active.f))
 	}
 	s.closeFiles()
 	if s.failed == nil {
@@ -995,7 +1071,8 @@ func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
 	if err != nil {
 		return err
 	}
-	rec, err := updatesRecord(updates, framed)
+	copied := len(logs) > 0 && entryBytes(updates) <= s.copyBytes
+	rec, err := updatesRecord(updates, framed, copied)
 	if err != nil {
 		s.framesSynced(logs)
 		return err
@@ -1003,10 +1080,16 @@ func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
 	// The frames and the record that names them become durable side by
 	// side, in one fsync's time rather than two in a row: a crash may then
 	// leave the record durable and a frame torn, which the replay treats
-	// as a save never made (OpenFramed).
+	// as a save never made (OpenFramed). A small save copies its frames
+	// into the record instead and leaves them to a later fsync: the replay
+	// writes them again from the copy.
 	var framesErr error
 	var wg sync.WaitGroup
-	if len(logs) > 0 {
+	var lazy []*frames.Log
+	switch {
+	case copied:
+		lazy = logs
+	case len(logs) > 0:
 		wg.Go(func() {
 			framesErr = s.syncFrames(logs)
 			if s.timed != nil {
@@ -1015,7 +1098,10 @@ func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
 		})
 	}
 	var mustSync bool
-	seq, err := s.writeRecord(rec, func() { mustSync = s.mustSyncLocked(updates) })
+	seq, err := s.writeRecord(rec, func() { mustSync = s.mustSyncLocked(updates) }, lazy)
+	if copied {
+		s.framesSynced(logs) // in lazy now, or failed
+	}
 	if err == nil && mustSync {
 		err = s.syncThrough(seq)
 	}
@@ -1027,6 +1113,17 @@ func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
 		return err
 	}
 	return framesErr
+}
+
+// entryBytes is the size of the entries updates save.
+func entryBytes(updates []pb.Update) int {
+	n := 0
+	for i := range updates {
+		for j := range updates[i].EntriesToSave {
+			n += updates[i].EntriesToSave[j].Size()
+		}
+	}
+	return n
 }
 
 // mustSyncLocked tells whether a save of updates must be durable before
@@ -1149,6 +1246,19 @@ func (s *Store) syncUnsyncedFrames() error {
 	return nil
 }
 
+// syncLazyFramesLocked makes durable the frames that saves copied into
+// their records instead of fsyncing them; under mu, which a save holds
+// while it adds its frame logs.
+func (s *Store) syncLazyFramesLocked() error {
+	for fl := range s.lazy {
+		if err := fl.Sync(); err != nil {
+			return fmt.Errorf("frames sync before a checkpoint: %w", err)
+		}
+		delete(s.lazy, fl)
+	}
+	return nil
+}
+
 // fail records a write failure: nothing is trusted after it.
 func (s *Store) fail(err error) error {
 	s.mu.Lock()
@@ -1159,19 +1269,24 @@ func (s *Store) fail(err error) error {
 // updatesRecord is the sealed record of a SaveRaftState call; framed[i],
 // when framed is not nil, holds the frame locations of update i's entries,
 // which the record names instead of holding them.
-func updatesRecord(updates []pb.Update, framed [][]frames.Loc) ([]byte, error) {
+func updatesRecord(updates []pb.Update, framed [][]frames.Loc, copied bool) ([]byte, error) {
 	size := 0
 	for i := range updates {
 		if framed != nil && framed[i] != nil {
 			size += 16 * len(framed[i])
-			continue
+			if !copied {
+				continue
+			}
 		}
 		for j := range updates[i].EntriesToSave {
 			size += updates[i].EntriesToSave[j].Size() + 8
 		}
 	}
 	kind := kindUpdates
-	if framed != nil {
+	switch {
+	case framed != nil && copied:
+		kind = kindUpdatesCopied
+	case framed != nil:
 		kind = kindUpdatesFramed
 	}
 	rec := newRecord(kind, size+64*len(updates))
@@ -1194,15 +1309,22 @@ func updatesRecord(updates []pb.Update, framed [][]frames.Loc) ([]byte, error) {
 		}
 		if framed != nil {
 			if framed[i] != nil {
-				rec = append(rec, entriesFramed)
+				mode := entriesFramed
+				if copied {
+					mode = entriesCopied
+				}
+				rec = append(rec, mode)
 				for _, l := range framed[i] {
 					rec = binary.AppendUvarint(rec, uint64(l.File))
 					rec = binary.AppendUvarint(rec, uint64(l.Off))
 					rec = binary.AppendUvarint(rec, uint64(l.Size))
 				}
-				continue
+				if !copied {
+					continue
+				}
+			} else {
+				rec = append(rec, entriesInline)
 			}
-			rec = append(rec, entriesInline)
 		}
 		for j := range ud.EntriesToSave {
 			e := &ud.EntriesToSave[j]

@@ -333,7 +333,7 @@ func TestRecordsOfAnotherFileAreNotReplayed(t *testing.T) {
 				t.Fatal(err)
 			}
 			path, no := newestFile(t, dir)
-			rec, err := updatesRecord([]pb.Update{{ClusterID: 1, NodeID: 1, State: pb.State{Term: 9, Commit: 3}, EntriesToSave: entries(3, 3, 9, 100)}}, nil)
+			rec, err := updatesRecord([]pb.Update{{ClusterID: 1, NodeID: 1, State: pb.State{Term: 9, Commit: 3}, EntriesToSave: entries(3, 3, 9, 100)}}, nil, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -747,35 +747,107 @@ func TestRestartAloneKeepsTheLogUpToAMembershipChange(t *testing.T) {
 // as the save it was that never returned (every group's part of it), and
 // a later replay, once the frame log wrote new frames where the torn ones
 // were, does not read it again.
+// framedStore opens a store whose shard 5 keeps its entries in a frame
+// log under root, saves of at most copyBytes copying them (SetCopyBytes).
+func framedStore(t *testing.T, root, walDir string, copyBytes int) (*Store, *frames.Log) {
+	t.Helper()
+	dirOf := func(shard, node uint64) string { return filepath.Join(root, fmt.Sprintf("frames-%d-%d", shard, node)) }
+	// The store first, as in the broker: its replay checks and repairs
+	// the frames before the frame log finds its end.
+	s, err := OpenFramed(walDir, 0, dirOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := frames.Open(dirOf(5, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetCopyBytes(copyBytes)
+	s.SetFrames(func(c uint64) *frames.Log {
+		if c == 5 {
+			return fl
+		}
+		return nil
+	})
+	return s, fl
+}
+
+// cutFrames cuts the last n bytes of shard 5's only frame file, as a crash
+// before its fsync could.
+func cutFrames(t *testing.T, root string, n int64) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(root, "frames-5-1", "*"))
+	if len(files) != 1 {
+		t.Fatalf("frame files %v", files)
+	}
+	st, _ := os.Stat(files[0])
+	if err := os.Truncate(files[0], st.Size()-n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCopiedFramesAreWrittenAgainFromTheirRecords(t *testing.T) {
+	root, walDir := t.TempDir(), t.TempDir()
+	s, fl := framedStore(t, root, walDir, DefaultCopyBytes)
+	save(t, s, pb.Update{ClusterID: 5, NodeID: 1, State: pb.State{Term: 2, Vote: 1, Commit: 3}, EntriesToSave: entries(1, 3, 2, 1000)},
+		pb.Update{ClusterID: 6, NodeID: 1, State: pb.State{Term: 1, Vote: 1}, EntriesToSave: entries(1, 1, 1, 100)})
+	// A save larger than the copy size fsyncs its frames instead, and
+	// those before it with them.
+	s.SetCopyBytes(1000)
+	save(t, s, pb.Update{ClusterID: 5, NodeID: 1, State: pb.State{Term: 3, Vote: 2, Commit: 3}, EntriesToSave: entries(4, 5, 3, 1000)})
+	s.SetCopyBytes(DefaultCopyBytes)
+	save(t, s, pb.Update{ClusterID: 5, NodeID: 1, State: pb.State{Term: 3, Vote: 2, Commit: 5}, EntriesToSave: entries(6, 7, 3, 1000)})
+	save(t, s, pb.Update{ClusterID: 5, NodeID: 1, State: pb.State{Term: 3, Vote: 2, Commit: 8}, EntriesToSave: entries(8, 9, 3, 1000)})
+	want := append(entries(1, 3, 2, 1000), entries(4, 9, 3, 1000)...)
+	sameEntries(t, "before the crash", read(t, s, 5, 1, 20), want)
+	_ = s.Close()
+	fl.Close()
+	// The crash: the records reached the disk, the frames of the last
+	// save and the last one of the save before did not; the copies in
+	// the records hold them.
+	cutFrames(t, root, 3000)
+
+	s, fl = framedStore(t, root, walDir, DefaultCopyBytes)
+	if s.Dropped() != 0 || s.Repaired() != 3 {
+		t.Fatalf("the replay dropped %d records and repaired %d frames, want none dropped and 3 frames repaired: the last save's two and the one of the save before that the cut reached", s.Dropped(), s.Repaired())
+	}
+	sameEntries(t, "after the repair", read(t, s, 5, 1, 20), want)
+	if rs := stateOf(t, s, 5); rs.State.Commit != 8 || rs.EntryCount != 9 {
+		t.Fatalf("framed group after the replay: %+v", rs)
+	}
+	// The frame log found its end after the repaired frames: the next ones
+	// go after them.
+	save(t, s, pb.Update{ClusterID: 5, NodeID: 1, State: pb.State{Term: 3, Vote: 2, Commit: 9}, EntriesToSave: entries(10, 10, 3, 500)})
+	_ = s.Close()
+	fl.Close()
+
+	s, fl = framedStore(t, root, walDir, DefaultCopyBytes)
+	t.Cleanup(fl.Close)
+	t.Cleanup(func() { _ = s.Close() })
+	if s.Dropped() != 0 || s.Repaired() != 0 {
+		t.Fatalf("the second replay dropped %d records and repaired %d frames", s.Dropped(), s.Repaired())
+	}
+	sameEntries(t, "after the second replay", read(t, s, 5, 1, 20), append(want, entries(10, 10, 3, 500)...))
+	rs := stateOf(t, s, 6)
+	if rs.State.Term != 1 || rs.EntryCount != 1 {
+		t.Fatalf("the group without frames: %+v", rs)
+	}
+	sameEntries(t, "the group without frames", read(t, s, 6, 1, 10), entries(1, 1, 1, 100))
+}
+
+// stateOf is a node 1's Raft state in s.
+func stateOf(t *testing.T, s *Store, shard uint64) raftio.RaftState {
+	t.Helper()
+	rs, err := s.ReadRaftState(shard, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
 func TestRecordNamingTornFramesIsNeverWritten(t *testing.T) {
 	root, walDir := t.TempDir(), t.TempDir()
-	dirOf := func(shard, node uint64) string { return filepath.Join(root, fmt.Sprintf("frames-%d-%d", shard, node)) }
-	openBoth := func() (*Store, *frames.Log) {
-		t.Helper()
-		fl, err := frames.Open(dirOf(5, 1), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := OpenFramed(walDir, 0, dirOf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.SetFrames(func(c uint64) *frames.Log {
-			if c == 5 {
-				return fl
-			}
-			return nil
-		})
-		return s, fl
-	}
-	stateOf := func(s *Store, shard uint64) raftio.RaftState {
-		t.Helper()
-		rs, err := s.ReadRaftState(shard, 1, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rs
-	}
+	openBoth := func() (*Store, *frames.Log) { return framedStore(t, root, walDir, 0) }
 	s, fl := openBoth()
 	save(t, s, pb.Update{ClusterID: 5, NodeID: 1, State: pb.State{Term: 2, Vote: 1, Commit: 3}, EntriesToSave: entries(1, 3, 2, 1000)},
 		pb.Update{ClusterID: 6, NodeID: 1, State: pb.State{Term: 1, Vote: 1}, EntriesToSave: entries(1, 1, 1, 100)})
@@ -785,23 +857,16 @@ func TestRecordNamingTornFramesIsNeverWritten(t *testing.T) {
 	fl.Close()
 	// The crash: the second save's record reached the disk, the last
 	// bytes of its last frame did not.
-	files, _ := filepath.Glob(filepath.Join(dirOf(5, 1), "*"))
-	if len(files) != 1 {
-		t.Fatalf("frame files %v", files)
-	}
-	st, _ := os.Stat(files[0])
-	if err := os.Truncate(files[0], st.Size()-10); err != nil {
-		t.Fatal(err)
-	}
+	cutFrames(t, root, 10)
 
 	s, fl = openBoth()
 	if s.Dropped() != 1 {
 		t.Fatalf("the replay dropped %d records, want the one naming a torn frame", s.Dropped())
 	}
-	if rs := stateOf(s, 5); rs.State.Term != 2 || rs.State.Vote != 1 || rs.State.Commit != 3 || rs.EntryCount != 3 {
+	if rs := stateOf(t, s, 5); rs.State.Term != 2 || rs.State.Vote != 1 || rs.State.Commit != 3 || rs.EntryCount != 3 {
 		t.Fatalf("framed group after the replay: %+v, want the first save's state and entries 1-3", rs)
 	}
-	if rs := stateOf(s, 6); rs.State.Term != 1 || rs.EntryCount != 1 {
+	if rs := stateOf(t, s, 6); rs.State.Term != 1 || rs.EntryCount != 1 {
 		t.Fatalf("the other group of the dropped save: %+v, want its first save only", rs)
 	}
 	sameEntries(t, "framed group", read(t, s, 5, 1, 10), entries(1, 3, 2, 1000))
@@ -817,7 +882,7 @@ func TestRecordNamingTornFramesIsNeverWritten(t *testing.T) {
 	if s.Dropped() != 0 {
 		t.Fatalf("the second replay dropped %d records", s.Dropped())
 	}
-	if rs := stateOf(s, 5); rs.State.Term != 4 || rs.State.Vote != 3 {
+	if rs := stateOf(t, s, 5); rs.State.Term != 4 || rs.State.Vote != 3 {
 		t.Fatalf("framed group after the second replay: %+v", rs)
 	}
 	sameEntries(t, "framed group", read(t, s, 5, 1, 10), append(entries(1, 3, 2, 1000), entries(4, 4, 4, 500)...))

@@ -165,8 +165,11 @@ func Start(cfg Config) (*Broker, error) {
 			if n := s.Dropped(); n > 0 {
 				b.log.Warn("raft log replay dropped records whose partition frames a crash tore: their saves never returned, so nothing was acknowledged from them", "records", n)
 			}
+			if n := s.Repaired(); n > 0 {
+				b.log.Warn("raft log replay wrote partition frames a crash tore again from the copies in its records", "frames", n)
+			}
 		}
-		expert.LogDBFactory = raftlog.Factory{FileBytes: cfg.RaftLogFileBytes, Opened: opened,
+		expert.LogDBFactory = raftlog.Factory{FileBytes: cfg.RaftLogFileBytes, CopyBytes: cfg.RaftLogCopyBytes, Opened: opened,
 			Frames:    func(shard uint64) *frames.Log { return b.replicas.frameLog(shard) },
 			FramesDir: func(shard, node uint64) string { return framesDir(cfg.DataDir, shard, node) }, Timed: b.metrics.timedSave}
 	}

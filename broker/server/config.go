@@ -79,6 +79,11 @@ type Config struct {
 	// RaftLogFileBytes is the size at which the wal store starts a new
 	// file; files go once no live entry is in them.
 	RaftLogFileBytes int64
+	// RaftLogCopyBytes: with partition frames, a Raft log save whose
+	// entries come to at most this many bytes copies them into its record
+	// and leaves their frames to a later fsync (raftlog.SetCopyBytes); 0
+	// is raftlog.DefaultCopyBytes, a negative value never copies.
+	RaftLogCopyBytes int
 	// PartitionFrames keeps each partition's Raft entries in files of the
 	// partition's own, where its state machine serves the batches from, so
 	// each produced byte is written once per replica (with the wal store;

@@ -19,25 +19,18 @@ import (
 // a throttled response is sent at once with throttle_time_ms while the
 // connection reads no further request for that long (KIP-219).
 type clientQuotas struct {
-	b       *Broker
-	mu      sync.Mutex
-	windows map[quotaBucket]*quota.Window
-}
-
-// quotaBucket is what one client's use counts against: a quota key and
-// the entity its quota resolved to, defaults replaced by the client's own
-// names.
-type quotaBucket struct {
-	key                  string
-	user, clientID       string
-	hasUser, hasClientID bool
+	b  *Broker
+	mu sync.Mutex
+	// windows are keyed by the quota key and the entity the client's use
+	// counts against (quota.Resolve's bucket; Entity.String is unique).
+	windows map[string]*quota.Window
 }
 
 // maxQuotaBuckets bounds the buckets kept before idle ones are dropped.
 const maxQuotaBuckets = 10000
 
 func newClientQuotas(b *Broker) *clientQuotas {
-	return &clientQuotas{b: b, windows: map[quotaBucket]*quota.Window{}}
+	return &clientQuotas{b: b, windows: map[string]*quota.Window{}}
 }
 
 // record adds n bytes of a client's use of key at now and returns how long
@@ -56,13 +49,7 @@ func (q *clientQuotas) record(key, user, clientID string, n int, now time.Time, 
 	if !ok {
 		return 0
 	}
-	bucket := quotaBucket{key: key, hasUser: entity.User != nil, hasClientID: entity.ClientID != nil}
-	if entity.User != nil {
-		bucket.user = entity.User.Name
-	}
-	if entity.ClientID != nil {
-		bucket.clientID = entity.ClientID.Name
-	}
+	bucket := key + " " + entity.String()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	w := q.windows[bucket]

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,8 +41,21 @@ const notes = `### Reproduce
   log_record_sync and apply are per Raft log save and per apply on every replica.
 - What limits each row, and what changed it: docs/design/latency.md.`
 
-// loads are the numbers of records in flight measured.
-var loads = []int{1, 64, 512, 4096, 16384}
+// measuredLoads are the numbers of records in flight measured:
+// RAFTKA_BENCH_LOADS (comma-separated) narrows them while a change is
+// being tried.
+func measuredLoads() []int {
+	var loads []int
+	for _, f := range strings.Split(os.Getenv("RAFTKA_BENCH_LOADS"), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			loads = append(loads, n)
+		}
+	}
+	if len(loads) == 0 {
+		return []int{1, 64, 512, 4096, 16384}
+	}
+	return loads
+}
 
 func measureFor() time.Duration {
 	if s, err := strconv.Atoi(os.Getenv("RAFTKA_BENCH_LATENCY_SECONDS")); err == nil && s > 0 {
@@ -84,15 +98,15 @@ func BenchmarkLatencyVersusLoad(b *testing.B) {
 	nats := startNATS(b)
 
 	warm, measure := 2*time.Second, measureFor()
-	report.SetColumns("in flight", "Raftka", "NATS JetStream R3 ("+nats.version+")", "kfake", "Raftka / NATS: rate, p99", "Raftka's stages, mean ms")
-	for _, n := range loads {
+	report.SetColumns("in flight", "Raftka", "NATS JetStream R3 ("+nats.version+")", "kfake", "Raftka / NATS: rate, p99", "Raftka's stages, mean ms (p99 at most)")
+	for _, n := range measuredLoads() {
 		run := func(send sendFunc, stop func()) loadResult {
 			defer stop()
 			return closedLoop(n, warm, measure, send)
 		}
 		before := scrapeStages(raftka)
 		ours := run(kafkaProducer(b, raftka.Bootstrap(), n))
-		stages := scrapeStages(raftka).meansSince(before)
+		stages := scrapeStages(raftka).since(before)
 		peer := run(nats.publisher(b, fmt.Sprintf("bench%d", n), value(), n))
 		ceiling := run(kafkaProducer(b, fake.ListenAddrs(), n))
 		b.ReportMetric(ours.rate, fmt.Sprintf("records/s@%d", n))

@@ -2,7 +2,11 @@ package latency
 
 import (
 	"fmt"
+	"sort"
 	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/raftka/raftka/broker/brokertest"
 )
@@ -11,33 +15,86 @@ import (
 // produce passes them.
 var stageNames = []string{"propose", "log_frames_sync", "log_record_sync", "apply", "commit", "respond"}
 
-// stageTotals are the sums and counts of every stage over all brokers.
-type stageTotals map[string][2]float64
+// stageHistogram is one stage's histogram summed over all brokers: the
+// sum, the count, and the cumulative count at each bucket's upper bound.
+type stageHistogram struct {
+	sum, count float64
+	buckets    map[float64]float64
+}
+
+// stageTotals are every stage's histograms over all brokers.
+type stageTotals map[string]*stageHistogram
 
 func scrapeStages(c *brokertest.Cluster) stageTotals {
 	out := stageTotals{}
+	for _, s := range stageNames {
+		out[s] = &stageHistogram{buckets: map[float64]float64{}}
+	}
 	for i := range c.Brokers {
-		for _, s := range stageNames {
-			label := fmt.Sprintf(`stage=%q`, s)
-			sum, _ := c.Metric(i, "raftka_produce_stage_seconds_sum", label)
-			count, _ := c.Metric(i, "raftka_produce_stage_seconds_count", label)
-			t := out[s]
-			out[s] = [2]float64{t[0] + sum, t[1] + count}
+		code, body := c.Get(i, "/metrics")
+		if code != 200 {
+			continue
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+		if err != nil {
+			continue
+		}
+		family := families["raftka_produce_stage_seconds"]
+		if family == nil {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			var stage string
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "stage" {
+					stage = l.GetValue()
+				}
+			}
+			h, ok := out[stage]
+			if !ok {
+				continue
+			}
+			hist := m.GetHistogram()
+			h.sum += hist.GetSampleSum()
+			h.count += float64(hist.GetSampleCount())
+			for _, b := range hist.GetBucket() {
+				h.buckets[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+			}
 		}
 	}
 	return out
 }
 
-// meansSince is each stage's mean time since before, in the order of
-// stageNames.
-func (after stageTotals) meansSince(before stageTotals) string {
+// quantileBound is the upper bound of the bucket that holds the q
+// quantile of the observations made between before and after: the
+// quantile is at most this (the buckets double, so at least half of it).
+func quantileBound(after, before *stageHistogram, q float64) float64 {
+	count := after.count - before.count
+	bounds := make([]float64, 0, len(after.buckets))
+	for b := range after.buckets {
+		bounds = append(bounds, b)
+	}
+	sort.Float64s(bounds)
+	for _, b := range bounds {
+		if after.buckets[b]-before.buckets[b] >= q*count {
+			return b
+		}
+	}
+	return 0
+}
+
+// since is each stage's mean and p99 bound since before, in the order of
+// stageNames, in milliseconds.
+func (after stageTotals) since(before stageTotals) string {
 	var parts []string
 	for _, s := range stageNames {
-		sum, count := after[s][0]-before[s][0], after[s][1]-before[s][1]
+		a, b := after[s], before[s]
+		sum, count := a.sum-b.sum, a.count-b.count
 		if count <= 0 {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %.2f", s, 1000*sum/count))
+		parts = append(parts, fmt.Sprintf("%s %.2f (p99 %.2g)", s, 1000*sum/count, 1000*quantileBound(a, b, 0.99)))
 	}
 	return strings.Join(parts, ", ")
 }
