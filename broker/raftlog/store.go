@@ -97,6 +97,10 @@ type walFile struct {
 	// reusable files have masked records (they start with a file header):
 	// an emptied one is kept as a spare. Legacy files are deleted.
 	reusable bool
+	// allocated is how far the file holds bytes, records or the zeros
+	// written ahead of them (zeroAhead); known once stat is set.
+	allocated int64
+	stat      bool
 
 	mu      sync.Mutex
 	refs    int
@@ -875,6 +879,38 @@ func (w *walFile) append(rec []byte) error {
 		return err
 	}
 	w.size += int64(len(rec))
+	return w.zeroAhead()
+}
+
+// zeroAheadBytes is how far past its records a growing file is written
+// with zeros.
+const zeroAheadBytes = 1 << 20
+
+var zeros = make([]byte, zeroAheadBytes)
+
+// zeroAhead writes zeros past the records of a file that would otherwise
+// grow with each one: an fdatasync of a file whose size changed commits
+// the file system's journal too, one of blocks already written flushes
+// the data alone, which this disk does in about half the time. The
+// journal is then committed once per zeroAheadBytes rather than once per
+// record; a spare written over needs none of it. A replay stops at the
+// zeros, as at any record of size 0.
+func (w *walFile) zeroAhead() error {
+	if !w.stat {
+		st, err := w.f.Stat()
+		if err != nil {
+			return err
+		}
+		w.allocated, w.stat = st.Size(), true
+	}
+	if w.allocated-w.size >= zeroAheadBytes/2 {
+		return nil
+	}
+	from, to := max(w.allocated, w.size), w.size+zeroAheadBytes
+	if _, err := w.f.WriteAt(zeros[:to-from], from); err != nil {
+		return err
+	}
+	w.allocated = to
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -249,9 +251,8 @@ func TestTornTailIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	last, _ := newestFile(t, dir)
-	st, _ := os.Stat(last)
 	// Cut the last record in half, as a crash in its write would.
-	if err := os.Truncate(last, st.Size()-150); err != nil {
+	if err := os.Truncate(last, recordsEnd(t, last)-150); err != nil {
 		t.Fatal(err)
 	}
 	s = mustOpen(t, dir, 0)
@@ -291,6 +292,21 @@ func newestFile(t *testing.T, dir string) (string, uint32) {
 	files := walFiles(t, dir)
 	no := files[len(files)-1]
 	return filepath.Join(dir, fmt.Sprintf("%08d.wal", no)), no
+}
+
+// recordsEnd is where the valid records of the .wal file at path end: its
+// size but for the zeros written ahead of them (zeroAhead).
+func recordsEnd(t *testing.T, path string) int64 {
+	t.Helper()
+	no, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(path), ".wal"), 10, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := (&Store{dir: filepath.Dir(path)}).eachRecord(uint32(no), func(int64, []byte) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end
 }
 
 // remask rewrites the CRC masks of every record in a file.
@@ -338,11 +354,11 @@ func TestRecordsOfAnotherFileAreNotReplayed(t *testing.T) {
 				t.Fatal(err)
 			}
 			binary.BigEndian.PutUint32(rec[4:], binary.BigEndian.Uint32(rec[4:])^fileMask(tc.maskedAs(no)))
-			f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.Write(rec); err != nil {
+			if _, err := f.WriteAt(rec, recordsEnd(t, path)); err != nil {
 				t.Fatal(err)
 			}
 			_ = f.Close()
@@ -898,11 +914,7 @@ func TestCommitOnlySavesWaitForTheNextSync(t *testing.T) {
 	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 2, Vote: 3, Commit: 1}, EntriesToSave: entries(1, 5, 2, 100)})
 	synced := s.Stats().Syncs
 	last, _ := newestFile(t, dir)
-	st, err := os.Stat(last)
-	if err != nil {
-		t.Fatal(err)
-	}
-	durableSize := st.Size()
+	durableSize := recordsEnd(t, last)
 	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 2, Vote: 3, Commit: 5}})
 	if got := s.Stats().Syncs; got != synced {
 		t.Fatalf("a commit-only save fsynced: %d syncs, want %d", got, synced)
@@ -935,11 +947,8 @@ func TestCommitOnlySavesWaitForTheNextSync(t *testing.T) {
 	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 2, Vote: 3, Commit: 4}})
 	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, EntriesToSave: entries(6, 6, 2, 100)})
 	last, _ = newestFile(t, dir)
-	if st, err = os.Stat(last); err != nil {
-		t.Fatal(err)
-	}
 	// Nothing written after the entries' fsync: a crash now keeps both.
-	durableSize = st.Size()
+	durableSize = recordsEnd(t, last)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -953,4 +962,26 @@ func TestCommitOnlySavesWaitForTheNextSync(t *testing.T) {
 	if rs.State.Commit != 4 || rs.EntryCount != 6 {
 		t.Fatalf("after a later save: %+v, %d entries; want commit 4, 6 entries", rs.State, rs.EntryCount)
 	}
+}
+
+func TestGrowingFileIsWrittenAheadWithZeros(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, 0)
+	for i := uint64(1); i <= 200; i++ {
+		save(t, s, pb.Update{ClusterID: 1, NodeID: 1, State: pb.State{Term: 1, Commit: i}, EntriesToSave: entries(i, i, 1, 4000)})
+		last, _ := newestFile(t, dir)
+		st, err := os.Stat(last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end := recordsEnd(t, last); st.Size()-end < zeroAheadBytes/2 {
+			t.Fatalf("after save %d: records end at %d of %d bytes, want at least %d zeros after them", i, end, st.Size(), zeroAheadBytes/2)
+		}
+	}
+	s = reopen(t, s)
+	sameEntries(t, "after the reopen", read(t, s, 1, 1, 201), entries(1, 200, 1, 4000))
+	save(t, s, pb.Update{ClusterID: 1, NodeID: 1, EntriesToSave: entries(201, 201, 1, 4000)})
+	s = reopen(t, s)
+	t.Cleanup(func() { _ = s.Close() })
+	sameEntries(t, "written after", read(t, s, 1, 1, 202), entries(1, 201, 1, 4000))
 }
