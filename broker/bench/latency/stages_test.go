@@ -22,15 +22,22 @@ type stageHistogram struct {
 	buckets    map[float64]float64
 }
 
-// stageTotals are every stage's histograms over all brokers.
-type stageTotals map[string]*stageHistogram
+// stageTotals are every stage's histograms over all brokers, and the
+// partition leaderships the brokers won: a leader change stalls a
+// partition's producers for an election and the client's metadata refresh.
+type stageTotals struct {
+	stages      map[string]*stageHistogram
+	leaderships float64
+}
 
 func scrapeStages(c *brokertest.Cluster) stageTotals {
-	out := stageTotals{}
+	out := stageTotals{stages: map[string]*stageHistogram{}}
 	for _, s := range stageNames {
-		out[s] = &stageHistogram{buckets: map[float64]float64{}}
+		out.stages[s] = &stageHistogram{buckets: map[float64]float64{}}
 	}
 	for i := range c.Brokers {
+		won, _ := c.Metric(i, "raftka_partition_leaderships_won_total")
+		out.leaderships += won
 		code, body := c.Get(i, "/metrics")
 		if code != 200 {
 			continue
@@ -51,7 +58,7 @@ func scrapeStages(c *brokertest.Cluster) stageTotals {
 					stage = l.GetValue()
 				}
 			}
-			h, ok := out[stage]
+			h, ok := out.stages[stage]
 			if !ok {
 				continue
 			}
@@ -85,16 +92,17 @@ func quantileBound(after, before *stageHistogram, q float64) float64 {
 }
 
 // since is each stage's mean and p99 bound since before, in the order of
-// stageNames, in milliseconds.
+// stageNames, in milliseconds, and the leader changes.
 func (after stageTotals) since(before stageTotals) string {
 	var parts []string
 	for _, s := range stageNames {
-		a, b := after[s], before[s]
+		a, b := after.stages[s], before.stages[s]
 		sum, count := a.sum-b.sum, a.count-b.count
 		if count <= 0 {
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s %.2f (p99 %.2g)", s, 1000*sum/count, 1000*quantileBound(a, b, 0.99)))
 	}
+	parts = append(parts, fmt.Sprintf("leader changes %.0f", after.leaderships-before.leaderships))
 	return strings.Join(parts, ", ")
 }
