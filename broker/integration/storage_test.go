@@ -207,6 +207,16 @@ func TestHealthEndpoints(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
 	c.CreateTopic("health", 3, 3, nil)
 	produceN(t, c, "health", 30)
+	// A batch above --raft-log-copy-bytes: its Raft log saves fsync their
+	// frames rather than copy them, so that stage is timed too.
+	c.CreateTopic("health-large", 1, 3, nil)
+	large := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	defer large.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := large.ProduceSync(ctx, &kgo.Record{Topic: "health-large", Value: make([]byte, 100<<10)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 	for i := range c.Brokers {
 		if code, body := c.Get(i, "/readyz"); code != http.StatusOK {
 			t.Fatalf("broker %d readyz: %d %s", i, code, body)
@@ -267,8 +277,6 @@ func TestHealthEndpoints(t *testing.T) {
 	// starts elections on the other two brokers; they stay ready through
 	// them, as a rolling restart needs (only the restarted broker's pod
 	// may be unready at a time).
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	var killed int
 	var led int32
 	waitFor(t, 30*time.Second, "the metadata group's leader to lead a partition", func() bool {

@@ -173,7 +173,11 @@ func Start(cfg Config) (*Broker, error) {
 			Frames:    func(shard uint64) *frames.Log { return b.replicas.frameLog(shard) },
 			FramesDir: func(shard, node uint64) string { return framesDir(cfg.DataDir, shard, node) }, Timed: b.metrics.timedSave}
 	}
-	expert.Engine.ExecShards = 4
+	// A step worker saves the Raft state of all its groups in one call, so
+	// a group's proposals and its followers' answers wait behind the saves
+	// of the groups it shares a worker with; 16 (Dragonboat's default)
+	// mostly gives a busy group a worker of its own (docs/design/latency.md).
+	expert.Engine.ExecShards = 16
 	expert.Engine.CommitShards = 4
 	expert.Engine.ApplyShards = 4
 	expert.Engine.SnapshotShards = 4
