@@ -26,7 +26,9 @@ const (
 	// behind the connection's earlier responses.
 	stageRespond = "respond"
 	// stageFramesSync: a Raft log save's entries written to their
-	// partitions' frame files and fsynced.
+	// partitions' frame files and fsynced; only saves above
+	// --raft-log-copy-bytes fsync their frames, smaller ones copy them
+	// into their record.
 	stageFramesSync = "log_frames_sync"
 	// stageRecordSync: then the save's record written to the shared
 	// Raft log and fsynced (concurrent saves share an fsync).
