@@ -459,6 +459,11 @@ func Durable(dir string, loc Loc) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
+	return whole(f, loc)
+}
+
+// whole reports whether the frame at loc is in f whole.
+func whole(f *os.File, loc Loc) (bool, error) {
 	if loc.Off < frameHeader {
 		return false, nil
 	}
@@ -473,26 +478,46 @@ func Durable(dir string, loc Loc) (bool, error) {
 	return binary.BigEndian.Uint32(buf[:4]) == loc.Size && crc32.Checksum(payload, castagnoli) == binary.BigEndian.Uint32(buf[4:8]), nil
 }
 
+// Repairer writes frames again from copies, before their logs are opened.
+// The Raft log store keeps a copy of the frames it did not fsync in the
+// record that names them, and repairs them from it after a crash: the
+// frame goes back where the record says, so what the record and the
+// partition's segments point at is whole again. It keeps each frame file
+// it looked at open until Close: a replay checks every copied frame, and
+// an open per frame would cost the broker's start-up.
+type Repairer struct {
+	files map[string]*os.File // nil for a file that is not there
+}
+
 // Repair writes the frame at loc in the frame log of dir from payload if
-// it is not on disk whole (Durable), before that log is opened, and makes
-// it durable. The Raft log store keeps a copy of the frames it did not
-// fsync in the record that names them, and repairs them from it after a
-// crash: the frame goes back where the record says, so what the record
-// and the partition's segments point at is whole again. A file that is
-// not there is left so (see Durable). It reports whether it wrote.
-func Repair(dir string, loc Loc, payload []byte) (bool, error) {
+// it is not on disk whole, and makes it durable. A file that is not there
+// is left so (see Durable). It reports whether it wrote.
+func (r *Repairer) Repair(dir string, loc Loc, payload []byte) (bool, error) {
 	if len(payload) != int(loc.Size) || loc.Off < frameHeader {
 		return false, fmt.Errorf("frames: repair of %d bytes at %+v", len(payload), loc)
 	}
-	whole, err := Durable(dir, loc)
-	if err != nil || whole {
+	path := filepath.Join(dir, fileName(loc.File))
+	f, seen := r.files[path]
+	if !seen {
+		var err error
+		f, err = os.OpenFile(path, os.O_RDWR, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			f, err = nil, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if r.files == nil {
+			r.files = map[string]*os.File{}
+		}
+		r.files[path] = f
+	}
+	if f == nil {
+		return false, nil
+	}
+	if ok, err := whole(f, loc); err != nil || ok {
 		return false, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, fileName(loc.File)), os.O_RDWR, 0)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
 	buf := make([]byte, frameHeader+len(payload))
 	binary.BigEndian.PutUint32(buf, loc.Size)
 	binary.BigEndian.PutUint32(buf[4:], crc32.Checksum(payload, castagnoli))
@@ -501,4 +526,14 @@ func Repair(dir string, loc Loc, payload []byte) (bool, error) {
 		return false, err
 	}
 	return true, durable.Fdatasync(f)
+}
+
+// Close closes the files the repairer kept open.
+func (r *Repairer) Close() {
+	for _, f := range r.files {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	r.files = nil
 }

@@ -443,6 +443,8 @@ func (s *Store) scan(no uint32, x index) (end int64, checkpoint bool, err error)
 	if err != nil {
 		return 0, false, err
 	}
+	var repairer frames.Repairer
+	defer repairer.Close()
 	end, err = s.eachRecord(no, func(off int64, payload []byte) error {
 		if payload[0] == kindCheckpoint {
 			checkpoint = true
@@ -454,7 +456,7 @@ func (s *Store) scan(no uint32, x index) (end int64, checkpoint bool, err error)
 			s.dropped++
 			return nil
 		}
-		if err := s.repairCopiedFrames(payload); err != nil {
+		if err := s.repairCopiedFrames(&repairer, payload); err != nil {
 			return fmt.Errorf("raftlog: %s at %d: %w", s.path(no), off, err)
 		}
 		if err := x.apply(payload, no, off+recordHeader); err != nil {
@@ -590,7 +592,7 @@ func (s *Store) framesDurable(payload []byte) (bool, error) {
 // so the frames of a durable record precede any torn frame of a save whose
 // record never became durable, and the frame log's end, found at its
 // first torn frame when it opens, comes after them.
-func (s *Store) repairCopiedFrames(payload []byte) error {
+func (s *Store) repairCopiedFrames(r *frames.Repairer, payload []byte) error {
 	if payload[0] != kindUpdatesCopied || s.framesDir == nil {
 		return nil
 	}
@@ -599,7 +601,7 @@ func (s *Store) repairCopiedFrames(payload []byte) error {
 	eachUpdate(d, payload[0], 0, 0, func(u update) {
 		for i := 0; i < len(u.copies) && err == nil; i++ {
 			var wrote bool
-			wrote, err = frames.Repair(s.framesDir(u.node.shard, u.node.node), u.locs[i].frame(), u.copies[i])
+			wrote, err = r.Repair(s.framesDir(u.node.shard, u.node.node), u.locs[i].frame(), u.copies[i])
 			if wrote {
 				s.repaired++
 			}
