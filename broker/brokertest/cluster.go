@@ -2,6 +2,7 @@ package brokertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -525,38 +526,58 @@ func (c *Cluster) Admin() *kadm.Client {
 
 // CreateTopic creates a topic and fails the test if it cannot.
 func (c *Cluster) CreateTopic(name string, partitions int32, rf int16, configs map[string]*string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := c.Admin().CreateTopic(ctx, partitions, rf, configs, name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		c.t.Fatalf("create topic %s: %v", name, err)
-	}
+	c.createTopicRetrying(name, func(ctx context.Context) error {
+		resp, err := c.Admin().CreateTopic(ctx, partitions, rf, configs, name)
+		if err == nil {
+			err = resp.Err
+		}
+		return err
+	})
 }
 
 // CreateTopicOn creates a topic whose partition i has the replicas
 // assignment[i], the first its preferred leader, and fails the test if it
 // cannot.
 func (c *Cluster) CreateTopicOn(name string, assignment [][]int32) {
+	c.createTopicRetrying(name, func(ctx context.Context) error {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+		for i, replicas := range assignment {
+			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			ra.Partition, ra.Replicas = int32(i), replicas
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, c.Client())
+		if err == nil {
+			err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		}
+		return err
+	})
+}
+
+// createTopicRetrying runs create until it succeeds, retrying a retriable
+// Kafka error as clients do: a metadata leader that loses its leadership
+// mid-proposal answers REQUEST_TIMED_OUT though the topic may have been
+// created, so TOPIC_ALREADY_EXISTS after such a retry is success.
+func (c *Cluster) createTopicRetrying(name string, create func(context.Context) error) {
+	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
-	for i, replicas := range assignment {
-		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-		ra.Partition, ra.Replicas = int32(i), replicas
-		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, c.Client())
-	if err == nil {
-		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
-	}
-	if err != nil {
-		c.t.Fatalf("create topic %s on %v: %v", name, assignment, err)
+	retried := false
+	for {
+		err := create(ctx)
+		switch {
+		case err == nil, retried && errors.Is(err, kerr.TopicAlreadyExists):
+			return
+		case kerr.IsRetriable(err) && ctx.Err() == nil:
+			c.t.Logf("create topic %s: %v; retrying", name, err)
+			retried = true
+			time.Sleep(200 * time.Millisecond)
+		default:
+			c.t.Fatalf("create topic %s: %v", name, err)
+		}
 	}
 }
 
