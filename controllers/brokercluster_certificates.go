@@ -27,7 +27,7 @@ func (r *BrokerClusterReconciler) ensureRaftCertificate(ctx context.Context, c *
 		return "", nil
 	}
 	now := time.Now()
-	ca, err := r.ensureCA(ctx, c, now)
+	ca, err := r.ensureCA(ctx, c, specs.CASecretName(c), fmt.Sprintf("%s.%s raftka CA", c.Name, c.Namespace), now)
 	if err != nil {
 		return "", err
 	}
@@ -66,22 +66,34 @@ func (r *BrokerClusterReconciler) ensureRaftCertificate(ctx context.Context, c *
 	return specs.ObjectHash(string(peer.Cert)), nil
 }
 
-// ensureCA returns the cluster's CA, making it the first time. It is
-// never replaced: every certificate the brokers trust comes from it.
-func (r *BrokerClusterReconciler) ensureCA(ctx context.Context, c *raftkav1.BrokerCluster, now time.Time) (certs.Pair, error) {
+// ensureClientsCA makes, for a cluster with a listener that authenticates
+// client certificates, the CA that signs them (its certificate is the
+// listener's ca.crt); before the brokers' pods, which mount it.
+func (r *BrokerClusterReconciler) ensureClientsCA(ctx context.Context, c *raftkav1.BrokerCluster) error {
+	if !specs.AuthenticatesCertificates(c) {
+		return nil
+	}
+	_, err := r.ensureCA(ctx, c, specs.ClientsCASecretName(c), fmt.Sprintf("%s.%s raftka clients CA", c.Name, c.Namespace), time.Now())
+	return err
+}
+
+// ensureCA returns the CA of the Secret name, making it the first time.
+// It is never replaced: every certificate the brokers trust comes from
+// it.
+func (r *BrokerClusterReconciler) ensureCA(ctx context.Context, c *raftkav1.BrokerCluster, name, commonName string, now time.Time) (certs.Pair, error) {
 	var secret corev1.Secret
-	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.CASecretName(c)}, &secret)
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, &secret)
 	if err == nil {
 		return certs.Pair{Cert: secret.Data[corev1.TLSCertKey], Key: secret.Data[corev1.TLSPrivateKeyKey]}, nil
 	}
 	if !apierrors.IsNotFound(err) {
 		return certs.Pair{}, err
 	}
-	ca, err := certs.NewCA(fmt.Sprintf("%s.%s raftka CA", c.Name, c.Namespace), now)
+	ca, err := certs.NewCA(commonName, now)
 	if err != nil {
 		return certs.Pair{}, err
 	}
-	secret = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: specs.CASecretName(c), Namespace: c.Namespace, Labels: specs.Labels(c)},
+	secret = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: specs.Labels(c)},
 		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: ca.Cert, corev1.TLSPrivateKeyKey: ca.Key}}
 	if err := controllerutil.SetControllerReference(c, &secret, r.Scheme()); err != nil {
 		return certs.Pair{}, err
@@ -89,6 +101,6 @@ func (r *BrokerClusterReconciler) ensureCA(ctx context.Context, c *raftkav1.Brok
 	if err := r.Create(ctx, &secret); err != nil {
 		return certs.Pair{}, err
 	}
-	log.FromContext(ctx).Info("cluster CA made", "secret", secret.Name)
+	log.FromContext(ctx).Info("CA made", "secret", secret.Name)
 	return ca, nil
 }

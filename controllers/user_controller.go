@@ -22,6 +22,7 @@ import (
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/certs"
 	"github.com/raftka/raftka/internal/specs"
 	"github.com/raftka/raftka/internal/tenancy"
 )
@@ -30,8 +31,8 @@ import (
 // brokers.
 const UserFinalizer = "raftka.io/user"
 
-// UserReconciler keeps the brokers' SCRAM credentials and ACLs in step
-// with User objects.
+// UserReconciler keeps the brokers' SCRAM credentials, ACLs and quotas,
+// and the Users' passwords and certificates, in step with User objects.
 type UserReconciler struct {
 	client.Client
 	Brokers *brokerclient.Clients
@@ -108,21 +109,25 @@ func (r *UserReconciler) reconcile(ctx context.Context, user *raftkav1.User) (ct
 		r.notReady(user, raftkav1.ReasonClusterNotSecured, fmt.Sprintf("BrokerCluster %s has no spec.listeners: its brokers authenticate no one", cluster.Name))
 		return ctrl.Result{RequeueAfter: r.Resync}, nil
 	}
-	password, err := r.ensureSecret(ctx, user)
-	if err != nil {
-		if errors.As(err, new(errSecretTaken)) {
+	if specs.TLSUser(user) && !specs.AuthenticatesCertificates(cluster) {
+		r.notReady(user, raftkav1.ReasonClusterNotSecured, fmt.Sprintf("BrokerCluster %s has no listener with tls authentication: no broker would take the user's certificate", cluster.Name))
+		return ctrl.Result{RequeueAfter: r.Resync}, nil
+	}
+	bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := r.ensureAuthentication(ctx, bctx, user, cluster, access); err != nil {
+		switch {
+		case errors.As(err, new(errSecretTaken)):
 			r.notReady(user, raftkav1.ReasonResourceConflict, err.Error())
 			return ctrl.Result{RequeueAfter: r.Resync}, nil
+		case errors.As(err, new(errClientsCA)):
+			r.notReady(user, raftkav1.ReasonClusterNotReady, err.Error())
+		default:
+			r.notReady(user, raftkav1.ReasonBrokerError, err.Error())
 		}
 		return ctrl.Result{}, err
 	}
 	user.Status.Secret = specs.UserSecretName(user)
-	bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := r.ensureCredential(bctx, user, access, password); err != nil {
-		r.notReady(user, raftkav1.ReasonBrokerError, err.Error())
-		return ctrl.Result{}, err
-	}
 	if cluster.Spec.Authorization == nil {
 		if len(want) > 0 {
 			r.notReady(user, raftkav1.ReasonClusterNotSecured, fmt.Sprintf("BrokerCluster %s has no spec.authorization: the user's ACLs would not be enforced", cluster.Name))
@@ -203,40 +208,104 @@ func (e errSecretTaken) Error() string {
 	return fmt.Sprintf("Secret %s exists and is not this User's: rename one of them", e.name)
 }
 
-// ensureSecret returns the User's password, generating it into the
-// User's Secret the first time, or again when the Secret was deleted or
-// lost its password; the other keys are kept in step with it.
-func (r *UserReconciler) ensureSecret(ctx context.Context, user *raftkav1.User) (string, error) {
+// ensureAuthentication keeps the user's Secret and the brokers in step
+// with its authentication: a password and its SCRAM credential, or a
+// certificate and no SCRAM credential, so that a user moved to
+// certificates no longer logs in with its old password. ctx is for the
+// API server, bctx for the brokers.
+func (r *UserReconciler) ensureAuthentication(ctx, bctx context.Context, user *raftkav1.User, cluster *raftkav1.BrokerCluster, access brokerclient.Access) error {
+	if specs.TLSUser(user) {
+		if err := r.ensureCertificate(ctx, user, cluster); err != nil {
+			return err
+		}
+		if err := r.Brokers.DeleteSCRAM(bctx, access, user.KafkaName()); err != nil {
+			return fmt.Errorf("delete the SCRAM credential of %s: %w", user.KafkaName(), err)
+		}
+		return nil
+	}
+	data, err := r.ensureSecret(ctx, user, func(current map[string][]byte) (*corev1.Secret, error) {
+		password := string(current[specs.UserSecretPassword])
+		if password == "" {
+			password = newPassword()
+		}
+		return specs.BuildUserSecret(user, password), nil
+	})
+	if err != nil {
+		return err
+	}
+	return r.ensureCredential(bctx, user, access, string(data[specs.UserSecretPassword]))
+}
+
+// errClientsCA: the cluster's clients CA, which signs tls Users'
+// certificates, cannot be read (the BrokerCluster's controller makes it).
+type errClientsCA struct{ err error }
+
+func (e errClientsCA) Error() string { return "the cluster's clients CA: " + e.err.Error() }
+func (e errClientsCA) Unwrap() error { return e.err }
+
+// ensureCertificate keeps a tls User's certificate in its Secret, issued
+// from the cluster's clients CA, and issues it again when it nears its
+// end, lost its key, or another CA or name is in play.
+func (r *UserReconciler) ensureCertificate(ctx context.Context, user *raftkav1.User, cluster *raftkav1.BrokerCluster) error {
+	var caSecret corev1.Secret
+	if err := r.Get(ctx, types.NamespacedName{Namespace: cluster.Namespace, Name: specs.ClientsCASecretName(cluster)}, &caSecret); err != nil {
+		return errClientsCA{err}
+	}
+	ca := certs.Pair{Cert: caSecret.Data[corev1.TLSCertKey], Key: caSecret.Data[corev1.TLSPrivateKeyKey]}
+	_, err := r.ensureSecret(ctx, user, func(current map[string][]byte) (*corev1.Secret, error) {
+		now := time.Now()
+		have := certs.Pair{Cert: current[specs.UserSecretCertificate], Key: current[specs.UserSecretKey]}
+		if current != nil {
+			ok, why := certs.UsableClient(have, ca.Cert, user.KafkaName(), now)
+			if ok {
+				return specs.BuildUserCertificateSecret(user, have, ca.Cert), nil
+			}
+			log.FromContext(ctx).Info("issuing the user's certificate", "user", user.KafkaName(), "reason", why)
+		}
+		issued, err := certs.IssueClient(ca, user.KafkaName(), now)
+		if err != nil {
+			return nil, errClientsCA{err}
+		}
+		return specs.BuildUserCertificateSecret(user, issued, ca.Cert), nil
+	})
+	return err
+}
+
+// ensureSecret makes the User's Secret the one desired builds from its
+// current data (nil when there is no Secret: the first time, or once it
+// was deleted) and returns the data it holds.
+func (r *UserReconciler) ensureSecret(ctx context.Context, user *raftkav1.User, desired func(current map[string][]byte) (*corev1.Secret, error)) (map[string][]byte, error) {
 	var current corev1.Secret
 	err := r.Get(ctx, types.NamespacedName{Namespace: user.Namespace, Name: specs.UserSecretName(user)}, &current)
 	if apierrors.IsNotFound(err) {
-		password := newPassword()
-		secret := specs.BuildUserSecret(user, password)
+		secret, err := desired(nil)
+		if err != nil {
+			return nil, err
+		}
 		if err := controllerutil.SetControllerReference(user, secret, r.Scheme()); err != nil {
-			return "", err
+			return nil, err
 		}
 		if err := r.Create(ctx, secret); err != nil {
-			return "", err
+			return nil, err
 		}
-		log.FromContext(ctx).Info("user password generated", "user", user.KafkaName(), "secret", secret.Name)
-		return password, nil
+		log.FromContext(ctx).Info("user secret made", "user", user.KafkaName(), "secret", secret.Name)
+		return secret.Data, nil
 	}
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if !metav1.IsControlledBy(&current, user) {
-		return "", errSecretTaken{current.Name}
+		return nil, errSecretTaken{current.Name}
 	}
-	password := string(current.Data[specs.UserSecretPassword])
-	if password == "" {
-		password = newPassword()
+	want, err := desired(current.Data)
+	if err != nil {
+		return nil, err
 	}
-	desired := specs.BuildUserSecret(user, password)
-	if maps.EqualFunc(current.Data, desired.Data, func(a, b []byte) bool { return string(a) == string(b) }) {
-		return password, nil
+	if maps.EqualFunc(current.Data, want.Data, func(a, b []byte) bool { return string(a) == string(b) }) {
+		return current.Data, nil
 	}
-	current.Data = desired.Data
-	return password, r.Update(ctx, &current)
+	current.Data = want.Data
+	return want.Data, r.Update(ctx, &current)
 }
 
 // ensureCredential logs in as the user and, if the password is refused,
@@ -255,11 +324,16 @@ func (r *UserReconciler) ensureCredential(ctx context.Context, user *raftkav1.Us
 }
 
 // ensureACLs makes the user's ACL bindings on the brokers those of its
-// spec, whoever added or removed some.
+// spec, whoever added or removed some; those of the principal of its
+// other authentication go.
 func (r *UserReconciler) ensureACLs(ctx context.Context, user *raftkav1.User, access brokerclient.Access, want []brokerclient.ACL) error {
-	have, err := r.Brokers.ACLsOf(ctx, access, specs.Principal(user))
-	if err != nil {
-		return fmt.Errorf("describe the ACLs of %s: %w", user.KafkaName(), err)
+	var have []brokerclient.ACL
+	for _, name := range specs.PrincipalNames(user) {
+		acls, err := r.Brokers.ACLsOf(ctx, access, "User:"+name)
+		if err != nil {
+			return fmt.Errorf("describe the ACLs of %s: %w", user.KafkaName(), err)
+		}
+		have = append(have, acls...)
 	}
 	create, remove := brokerclient.DiffACLs(want, have)
 	if err := r.Brokers.CreateACLs(ctx, access, create); err != nil {
@@ -275,18 +349,24 @@ func (r *UserReconciler) ensureACLs(ctx context.Context, user *raftkav1.User, ac
 }
 
 // ensureQuotas makes the user's quota values on the brokers those of its
-// spec.
+// spec; its principal's name is their user entity, and the name of its
+// other authentication keeps none.
 func (r *UserReconciler) ensureQuotas(ctx context.Context, user *raftkav1.User, access brokerclient.Access, want map[string]float64) error {
-	have, err := r.Brokers.UserQuotas(ctx, access, user.KafkaName())
-	if err != nil {
-		return fmt.Errorf("describe the quotas of %s: %w", user.KafkaName(), err)
-	}
-	changed, err := r.Brokers.SetUserQuotas(ctx, access, user.KafkaName(), want, have)
-	if err != nil {
-		return fmt.Errorf("set the quotas of %s: %w", user.KafkaName(), err)
-	}
-	if changed {
-		log.FromContext(ctx).Info("user quotas changed", "user", user.KafkaName(), "quotas", fmt.Sprint(want))
+	for i, name := range specs.PrincipalNames(user) {
+		if i > 0 {
+			want = nil
+		}
+		have, err := r.Brokers.UserQuotas(ctx, access, name)
+		if err != nil {
+			return fmt.Errorf("describe the quotas of %s: %w", name, err)
+		}
+		changed, err := r.Brokers.SetUserQuotas(ctx, access, name, want, have)
+		if err != nil {
+			return fmt.Errorf("set the quotas of %s: %w", name, err)
+		}
+		if changed {
+			log.FromContext(ctx).Info("user quotas changed", "user", name, "quotas", fmt.Sprint(want))
+		}
 	}
 	return nil
 }

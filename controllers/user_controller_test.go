@@ -34,6 +34,12 @@ import (
 // which the test writes first so that the operator keeps them, and
 // clients use a SASL listener, CLIENT; the ACL authorizer is on.
 func startSecured(t *testing.T, ns, name string, adjust ...func(*raftkav1.BrokerCluster)) *brokertest.Cluster {
+	return startSecuredWith(t, ns, name, func(*brokertest.Options) {}, adjust...)
+}
+
+// startSecuredWith is startSecured with the brokers' options adjusted:
+// listeners of the cluster's spec beside CLIENT, say.
+func startSecuredWith(t *testing.T, ns, name string, brokers func(*brokertest.Options), adjust ...func(*raftkav1.BrokerCluster)) *brokertest.Cluster {
 	brokerPassword, operatorPassword := "broker-"+newPassword(), "operator-"+newPassword()
 	cluster := &raftkav1.BrokerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: raftkav1.BrokerClusterSpec{Replicas: 3, Image: "raftka/broker:test", Rebalancing: raftkav1.RebalancingOff,
@@ -44,11 +50,13 @@ func startSecured(t *testing.T, ns, name string, adjust ...func(*raftkav1.Broker
 		f(cluster)
 	}
 	mustCreate(t, specs.BuildInternalCredentials(cluster, brokerPassword, operatorPassword))
-	cl := startBrokers(t, ns, name, brokertest.Options{Brokers: 3,
+	opts := brokertest.Options{Brokers: 3,
 		InterBrokerUser: &brokertest.User{Name: specs.BrokerUser, Password: brokerPassword},
 		Users:           []brokertest.User{{Name: specs.OperatorUser, Password: operatorPassword}},
 		Listeners:       []brokertest.Listener{{Name: "CLIENT", Protocol: "SASL_PLAINTEXT"}},
-		ExtraFlags:      []string{"--authorizer", "acl", "--super-users", "User:" + specs.BrokerUser + ";User:" + specs.OperatorUser}})
+		ExtraFlags:      []string{"--authorizer", "acl", "--super-users", "User:" + specs.BrokerUser + ";User:" + specs.OperatorUser}}
+	brokers(&opts)
+	cl := startBrokers(t, ns, name, opts)
 	mustCreate(t, cluster)
 	return cl
 }
@@ -153,6 +161,10 @@ func TestUserCredentialAndACLs(t *testing.T) {
 	if got.Status.ACLs != 4 || got.Status.Secret != "alice" || got.Status.UserName != "alice" {
 		t.Fatalf("status %+v", got.Status)
 	}
+	// No listener of this cluster takes certificates: a tls User says so.
+	mustCreate(t, &raftkav1.User{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carol"},
+		Spec: raftkav1.UserSpec{ClusterRef: raftkav1.ClusterReference{Name: "secured"}, Authentication: raftkav1.UserAuthentication{Type: raftkav1.AuthenticationTLS}}})
+	userReadyIs(t, ns, "carol", metav1.ConditionFalse, raftkav1.ReasonClusterNotSecured)
 	var secret corev1.Secret
 	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "alice"}, &secret); err != nil {
 		t.Fatal(err)

@@ -72,4 +72,9 @@ func TestAdmissionRejectsInvalidObjects(t *testing.T) {
 	if err := k8s.Create(ctx, bc); err == nil || !strings.Contains(err.Error(), "spec.replicas") {
 		t.Errorf("zero brokers: %v", err)
 	}
+	bc = brokerCluster(ns)
+	bc.Spec.Listeners = []raftkav1.ListenerSpec{{Name: "mtls", Port: 9094, Authentication: &raftkav1.ListenerAuthentication{Type: raftkav1.AuthenticationTLS}}}
+	if err := k8s.Create(ctx, bc); err == nil || !strings.Contains(err.Error(), "tls authentication needs the listener's tls") {
+		t.Errorf("certificates asked for on a listener without TLS: %v", err)
+	}
 }

@@ -151,6 +151,8 @@ type NetworkPolicySpec struct {
 }
 
 // ListenerSpec is one Kafka listener of the brokers.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.authentication) || self.authentication.type != 'tls' || has(self.tls)",message="tls authentication needs the listener's tls"
 type ListenerSpec struct {
 	// Name of the listener; Kafka's tools show it in capitals.
 	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9]{0,10}$`
@@ -209,12 +211,20 @@ type ListenerTLS struct {
 }
 
 // AuthenticationType is how a listener's clients authenticate.
-// +kubebuilder:validation:Enum=scram-sha-512
+// +kubebuilder:validation:Enum=scram-sha-512;tls
 type AuthenticationType string
 
-// AuthenticationSCRAMSHA512 is SASL SCRAM-SHA-512 with the passwords of
-// Users (SCRAM-SHA-256 and, over TLS, PLAIN are served too).
-const AuthenticationSCRAMSHA512 AuthenticationType = "scram-sha-512"
+// AuthenticationTypes.
+const (
+	// AuthenticationSCRAMSHA512 is SASL SCRAM-SHA-512 with the passwords
+	// of Users (SCRAM-SHA-256 and, over TLS, PLAIN are served too).
+	AuthenticationSCRAMSHA512 AuthenticationType = "scram-sha-512"
+	// AuthenticationTLS is a client certificate the cluster's clients CA
+	// signed (the Secret <cluster>-clients-ca, made by the operator),
+	// such as a User's; the principal is User:CN=<name>. The listener
+	// needs tls.
+	AuthenticationTLS AuthenticationType = "tls"
+)
 
 // ListenerAuthentication is how a listener's clients authenticate.
 type ListenerAuthentication struct {

@@ -13,8 +13,9 @@ type UserSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterRef is immutable"
 	ClusterRef ClusterReference `json:"clusterRef"`
 
-	// UserName is the Kafka user name, whose principal is User:<userName>;
-	// metadata.name when unset.
+	// UserName is the Kafka user name, whose principal is User:<userName>
+	// (User:CN=<userName> with tls authentication); metadata.name when
+	// unset.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
@@ -57,6 +58,15 @@ type UserAuthentication struct {
 	// sasl.jaas.config, for Java clients), and keeps the brokers'
 	// credential in step with it. Deleting the Secret makes a new
 	// password.
+	//
+	// Type tls: the operator issues a client certificate for
+	// CN=<userName> from the cluster's clients CA into a Secret named
+	// after the User (user.crt, user.key, and ca.crt, the clients CA),
+	// renewed a month before it expires, for listeners with tls
+	// authentication; the principal is User:CN=<userName>. Deleting the
+	// Secret issues a new certificate, but the old one stays valid until
+	// it expires: with spec.authorization, the ACLs are what a deleted
+	// User loses.
 	Type AuthenticationType `json:"type"`
 }
 
@@ -146,7 +156,7 @@ type UserStatus struct {
 	// UserName is the Kafka user this object manages.
 	// +optional
 	UserName string `json:"userName,omitempty"`
-	// Secret holds the user's password.
+	// Secret holds the user's password or certificate.
 	// +optional
 	Secret string `json:"secret,omitempty"`
 	// ACLs is the number of the user's ACL bindings on the brokers.

@@ -69,31 +69,78 @@ func IssuePeer(ca Pair, names []string, now time.Time) (Pair, error) {
 	return encode(der, key)
 }
 
+// IssueClient signs, with ca, a client certificate whose subject is only
+// CN=commonName, so that a Kafka listener's principal for it is
+// User:CN=commonName. It authenticates a client and serves nothing.
+func IssueClient(ca Pair, commonName string, now time.Time) (Pair, error) {
+	caCert, caKey, err := parse(ca)
+	if err != nil {
+		return Pair{}, fmt.Errorf("the CA: %w", err)
+	}
+	key, serial, err := newKeyAndSerial()
+	if err != nil {
+		return Pair{}, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: commonName},
+		NotBefore: now.Add(-backdate), NotAfter: now.Add(LeafLifetime),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return Pair{}, err
+	}
+	return encode(der, key)
+}
+
 // Usable tells whether a peer certificate can stay in service at now: it
 // parses, the CA signed it, it names exactly names, and it is not within
 // RenewBefore of its end. Otherwise why says what is wrong.
 func Usable(peer Pair, caCert []byte, names []string, now time.Time) (ok bool, why string) {
-	cert, _, err := parse(peer)
+	cert, why := issued(peer, caCert, now)
+	switch {
+	case why != "":
+		return false, why
+	case !slices.Equal(cert.DNSNames, names):
+		return false, fmt.Sprintf("it names %v, not %v", cert.DNSNames, names)
+	}
+	return true, ""
+}
+
+// UsableClient tells, as Usable, whether a client certificate can stay in
+// service: its subject must be CN=commonName alone.
+func UsableClient(client Pair, caCert []byte, commonName string, now time.Time) (ok bool, why string) {
+	cert, why := issued(client, caCert, now)
+	switch {
+	case why != "":
+		return false, why
+	case cert.Subject.String() != "CN="+commonName:
+		return false, fmt.Sprintf("its subject is %s, not CN=%s", cert.Subject, commonName)
+	}
+	return true, ""
+}
+
+// issued parses a certificate the CA should have signed and says what
+// keeps it from service: a parse error, another signer, or its end within
+// RenewBefore.
+func issued(p Pair, caCert []byte, now time.Time) (*x509.Certificate, string) {
+	cert, _, err := parse(p)
 	if err != nil {
-		return false, err.Error()
+		return nil, err.Error()
 	}
 	block, _ := pem.Decode(caCert)
 	if block == nil {
-		return false, "the CA certificate is not PEM"
+		return nil, "the CA certificate is not PEM"
 	}
 	ca, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
-		return false, err.Error()
+		return nil, err.Error()
 	}
 	switch {
 	case cert.CheckSignatureFrom(ca) != nil:
-		return false, "the cluster's CA did not sign it"
-	case !slices.Equal(cert.DNSNames, names):
-		return false, fmt.Sprintf("it names %v, not %v", cert.DNSNames, names)
+		return nil, "the cluster's CA did not sign it"
 	case now.Add(RenewBefore).After(cert.NotAfter):
-		return false, fmt.Sprintf("it expires %s", cert.NotAfter.UTC().Format(time.RFC3339))
+		return nil, fmt.Sprintf("it expires %s", cert.NotAfter.UTC().Format(time.RFC3339))
 	}
-	return true, ""
+	return cert, ""
 }
 
 // newKeyAndSerial is a certificate's fresh P-256 key and random serial.

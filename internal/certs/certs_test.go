@@ -54,3 +54,55 @@ func TestPeerCertificatesAndTheirRenewal(t *testing.T) {
 		}
 	}
 }
+
+func TestClientCertificatesAndTheirRenewal(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clients, _ := NewCA("events raftka clients CA", now)
+	cluster, _ := NewCA("events raftka CA", now)
+	alice, err := IssueClient(clients, "alice", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(alice.Cert, alice.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+	if got := leaf.Subject.String(); got != "CN=alice" {
+		t.Errorf("subject %s, want CN=alice: the listener's principal is the subject", got)
+	}
+	pool := func(ca Pair) *x509.CertPool {
+		p := x509.NewCertPool()
+		p.AppendCertsFromPEM(ca.Cert)
+		return p
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool(clients), CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("as a client: %v", err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool(clients), CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err == nil {
+		t.Error("a client certificate serves as a server's")
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool(cluster), CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
+		t.Error("the cluster's CA, which the Raft transport trusts, accepts a user's certificate")
+	}
+	if ok, why := UsableClient(alice, clients.Cert, "alice", now); !ok {
+		t.Fatalf("a new certificate is not usable: %s", why)
+	}
+	for name, tc := range map[string]struct {
+		cert Pair
+		ca   []byte
+		cn   string
+		at   time.Time
+		why  string
+	}{
+		"another user's":  {alice, clients.Cert, "bob", now, "subject"},
+		"another CA's":    {alice, cluster.Cert, "alice", now, "did not sign"},
+		"near its end":    {alice, clients.Cert, "alice", now.Add(LeafLifetime - RenewBefore + time.Hour), "expires"},
+		"a key not its":   {Pair{Cert: alice.Cert, Key: cluster.Key}, clients.Cert, "alice", now, "key"},
+		"not a PEM block": {Pair{Cert: []byte("x"), Key: alice.Key}, clients.Cert, "alice", now, "PEM"},
+	} {
+		if ok, why := UsableClient(tc.cert, tc.ca, tc.cn, tc.at); ok || !strings.Contains(why, tc.why) {
+			t.Errorf("%s: usable %v (%s), want not, saying %q", name, ok, why, tc.why)
+		}
+	}
+}

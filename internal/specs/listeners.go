@@ -2,6 +2,7 @@ package specs
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,23 @@ const (
 // CASecretName is the Secret of the CA the operator made for the cluster
 // (tls.crt, tls.key).
 func CASecretName(c *raftkav1.BrokerCluster) string { return c.Name + "-ca" }
+
+// ClientsCASecretName is the Secret of the CA that signs the client
+// certificates of tls Users (tls.crt, tls.key): a CA of its own, as the
+// cluster's signs the certificates the Raft transport trusts.
+func ClientsCASecretName(c *raftkav1.BrokerCluster) string { return c.Name + "-clients-ca" }
+
+// CertificateAuthentication tells whether a listener authenticates its
+// clients with certificates of the clients CA.
+func CertificateAuthentication(l raftkav1.ListenerSpec) bool {
+	return l.Authentication != nil && l.Authentication.Type == raftkav1.AuthenticationTLS
+}
+
+// AuthenticatesCertificates tells whether any listener of the cluster
+// authenticates its clients with certificates, and so needs the clients CA.
+func AuthenticatesCertificates(c *raftkav1.BrokerCluster) bool {
+	return slices.ContainsFunc(c.Spec.Listeners, CertificateAuthentication)
+}
 
 // RaftTLSSecretName is the Secret of the brokers' Raft certificate
 // (ca.crt, tls.crt, tls.key).
@@ -140,8 +158,11 @@ func listenerArgs(c *raftkav1.BrokerCluster, self string, external ExternalAddre
 	listen := []string{fmt.Sprintf("%s://0.0.0.0:%d", ReplicationListener, ReplicationPort)}
 	advertised := []string{fmt.Sprintf("%s://%s:%d", ReplicationListener, self, ReplicationPort)}
 	protocols := []string{ReplicationListener + ":SASL_PLAINTEXT"}
-	var tlsDirs []string
+	var tlsDirs, clientAuth []string
 	for _, l := range c.Spec.Listeners {
+		if CertificateAuthentication(l) {
+			clientAuth = append(clientAuth, listenerName(l)+"=required")
+		}
 		listen = append(listen, fmt.Sprintf("%s://0.0.0.0:%d", listenerName(l), l.Port))
 		advertised = append(advertised, fmt.Sprintf("%s://%s:%d", listenerName(l), self, l.Port))
 		protocols = append(protocols, listenerName(l)+":"+SecurityProtocol(l))
@@ -163,6 +184,9 @@ func listenerArgs(c *raftkav1.BrokerCluster, self string, external ExternalAddre
 	}
 	if len(tlsDirs) > 0 {
 		args = append(args, "--listener-ssl-dirs="+strings.Join(tlsDirs, ","))
+	}
+	if len(clientAuth) > 0 {
+		args = append(args, "--listener-ssl-client-auth="+strings.Join(clientAuth, ","))
 	}
 	if c.Spec.Authorization != nil {
 		args = append(args, "--authorizer=acl")
@@ -206,10 +230,18 @@ func listenerVolumes(c *raftkav1.BrokerCluster) ([]corev1.Volume, []corev1.Volum
 			continue
 		}
 		name := "tls-" + l.Name
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: l.TLS.SecretName,
-			Items:      []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: corev1.TLSCertKey}, {Key: corev1.TLSPrivateKeyKey, Path: corev1.TLSPrivateKeyKey}},
-		}}})
+		served := []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: corev1.TLSCertKey}, {Key: corev1.TLSPrivateKeyKey, Path: corev1.TLSPrivateKeyKey}}
+		source := corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: l.TLS.SecretName, Items: served}}
+		if CertificateAuthentication(l) {
+			// The clients CA beside the listener's certificate, as the
+			// ca.crt the broker checks client certificates against.
+			source = corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: l.TLS.SecretName}, Items: served}},
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: ClientsCASecretName(c)},
+					Items: []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: "ca.crt"}}}},
+			}}}
+		}
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: source})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: listenerTLSPath + "/" + l.Name, ReadOnly: true})
 	}
 	return volumes, mounts

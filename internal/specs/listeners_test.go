@@ -10,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/certs"
 )
 
 func securedCluster() *raftkav1.BrokerCluster {
@@ -121,6 +122,71 @@ func TestValidateListeners(t *testing.T) {
 		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
+	}
+}
+
+func TestCertificateAuthenticationMountsTheClientsCA(t *testing.T) {
+	c := securedCluster()
+	c.Spec.Listeners = append(c.Spec.Listeners, raftkav1.ListenerSpec{Name: "mtls", Port: 9097, TLS: &raftkav1.ListenerTLS{SecretName: "events-tls"},
+		Authentication: &raftkav1.ListenerAuthentication{Type: raftkav1.AuthenticationTLS}})
+	if !AuthenticatesCertificates(c) || AuthenticatesCertificates(securedCluster()) {
+		t.Fatal("AuthenticatesCertificates does not tell a listener with tls authentication")
+	}
+	sts := BuildStatefulSet(c, Founding{Voters: 3}, 3, "abc", nil)
+	args := sts.Spec.Template.Spec.Containers[0].Args
+	if got := arg(args, "--listener-ssl-client-auth"); got != "MTLS=required" {
+		t.Errorf("--listener-ssl-client-auth=%q: only the listener with tls authentication asks for certificates", got)
+	}
+	if got := arg(args, "--listener-security-protocol-map"); !strings.HasSuffix(got, ",MTLS:SSL") {
+		t.Errorf("--listener-security-protocol-map=%q", got)
+	}
+	if got := arg(args, "--listener-ssl-dirs"); !strings.HasSuffix(got, ",MTLS=/etc/raftka/tls/mtls") {
+		t.Errorf("--listener-ssl-dirs=%q", got)
+	}
+	// The listener's directory holds its certificate and, as ca.crt, the
+	// clients CA's certificate, never its key.
+	var files []string
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Name != "tls-mtls" {
+			continue
+		}
+		if v.Projected == nil {
+			t.Fatalf("volume %+v is not projected", v)
+		}
+		for _, src := range v.Projected.Sources {
+			for _, item := range src.Secret.Items {
+				files = append(files, src.Secret.Name+":"+item.Key+"="+item.Path)
+			}
+		}
+	}
+	if got := strings.Join(files, " "); got != "events-tls:tls.crt=tls.crt events-tls:tls.key=tls.key events-clients-ca:tls.crt=ca.crt" {
+		t.Errorf("the mtls listener's files: %s", got)
+	}
+}
+
+func TestTLSUserPrincipalAndSecret(t *testing.T) {
+	u := &raftkav1.User{}
+	u.Name, u.Namespace = "orders-app", "kafka"
+	u.Spec.UserName = "orders"
+	u.Spec.Authentication.Type = raftkav1.AuthenticationTLS
+	u.Spec.Quotas = &raftkav1.UserQuotas{}
+	u.Spec.Authorization = &raftkav1.UserAuthorization{ACLs: []raftkav1.ACLRule{
+		{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceTopic, Name: "orders"}, Operations: []raftkav1.ACLOperation{"Write"}}}}
+	acls, err := UserACLs(u)
+	if err != nil || len(acls) != 1 || acls[0].Principal != "User:CN=orders" {
+		t.Fatalf("ACLs %+v %v: want them of User:CN=orders, the certificate's subject", acls, err)
+	}
+	if got := PrincipalNames(u); !slices.Equal(got, []string{"CN=orders", "orders"}) {
+		t.Errorf("principal names %v", got)
+	}
+	u.Spec.Authentication.Type = raftkav1.AuthenticationSCRAMSHA512
+	if got := PrincipalNames(u); !slices.Equal(got, []string{"orders", "CN=orders"}) || Principal(u) != "User:orders" {
+		t.Errorf("principal names %v, principal %s", got, Principal(u))
+	}
+	secret := BuildUserCertificateSecret(u, certs.Pair{Cert: []byte("cert"), Key: []byte("key")}, []byte("ca"))
+	if secret.Name != "orders-app" || string(secret.Data["user.crt"]) != "cert" || string(secret.Data["user.key"]) != "key" ||
+		string(secret.Data["ca.crt"]) != "ca" || len(secret.Data) != 3 {
+		t.Errorf("secret %s %q", secret.Name, secret.Data)
 	}
 }
 

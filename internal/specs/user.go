@@ -9,6 +9,7 @@ import (
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/certs"
 )
 
 // Keys of a User's Secret.
@@ -17,17 +18,56 @@ const (
 	UserSecretPassword = "password"
 	// UserSecretJAASConfig is the Java client's sasl.jaas.config.
 	UserSecretJAASConfig = "sasl.jaas.config"
+	// A tls User's certificate and key, and the clients CA that signed it.
+	UserSecretCertificate = "user.crt"
+	UserSecretKey         = "user.key"
+	UserSecretCA          = "ca.crt"
 )
 
-// Principal is a User's Kafka principal.
-func Principal(u *raftkav1.User) string { return "User:" + u.KafkaName() }
+// TLSUser tells whether a User authenticates with a client certificate.
+func TLSUser(u *raftkav1.User) bool { return u.Spec.Authentication.Type == raftkav1.AuthenticationTLS }
 
-// UserSecretName is the Secret of a User's password: the User's name.
+// PrincipalName is the name in a User's Kafka principal, and the user
+// entity of its quotas: a client certificate's subject, CN=<userName>, for
+// a tls User.
+func PrincipalName(u *raftkav1.User) string {
+	if TLSUser(u) {
+		return "CN=" + u.KafkaName()
+	}
+	return u.KafkaName()
+}
+
+// Principal is a User's Kafka principal.
+func Principal(u *raftkav1.User) string { return "User:" + PrincipalName(u) }
+
+// PrincipalNames are the names a User's Kafka user goes by in either
+// authentication, the current one first: what the User leaves behind on
+// the brokers, ACLs and quotas, may be under the other since a change of
+// spec.authentication.
+func PrincipalNames(u *raftkav1.User) []string {
+	if TLSUser(u) {
+		return []string{PrincipalName(u), u.KafkaName()}
+	}
+	return []string{u.KafkaName(), "CN=" + u.KafkaName()}
+}
+
+// UserSecretName is the Secret of a User's password or certificate: the
+// User's name.
 func UserSecretName(u *raftkav1.User) string { return u.Name }
 
 // UserLabels mark what a User owns.
 func UserLabels(u *raftkav1.User) map[string]string {
 	return map[string]string{LabelName: "raftka", LabelComponent: "user", LabelManagedBy: "raftka-operator", LabelCluster: u.Spec.ClusterRef.Name}
+}
+
+// BuildUserCertificateSecret is the Secret a client of a tls User mounts:
+// its certificate and key, and the clients CA that signed them.
+func BuildUserCertificateSecret(u *raftkav1.User, cert certs.Pair, clientsCA []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: UserSecretName(u), Namespace: u.Namespace, Labels: UserLabels(u)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{UserSecretCertificate: cert.Cert, UserSecretKey: cert.Key, UserSecretCA: clientsCA},
+	}
 }
 
 // BuildUserSecret is the Secret a client of the User mounts: its user

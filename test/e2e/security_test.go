@@ -35,7 +35,8 @@ const securedName = "secured"
 // authorized: its pods mount the operator's generated credentials and a
 // TLS listener's certificate from a Secret; the operator administers it
 // as its own super user; a User's generated password works over TLS and
-// SCRAM, only for what its ACLs allow.
+// SCRAM, only for what its ACLs allow; a tls User's certificate, from the
+// clients CA the pods mount, works on a listener with tls authentication.
 func testSecurity(t *testing.T, e *env) {
 	ca := brokertest.NewCA(t)
 	cert, key := ca.IssueServer(t, 2, securedName+"."+namespace+".svc", "*."+securedName+"-brokers."+namespace+".svc")
@@ -49,7 +50,8 @@ func testSecurity(t *testing.T, e *env) {
 			Spec: raftkav1.BrokerClusterSpec{Replicas: 2, Storage: raftkav1.StorageSpec{Size: resource.MustParse("1Gi")},
 				Listeners: []raftkav1.ListenerSpec{{Name: "internal", Port: 9092, Authentication: scramOnly},
 					{Name: "tls", Port: 9094, TLS: &raftkav1.ListenerTLS{SecretName: securedName + "-tls"}, Authentication: scramOnly},
-					{Name: "outside", Port: 9096, Type: raftkav1.ListenerNodePort, Authentication: scramOnly}},
+					{Name: "outside", Port: 9096, Type: raftkav1.ListenerNodePort, Authentication: scramOnly},
+					{Name: "mtls", Port: 9095, TLS: &raftkav1.ListenerTLS{SecretName: securedName + "-tls"}, Authentication: &raftkav1.ListenerAuthentication{Type: raftkav1.AuthenticationTLS}}},
 				Authorization: &raftkav1.AuthorizationSpec{Type: "simple"},
 				// The e2e node's bridge network does not enforce it; the API
 				// server takes it and the operator writes it.
@@ -60,6 +62,13 @@ func testSecurity(t *testing.T, e *env) {
 				Authentication: raftkav1.UserAuthentication{Type: raftkav1.AuthenticationSCRAMSHA512},
 				Authorization: &raftkav1.UserAuthorization{ACLs: []raftkav1.ACLRule{
 					{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceTopic, Name: "secured-orders"}, Operations: []raftkav1.ACLOperation{"Write", "Describe"}},
+					{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceCluster}, Operations: []raftkav1.ACLOperation{"IdempotentWrite"}},
+				}}}},
+		&raftkav1.User{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "audit-app"},
+			Spec: raftkav1.UserSpec{ClusterRef: raftkav1.ClusterReference{Name: securedName},
+				Authentication: raftkav1.UserAuthentication{Type: raftkav1.AuthenticationTLS},
+				Authorization: &raftkav1.UserAuthorization{ACLs: []raftkav1.ACLRule{
+					{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceTopic, Name: "secured-audit"}, Operations: []raftkav1.ACLOperation{"Write", "Describe"}},
 					{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceCluster}, Operations: []raftkav1.ACLOperation{"IdempotentWrite"}},
 				}}}},
 	}
@@ -73,6 +82,7 @@ func testSecurity(t *testing.T, e *env) {
 	waitReady(t, e, &raftkav1.Topic{}, "secured-orders")
 	waitReady(t, e, &raftkav1.Topic{}, "secured-audit")
 	waitReady(t, e, &raftkav1.User{}, "orders-app")
+	waitReady(t, e, &raftkav1.User{}, "audit-app")
 
 	var secret corev1.Secret
 	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: "orders-app"}, &secret); err != nil {
@@ -91,7 +101,7 @@ func testSecurity(t *testing.T, e *env) {
 		if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName}, &bc); err != nil {
 			return false, err.Error()
 		}
-		return bc.Status.ReadyReplicas == 2 && len(bc.Status.Listeners) == 3 && len(strings.Split(bc.Status.Listeners[2].BootstrapServers, ",")) == 2,
+		return bc.Status.ReadyReplicas == 2 && len(bc.Status.Listeners) == 4 && len(strings.Split(bc.Status.Listeners[2].BootstrapServers, ",")) == 2,
 			fmt.Sprintf("%d ready, listeners %+v", bc.Status.ReadyReplicas, bc.Status.Listeners)
 	})
 	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName + "-brokers"}, &networkingv1.NetworkPolicy{}); err != nil {
@@ -99,19 +109,22 @@ func testSecurity(t *testing.T, e *env) {
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca.PEM)
-	tlsDial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		conn, err := e.dial(ctx, network, address)
-		if err != nil {
-			return nil, err
+	tlsDialWith := func(certificates ...tls.Certificate) func(context.Context, string, string) (net.Conn, error) {
+		return func(ctx context.Context, network, address string) (net.Conn, error) {
+			conn, err := e.dial(ctx, network, address)
+			if err != nil {
+				return nil, err
+			}
+			host, _, _ := net.SplitHostPort(address)
+			tc := tls.Client(conn, &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12, Certificates: certificates})
+			if err := tc.HandshakeContext(ctx); err != nil {
+				_ = conn.Close()
+				return nil, err
+			}
+			return tc, nil
 		}
-		host, _, _ := net.SplitHostPort(address)
-		tc := tls.Client(conn, &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12})
-		if err := tc.HandshakeContext(ctx); err != nil {
-			_ = conn.Close()
-			return nil, err
-		}
-		return tc, nil
 	}
+	tlsDial := tlsDialWith()
 	as := func(bootstrap, pass string, dial func(context.Context, string, string) (net.Conn, error)) *kgo.Client {
 		return e.kafka(t, bootstrap, kgo.Dialer(dial), kgo.SASL(scram.Auth{User: "orders-app", Pass: pass}.AsSha512Mechanism()),
 			kgo.RequestRetries(2), kgo.RecordRetries(2), kgo.ProduceRequestTimeout(5*time.Second))
@@ -147,8 +160,31 @@ func testSecurity(t *testing.T, e *env) {
 			t.Fatalf("a client of the node port listener is told broker %d is at %s, not one of %s", b.NodeID, addr, bc.Status.Listeners[2].BootstrapServers)
 		}
 	}
-	// The operator made the cluster's CA and the brokers' Raft certificate.
-	for _, name := range []string{securedName + "-ca", securedName + "-raft-tls"} {
+	// audit-app's certificate, from the clients CA the operator made and
+	// the pods mount beside the listener's certificate.
+	var auditSecret corev1.Secret
+	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: "audit-app"}, &auditSecret); err != nil {
+		t.Fatal(err)
+	}
+	auditCert, err := tls.X509KeyPair(auditSecret.Data["user.crt"], auditSecret.Data["user.key"])
+	if err != nil {
+		t.Fatalf("audit-app's certificate: %v", err)
+	}
+	withCert := e.kafka(t, bc.Status.Listeners[3].BootstrapServers, kgo.Dialer(tlsDialWith(auditCert)),
+		kgo.RequestRetries(2), kgo.RecordRetries(2), kgo.ProduceRequestTimeout(5*time.Second))
+	if err := produce(withCert, "secured-audit"); err != nil {
+		t.Fatalf("audit-app with its certificate on the mtls listener: %v", err)
+	}
+	if err := produce(withCert, "secured-orders"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("audit-app producing to secured-orders: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	withoutCert := e.kafka(t, bc.Status.Listeners[3].BootstrapServers, kgo.Dialer(tlsDial), kgo.RequestRetries(0))
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx(t), withoutCert); err == nil {
+		t.Fatal("the mtls listener answered a client without a certificate")
+	}
+	// The operator made the cluster's CA, the brokers' Raft certificate
+	// and the clients CA.
+	for _, name := range []string{securedName + "-ca", securedName + "-raft-tls", securedName + "-clients-ca"} {
 		if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{}); err != nil {
 			t.Fatalf("Secret %s: %v", name, err)
 		}
@@ -159,7 +195,7 @@ func testSecurity(t *testing.T, e *env) {
 	}
 
 	// The User first, while its brokers run to forget it; then the rest.
-	for _, obj := range []client.Object{objects[4], objects[2], objects[3], objects[1], objects[0]} {
+	for _, obj := range []client.Object{objects[4], objects[5], objects[2], objects[3], objects[1], objects[0]} {
 		if err := e.kube.Delete(ctx(t), obj); err != nil {
 			t.Fatal(err)
 		}

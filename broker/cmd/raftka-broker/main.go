@@ -50,6 +50,7 @@ func run(args []string) error {
 		sslCA         = fs.String("ssl-ca-file", "", "PEM certificates that sign the client certificates SSL listeners accept (with --ssl-client-auth)")
 		listenerSSL   = fs.String("listener-ssl-dirs", "", "NAME=DIR,... per listener, a directory holding tls.crt, tls.key and optionally ca.crt (a mounted kubernetes.io/tls Secret, as cert-manager writes it), served by that listener instead of --ssl-certificate-file, --ssl-key-file and --ssl-ca-file")
 		sslClientAuth = fs.String("ssl-client-auth", "none", "whether SSL listeners ask clients for a certificate, whose subject is then the connection's principal: none, requested or required (Kafka's ssl.client.auth)")
+		listenerAuth  = fs.String("listener-ssl-client-auth", "", "NAME=MODE,... per SSL listener, --ssl-client-auth's none, requested or required for that listener alone (Kafka's listener.name.NAME.ssl.client.auth)")
 		authorizerOn  = fs.String("authorizer", "none", "acl: check every request against the ACLs kept in the metadata (kafka-acls.sh), Kafka's rules; clients then need a listener other than the inter-broker one (the first), which is trusted and must be reachable only by the brokers and the operator. none: every request is allowed")
 		superUsers    = fs.String("super-users", "", "principals that may do anything with --authorizer acl, as User:NAME;User:NAME (Kafka's super.users)")
 		scramUsersDir = fs.String("scram-users-dir", "", "directory of users' SCRAM-SHA-512 passwords, one file per user named after it (a mounted Secret): their credentials are set in the metadata, and set again whenever they no longer match the file, so a cluster can be administered before anyone could alter its credentials")
@@ -134,6 +135,9 @@ func run(args []string) error {
 	tlsConfig := server.TLSConfig{CertFile: *sslCert, KeyFile: *sslKey, CAFile: *sslCA, ClientAuth: *sslClientAuth}
 	listenerTLS, err := parseListenerSSLDirs(*listenerSSL, kafkaListeners, tlsConfig)
 	if err != nil {
+		return err
+	}
+	if err := parseListenerClientAuth(*listenerAuth, kafkaListeners, tlsConfig, listenerTLS); err != nil {
 		return err
 	}
 	var raftTLS *server.RaftTLS
@@ -263,6 +267,36 @@ func parseListenerSSLDirs(s string, listeners []server.Listener, shared server.T
 		out[name] = files
 	}
 	return out, nil
+}
+
+// parseListenerClientAuth reads --listener-ssl-client-auth into the
+// listeners' TLS settings: a listener without settings of its own gets the
+// shared files with its own client authentication.
+func parseListenerClientAuth(s string, listeners []server.Listener, shared server.TLSConfig, perListener map[string]server.TLSConfig) error {
+	seen := map[string]bool{}
+	for _, part := range splitList(s) {
+		name, mode, ok := strings.Cut(part, "=")
+		name = strings.ToUpper(strings.TrimSpace(name))
+		i := slices.IndexFunc(listeners, func(l server.Listener) bool { return l.Name == name })
+		switch {
+		case !ok || name == "" || mode == "":
+			return fmt.Errorf("--listener-ssl-client-auth %q: want NAME=MODE", part)
+		case i < 0:
+			return fmt.Errorf("--listener-ssl-client-auth: %s is not a listener", name)
+		case listeners[i].Protocol != server.SSL:
+			return fmt.Errorf("--listener-ssl-client-auth: %s is not an SSL listener (SASL_SSL listeners authenticate with SASL)", name)
+		case seen[name]:
+			return fmt.Errorf("--listener-ssl-client-auth: listener %s is named twice", name)
+		}
+		seen[name] = true
+		cfg, own := perListener[name]
+		if !own {
+			cfg = shared
+		}
+		cfg.ClientAuth = mode
+		perListener[name] = cfg
+	}
+	return nil
 }
 
 // advertisedByID picks this broker's entry of --advertised-listeners-by-id.

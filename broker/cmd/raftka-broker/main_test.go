@@ -3,6 +3,8 @@ package main
 import (
 	"strconv"
 	"testing"
+
+	"github.com/raftka/raftka/broker/server"
 )
 
 func TestAdvertisedListenersByID(t *testing.T) {
@@ -23,5 +25,31 @@ func TestAdvertisedListenersByID(t *testing.T) {
 	}
 	if _, err := advertisedByID("x=EXTERNAL://h:1", 0); err == nil {
 		t.Error("a malformed id was taken")
+	}
+}
+
+func TestListenerClientAuth(t *testing.T) {
+	listeners := []server.Listener{{Name: "REPLICATION", Protocol: server.SASLPlaintext}, {Name: "MTLS", Protocol: server.SSL},
+		{Name: "TLS", Protocol: server.SSL}, {Name: "SCRAM", Protocol: server.SASLSSL}}
+	shared := server.TLSConfig{CertFile: "/shared/tls.crt", KeyFile: "/shared/tls.key", ClientAuth: "none"}
+	own := server.TLSConfig{CertFile: "/mtls/tls.crt", KeyFile: "/mtls/tls.key", CAFile: "/mtls/ca.crt", ClientAuth: "none"}
+	perListener := map[string]server.TLSConfig{"MTLS": own}
+	if err := parseListenerClientAuth("mtls=required", listeners, shared, perListener); err != nil {
+		t.Fatal(err)
+	}
+	own.ClientAuth = "required"
+	if perListener["MTLS"] != own {
+		t.Errorf("MTLS: %+v, want its own files asking for a certificate: %+v", perListener["MTLS"], own)
+	}
+	if err := parseListenerClientAuth("TLS=requested", listeners, shared, perListener); err != nil {
+		t.Fatal(err)
+	}
+	if got := perListener["TLS"]; got.CertFile != shared.CertFile || got.ClientAuth != "requested" {
+		t.Errorf("TLS: %+v, want the shared files asking for a certificate", got)
+	}
+	for _, bad := range []string{"SCRAM=required", "REPLICATION=required", "NOPE=required", "MTLS", "TLS=required,TLS=none"} {
+		if err := parseListenerClientAuth(bad, listeners, shared, map[string]server.TLSConfig{}); err == nil {
+			t.Errorf("%q was taken", bad)
+		}
 	}
 }
