@@ -26,44 +26,82 @@ func (r *BrokerClusterReconciler) ensureRaftCertificate(ctx context.Context, c *
 	if !founding.RaftTLS {
 		return "", nil
 	}
-	now := time.Now()
-	ca, err := r.ensureCA(ctx, c, specs.CASecretName(c), fmt.Sprintf("%s.%s raftka CA", c.Name, c.Namespace), now)
+	ca, err := r.ensureClusterCA(ctx, c)
 	if err != nil {
 		return "", err
 	}
-	var current corev1.Secret
-	err = r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.RaftTLSSecretName(c)}, &current)
-	if err != nil && !apierrors.IsNotFound(err) {
+	peer, err := r.ensureIssued(ctx, c, specs.RaftTLSSecretName(c), "the brokers' Raft certificate", ca, specs.RaftPeerNames(c), certs.IssuePeer)
+	if err != nil {
 		return "", err
+	}
+	return specs.ObjectHash(string(peer.Cert)), nil
+}
+
+// ensureListenerCertificate keeps, for a cluster with a TLS listener
+// without a Secret of the user's, the listeners' certificate issued from
+// the cluster's CA, and the CA's certificate alone for clients. A renewal
+// restarts nothing: the brokers read listener certificates again when the
+// mounted Secret changes.
+func (r *BrokerClusterReconciler) ensureListenerCertificate(ctx context.Context, c *raftkav1.BrokerCluster) error {
+	if !specs.IssuesListenerCertificate(c) {
+		return nil
+	}
+	ca, err := r.ensureClusterCA(ctx, c)
+	if err != nil {
+		return err
+	}
+	caCert := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: specs.CACertSecretName(c), Namespace: c.Namespace, Labels: specs.Labels(c)},
+		Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"ca.crt": ca.Cert}}
+	if err := r.apply(ctx, c, caCert); err != nil {
+		return err
+	}
+	_, err = r.ensureIssued(ctx, c, specs.ListenerTLSSecretName(c), "the listeners' certificate", ca, specs.ListenerHosts(c), certs.IssueServer)
+	return err
+}
+
+// ensureIssued keeps in the Secret name a certificate of ca for names
+// (with ca.crt beside it), issued again when it nears its end, lost its
+// key, or another CA or other names are in play; it returns the
+// certificate in service.
+func (r *BrokerClusterReconciler) ensureIssued(ctx context.Context, c *raftkav1.BrokerCluster, name, what string, ca certs.Pair, names []string,
+	issue func(certs.Pair, []string, time.Time) (certs.Pair, error)) (certs.Pair, error) {
+	now := time.Now()
+	var current corev1.Secret
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, &current)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return certs.Pair{}, err
 	}
 	found := err == nil
 	if found && string(current.Data["ca.crt"]) == string(ca.Cert) {
-		peer := certs.Pair{Cert: current.Data[corev1.TLSCertKey], Key: current.Data[corev1.TLSPrivateKeyKey]}
-		ok, why := certs.Usable(peer, ca.Cert, specs.RaftPeerNames(c), now)
+		have := certs.Pair{Cert: current.Data[corev1.TLSCertKey], Key: current.Data[corev1.TLSPrivateKeyKey]}
+		ok, why := certs.Usable(have, ca.Cert, names, now)
 		if ok {
-			return specs.ObjectHash(string(peer.Cert)), nil
+			return have, nil
 		}
-		log.FromContext(ctx).Info("renewing the brokers' Raft certificate", "reason", why)
+		log.FromContext(ctx).Info("renewing a certificate", "certificate", what, "reason", why)
 	}
-	peer, err := certs.IssuePeer(ca, specs.RaftPeerNames(c), now)
+	issued, err := issue(ca, names, now)
 	if err != nil {
-		return "", fmt.Errorf("issue the brokers' Raft certificate: %w", err)
+		return certs.Pair{}, fmt.Errorf("issue %s: %w", what, err)
 	}
-	data := map[string][]byte{"ca.crt": ca.Cert, corev1.TLSCertKey: peer.Cert, corev1.TLSPrivateKeyKey: peer.Key}
+	data := map[string][]byte{"ca.crt": ca.Cert, corev1.TLSCertKey: issued.Cert, corev1.TLSPrivateKeyKey: issued.Key}
 	if found {
 		current.Data = data
 		err = r.Update(ctx, &current)
 	} else {
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: specs.RaftTLSSecretName(c), Namespace: c.Namespace, Labels: specs.Labels(c)},
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: specs.Labels(c)},
 			Type: corev1.SecretTypeTLS, Data: data}
 		if err = controllerutil.SetControllerReference(c, secret, r.Scheme()); err == nil {
 			err = r.Create(ctx, secret)
 		}
 	}
-	if err != nil {
-		return "", err
-	}
-	return specs.ObjectHash(string(peer.Cert)), nil
+	return issued, err
+}
+
+// ensureClusterCA returns the cluster's CA, which signs the brokers' Raft
+// certificate and the listeners' certificate the operator issues.
+func (r *BrokerClusterReconciler) ensureClusterCA(ctx context.Context, c *raftkav1.BrokerCluster) (certs.Pair, error) {
+	return r.ensureCA(ctx, c, specs.CASecretName(c), fmt.Sprintf("%s.%s raftka CA", c.Name, c.Namespace), time.Now())
 }
 
 // ensureClientsCA makes, for a cluster with a listener that authenticates

@@ -102,6 +102,9 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	if err := r.ensureClientsCA(ctx, c); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.ensureListenerCertificate(ctx, c); err != nil {
+		return ctrl.Result{}, err
+	}
 	cm := specs.BuildConfigMap(c, founding)
 	objects := []client.Object{cm, specs.BuildHeadlessService(c), specs.BuildClientService(c), specs.BuildPodDisruptionBudget(c)}
 	for _, obj := range objects {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -207,4 +208,104 @@ func TestTLSUserCertificate(t *testing.T) {
 	if err := produceErr(m.clientOf(t, cl, aliceCert), "orders"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Errorf("alice producing after her deletion: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
+}
+
+// TestListenerCertificateFromTheClusterCA: a TLS listener without a Secret
+// of the user's serves a certificate the operator issues from the
+// cluster's CA for the cluster's names, which clients check against the
+// CA's certificate alone (the key is not in that Secret); the brokers
+// serve it once it is in their listener's directory, with no restart, and
+// a certificate for other names is issued again.
+func TestListenerCertificateFromTheClusterCA(t *testing.T) {
+	ns := newNamespace(t)
+	placeholderCA, _ := certs.NewCA("placeholder", time.Now())
+	placeholder, err := certs.IssueServer(placeholderCA, []string{"placeholder"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFiles := func(pair certs.Pair) {
+		t.Helper()
+		// As the kubelet updates a mounted Secret: each file replaced
+		// whole.
+		for file, data := range map[string][]byte{"tls.crt": pair.Cert, "tls.key": pair.Key} {
+			if err := os.WriteFile(filepath.Join(dir, file+".new"), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(dir, file+".new"), filepath.Join(dir, file)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writeFiles(placeholder)
+	cl := startSecuredWith(t, ns, "issued", func(o *brokertest.Options) {
+		o.Listeners = append(o.Listeners, brokertest.Listener{Name: "TLS", Protocol: "SSL"})
+		o.ExtraFlags = append(o.ExtraFlags, "--listener-ssl-dirs", "TLS="+dir)
+	}, func(c *raftkav1.BrokerCluster) {
+		c.Spec.Listeners = append(c.Spec.Listeners, raftkav1.ListenerSpec{Name: "tls", Port: 9095, TLS: &raftkav1.ListenerTLS{}})
+	})
+	names := []string{"issued." + ns + ".svc", "*.issued-brokers." + ns + ".svc"}
+	var caCert, listenerSecret corev1.Secret
+	var served certs.Pair
+	eventually(t, "the listeners' certificate and the CA's certificate", func() (bool, string) {
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "issued-ca-cert"}, &caCert); err != nil {
+			return false, err.Error()
+		}
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "issued-listener-tls"}, &listenerSecret); err != nil {
+			return false, err.Error()
+		}
+		served = certs.Pair{Cert: listenerSecret.Data[corev1.TLSCertKey], Key: listenerSecret.Data[corev1.TLSPrivateKeyKey]}
+		return certs.Usable(served, caCert.Data["ca.crt"], names, time.Now())
+	})
+	if len(caCert.Data) != 1 {
+		t.Fatalf("the CA's certificate Secret holds %d keys, want ca.crt alone", len(caCert.Data))
+	}
+	eventually(t, "the brokers to mount the listeners' certificate", func() (bool, string) {
+		var sts appsv1.StatefulSet
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "issued"}, &sts); err != nil {
+			return false, err.Error()
+		}
+		return slices.ContainsFunc(sts.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+			return v.Name == "tls-tls" && v.Secret != nil && v.Secret.SecretName == "issued-listener-tls"
+		}), fmt.Sprintf("%+v", sts.Spec.Template.Spec.Volumes)
+	})
+
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caCert.Data["ca.crt"])
+	var addrs []string
+	for _, b := range cl.Brokers {
+		addrs = append(addrs, b.Listeners["TLS"])
+	}
+	client, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DialTLSConfig(&tls.Config{RootCAs: roots, ServerName: "issued." + ns + ".svc"}), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	metadata := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, client)
+		return err
+	}
+	if err := metadata(); err == nil {
+		t.Fatal("the placeholder certificate passed the cluster CA's check")
+	}
+	writeFiles(served)
+	eventually(t, "the brokers serving the operator's certificate", func() (bool, string) {
+		err := metadata()
+		return err == nil, fmt.Sprint(err)
+	})
+
+	// Another CA's certificate in the Secret is issued again.
+	listenerSecret.Data[corev1.TLSCertKey], listenerSecret.Data[corev1.TLSPrivateKeyKey] = placeholder.Cert, placeholder.Key
+	if err := k8s.Update(context.Background(), &listenerSecret); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the listeners' certificate issued again", func() (bool, string) {
+		var renewed corev1.Secret
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "issued-listener-tls"}, &renewed); err != nil {
+			return false, err.Error()
+		}
+		return certs.Usable(certs.Pair{Cert: renewed.Data[corev1.TLSCertKey], Key: renewed.Data[corev1.TLSPrivateKeyKey]}, caCert.Data["ca.crt"], names, time.Now())
+	})
 }

@@ -50,6 +50,17 @@ func NewCA(name string, now time.Time) (Pair, error) {
 // IssuePeer signs, with ca, a certificate for a peer of a mutual TLS
 // transport: it serves the DNS names and authenticates as them.
 func IssuePeer(ca Pair, names []string, now time.Time) (Pair, error) {
+	return issueFor(ca, names, now, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+}
+
+// IssueServer signs, with ca, a certificate that serves the DNS names and
+// authenticates no client: a Kafka listener's, which must not pass for a
+// peer of the Raft transport the same CA guards.
+func IssueServer(ca Pair, names []string, now time.Time) (Pair, error) {
+	return issueFor(ca, names, now, x509.ExtKeyUsageServerAuth)
+}
+
+func issueFor(ca Pair, names []string, now time.Time, usages ...x509.ExtKeyUsage) (Pair, error) {
 	caCert, caKey, err := parse(ca)
 	if err != nil {
 		return Pair{}, fmt.Errorf("the CA: %w", err)
@@ -60,8 +71,7 @@ func IssuePeer(ca Pair, names []string, now time.Time) (Pair, error) {
 	}
 	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: names[0], Organization: []string{"raftka"}},
 		NotBefore: now.Add(-backdate), NotAfter: now.Add(LeafLifetime), DNSNames: names,
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usages}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 	if err != nil {
 		return Pair{}, err

@@ -106,3 +106,26 @@ func TestClientCertificatesAndTheirRenewal(t *testing.T) {
 		}
 	}
 }
+
+func TestServerCertificatesAuthenticateNoClient(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	ca, _ := NewCA("events raftka CA", now)
+	names := []string{"events.kafka.svc", "*.events-brokers.kafka.svc"}
+	server, err := IssueServer(ca, names, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := Usable(server, ca.Cert, names, now); !ok {
+		t.Fatalf("a new certificate is not usable: %s", why)
+	}
+	pair, _ := tls.X509KeyPair(server.Cert, server.Key)
+	leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.Cert)
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "events-0.events-brokers.kafka.svc", CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("serving: %v", err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
+		t.Error("a listener's certificate passes for a Raft peer's")
+	}
+}

@@ -33,6 +33,37 @@ const (
 // (tls.crt, tls.key).
 func CASecretName(c *raftkav1.BrokerCluster) string { return c.Name + "-ca" }
 
+// CACertSecretName is the Secret of the cluster CA's certificate alone
+// (ca.crt), which clients of listeners with the operator's certificates
+// trust; the CA's key stays in CASecretName.
+func CACertSecretName(c *raftkav1.BrokerCluster) string { return c.Name + "-ca-cert" }
+
+// ListenerTLSSecretName is the Secret of the listener certificate the
+// operator issues from the cluster CA (ca.crt, tls.crt, tls.key), for the
+// listeners with tls but no secretName.
+func ListenerTLSSecretName(c *raftkav1.BrokerCluster) string { return c.Name + "-listener-tls" }
+
+// IssuesListenerCertificate tells whether a listener of the cluster serves
+// a certificate the operator issues.
+func IssuesListenerCertificate(c *raftkav1.BrokerCluster) bool {
+	return slices.ContainsFunc(c.Spec.Listeners, func(l raftkav1.ListenerSpec) bool { return l.TLS != nil && l.TLS.SecretName == "" })
+}
+
+// ListenerHosts are the names the operator's listener certificate
+// carries: the client Service and every broker under the headless one.
+func ListenerHosts(c *raftkav1.BrokerCluster) []string {
+	return []string{fmt.Sprintf("%s.%s.svc", ClientServiceName(c), c.Namespace), fmt.Sprintf("*.%s.%s.svc", HeadlessServiceName(c), c.Namespace)}
+}
+
+// listenerTLSSecret is the Secret of a TLS listener's certificate: the
+// user's, or the operator's.
+func listenerTLSSecret(c *raftkav1.BrokerCluster, l raftkav1.ListenerSpec) string {
+	if l.TLS.SecretName != "" {
+		return l.TLS.SecretName
+	}
+	return ListenerTLSSecretName(c)
+}
+
 // ClientsCASecretName is the Secret of the CA that signs the client
 // certificates of tls Users (tls.crt, tls.key): a CA of its own, as the
 // cluster's signs the certificates the Raft transport trusts.
@@ -231,12 +262,12 @@ func listenerVolumes(c *raftkav1.BrokerCluster) ([]corev1.Volume, []corev1.Volum
 		}
 		name := "tls-" + l.Name
 		served := []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: corev1.TLSCertKey}, {Key: corev1.TLSPrivateKeyKey, Path: corev1.TLSPrivateKeyKey}}
-		source := corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: l.TLS.SecretName, Items: served}}
+		source := corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: listenerTLSSecret(c, l), Items: served}}
 		if CertificateAuthentication(l) {
 			// The clients CA beside the listener's certificate, as the
 			// ca.crt the broker checks client certificates against.
 			source = corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: l.TLS.SecretName}, Items: served}},
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: listenerTLSSecret(c, l)}, Items: served}},
 				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: ClientsCASecretName(c)},
 					Items: []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: "ca.crt"}}}},
 			}}}

@@ -164,6 +164,29 @@ func TestCertificateAuthenticationMountsTheClientsCA(t *testing.T) {
 	}
 }
 
+func TestListenerCertificateOfTheOperator(t *testing.T) {
+	c := securedCluster()
+	if IssuesListenerCertificate(c) {
+		t.Fatal("every TLS listener names its Secret, yet the operator would issue one")
+	}
+	c.Spec.Listeners = append(c.Spec.Listeners, raftkav1.ListenerSpec{Name: "issued", Port: 9097, TLS: &raftkav1.ListenerTLS{}})
+	if !IssuesListenerCertificate(c) {
+		t.Fatal("a TLS listener without a Secret gets no certificate")
+	}
+	if got := ListenerHosts(c); !slices.Equal(got, []string{"events.kafka.svc", "*.events-brokers.kafka.svc"}) {
+		t.Errorf("names %v", got)
+	}
+	secrets := map[string]string{}
+	for _, v := range BuildStatefulSet(c, Founding{Voters: 3}, 3, "abc", nil).Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			secrets[v.Name] = v.Secret.SecretName
+		}
+	}
+	if secrets["tls-issued"] != "events-listener-tls" || secrets["tls-secure"] != "events-tls" {
+		t.Errorf("listener Secrets %v", secrets)
+	}
+}
+
 func TestTLSUserPrincipalAndSecret(t *testing.T) {
 	u := &raftkav1.User{}
 	u.Name, u.Namespace = "orders-app", "kafka"

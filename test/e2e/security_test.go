@@ -51,7 +51,8 @@ func testSecurity(t *testing.T, e *env) {
 				Listeners: []raftkav1.ListenerSpec{{Name: "internal", Port: 9092, Authentication: scramOnly},
 					{Name: "tls", Port: 9094, TLS: &raftkav1.ListenerTLS{SecretName: securedName + "-tls"}, Authentication: scramOnly},
 					{Name: "outside", Port: 9096, Type: raftkav1.ListenerNodePort, Authentication: scramOnly},
-					{Name: "mtls", Port: 9095, TLS: &raftkav1.ListenerTLS{SecretName: securedName + "-tls"}, Authentication: &raftkav1.ListenerAuthentication{Type: raftkav1.AuthenticationTLS}}},
+					// The operator's certificate, from the cluster's CA.
+					{Name: "mtls", Port: 9095, TLS: &raftkav1.ListenerTLS{}, Authentication: &raftkav1.ListenerAuthentication{Type: raftkav1.AuthenticationTLS}}},
 				Authorization: &raftkav1.AuthorizationSpec{Type: "simple"},
 				// The e2e node's bridge network does not enforce it; the API
 				// server takes it and the operator writes it.
@@ -109,7 +110,7 @@ func testSecurity(t *testing.T, e *env) {
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca.PEM)
-	tlsDialWith := func(certificates ...tls.Certificate) func(context.Context, string, string) (net.Conn, error) {
+	tlsDialWith := func(roots *x509.CertPool, certificates ...tls.Certificate) func(context.Context, string, string) (net.Conn, error) {
 		return func(ctx context.Context, network, address string) (net.Conn, error) {
 			conn, err := e.dial(ctx, network, address)
 			if err != nil {
@@ -124,7 +125,7 @@ func testSecurity(t *testing.T, e *env) {
 			return tc, nil
 		}
 	}
-	tlsDial := tlsDialWith()
+	tlsDial := tlsDialWith(roots)
 	as := func(bootstrap, pass string, dial func(context.Context, string, string) (net.Conn, error)) *kgo.Client {
 		return e.kafka(t, bootstrap, kgo.Dialer(dial), kgo.SASL(scram.Auth{User: "orders-app", Pass: pass}.AsSha512Mechanism()),
 			kgo.RequestRetries(2), kgo.RecordRetries(2), kgo.ProduceRequestTimeout(5*time.Second))
@@ -161,7 +162,14 @@ func testSecurity(t *testing.T, e *env) {
 		}
 	}
 	// audit-app's certificate, from the clients CA the operator made and
-	// the pods mount beside the listener's certificate.
+	// the pods mount beside the listener's certificate, which the operator
+	// issued: clients check it against the cluster CA's certificate.
+	var clusterCA corev1.Secret
+	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName + "-ca-cert"}, &clusterCA); err != nil {
+		t.Fatal(err)
+	}
+	clusterRoots := x509.NewCertPool()
+	clusterRoots.AppendCertsFromPEM(clusterCA.Data["ca.crt"])
 	var auditSecret corev1.Secret
 	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: "audit-app"}, &auditSecret); err != nil {
 		t.Fatal(err)
@@ -170,7 +178,7 @@ func testSecurity(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("audit-app's certificate: %v", err)
 	}
-	withCert := e.kafka(t, bc.Status.Listeners[3].BootstrapServers, kgo.Dialer(tlsDialWith(auditCert)),
+	withCert := e.kafka(t, bc.Status.Listeners[3].BootstrapServers, kgo.Dialer(tlsDialWith(clusterRoots, auditCert)),
 		kgo.RequestRetries(2), kgo.RecordRetries(2), kgo.ProduceRequestTimeout(5*time.Second))
 	if err := produce(withCert, "secured-audit"); err != nil {
 		t.Fatalf("audit-app with its certificate on the mtls listener: %v", err)
@@ -178,7 +186,7 @@ func testSecurity(t *testing.T, e *env) {
 	if err := produce(withCert, "secured-orders"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("audit-app producing to secured-orders: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
-	withoutCert := e.kafka(t, bc.Status.Listeners[3].BootstrapServers, kgo.Dialer(tlsDial), kgo.RequestRetries(0))
+	withoutCert := e.kafka(t, bc.Status.Listeners[3].BootstrapServers, kgo.Dialer(tlsDialWith(clusterRoots)), kgo.RequestRetries(0))
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx(t), withoutCert); err == nil {
 		t.Fatal("the mtls listener answered a client without a certificate")
 	}
