@@ -61,28 +61,23 @@ func IssueServer(ca Pair, names []string, now time.Time) (Pair, error) {
 }
 
 func issueFor(ca Pair, names []string, now time.Time, usages ...x509.ExtKeyUsage) (Pair, error) {
-	caCert, caKey, err := parse(ca)
-	if err != nil {
-		return Pair{}, fmt.Errorf("the CA: %w", err)
-	}
-	key, serial, err := newKeyAndSerial()
-	if err != nil {
-		return Pair{}, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: names[0], Organization: []string{"raftka"}},
+	return sign(ca, &x509.Certificate{Subject: pkix.Name{CommonName: names[0], Organization: []string{"raftka"}},
 		NotBefore: now.Add(-backdate), NotAfter: now.Add(LeafLifetime), DNSNames: names,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usages}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return Pair{}, err
-	}
-	return encode(der, key)
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usages})
 }
 
 // IssueClient signs, with ca, a client certificate whose subject is only
 // CN=commonName, so that a Kafka listener's principal for it is
 // User:CN=commonName. It authenticates a client and serves nothing.
 func IssueClient(ca Pair, commonName string, now time.Time) (Pair, error) {
+	return sign(ca, &x509.Certificate{Subject: pkix.Name{CommonName: commonName},
+		NotBefore: now.Add(-backdate), NotAfter: now.Add(LeafLifetime),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+}
+
+// sign makes a fresh key and has ca sign tmpl for it, with a random
+// serial.
+func sign(ca Pair, tmpl *x509.Certificate) (Pair, error) {
 	caCert, caKey, err := parse(ca)
 	if err != nil {
 		return Pair{}, fmt.Errorf("the CA: %w", err)
@@ -91,9 +86,7 @@ func IssueClient(ca Pair, commonName string, now time.Time) (Pair, error) {
 	if err != nil {
 		return Pair{}, err
 	}
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: commonName},
-		NotBefore: now.Add(-backdate), NotAfter: now.Add(LeafLifetime),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	tmpl.SerialNumber = serial
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 	if err != nil {
 		return Pair{}, err
