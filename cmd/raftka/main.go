@@ -82,7 +82,7 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 	brokers, output := os.Getenv("RAFTKA_BROKERS"), "table"
 	sec := securityFromEnv()
 	global := map[string]*string{"b": &brokers, "brokers": &brokers, "o": &output, "output": &output}
-	for name, target := range sec.flags() {
+	for name, target := range securityFlags(sec) {
 		global[name] = target
 	}
 	args, err := takeGlobalFlags(args, global)
@@ -106,7 +106,7 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 		_, _ = fmt.Fprintf(errOut, "raftka: -o %s: want table or json\n", output)
 		return exitUsage
 	}
-	connect, err := sec.clientOpts()
+	connect, err := sec.ClientOpts()
 	if err != nil {
 		_, _ = fmt.Fprintln(errOut, "raftka:", err)
 		return exitUsage

@@ -9,6 +9,14 @@
 //	GROUP_ID            consumer group id (required)
 //	TOPIC               comma-separated topics (required)
 //	RECORDS_PER_SECOND  processing rate of this consumer; 0 means as fast as it can
+//
+// and, for a listener that is not PLAINTEXT, Kafka's client settings:
+//
+//	SECURITY_PROTOCOL     PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (inferred when unset)
+//	SASL_MECHANISM        SCRAM-SHA-512 (the default), SCRAM-SHA-256 or PLAIN
+//	SASL_USERNAME         a User's username, and SASL_PASSWORD its password
+//	SSL_CA_FILE           PEM certificates to trust (the cluster's ca.crt)
+//	SSL_CERTIFICATE_FILE  a tls User's user.crt, and SSL_KEY_FILE its user.key
 package main
 
 import (
@@ -23,6 +31,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/raftka/raftka/internal/clientsecurity"
 )
 
 type config struct {
@@ -30,6 +40,7 @@ type config struct {
 	group            string
 	topics           []string
 	recordsPerSecond int
+	security         clientsecurity.Settings
 }
 
 func main() {
@@ -52,9 +63,15 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		brokers: splitList(getenv("BOOTSTRAP_SERVERS")),
 		group:   getenv("GROUP_ID"),
 		topics:  splitList(getenv("TOPIC")),
+		security: clientsecurity.Settings{Protocol: getenv("SECURITY_PROTOCOL"), Mechanism: getenv("SASL_MECHANISM"),
+			Username: getenv("SASL_USERNAME"), Password: getenv("SASL_PASSWORD"),
+			CAFile: getenv("SSL_CA_FILE"), CertFile: getenv("SSL_CERTIFICATE_FILE"), KeyFile: getenv("SSL_KEY_FILE")},
 	}
 	if len(cfg.brokers) == 0 || cfg.group == "" || len(cfg.topics) == 0 {
 		return cfg, fmt.Errorf("BOOTSTRAP_SERVERS, GROUP_ID and TOPIC are required")
+	}
+	if _, err := cfg.security.ClientOpts(); err != nil {
+		return cfg, err
 	}
 	if s := getenv("RECORDS_PER_SECOND"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -81,7 +98,11 @@ func splitList(s string) []string {
 // another member only with its progress committed: at-least-once without
 // re-processing more than one poll after a rebalance.
 func run(ctx context.Context, log *slog.Logger, cfg config) error {
-	cl, err := kgo.NewClient(
+	security, err := cfg.security.ClientOpts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(security,
 		kgo.SeedBrokers(cfg.brokers...),
 		kgo.ConsumerGroup(cfg.group),
 		kgo.ConsumeTopics(cfg.topics...),
@@ -90,7 +111,7 @@ func run(ctx context.Context, log *slog.Logger, cfg config) error {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.MetadataMinAge(time.Second),
-	)
+	)...)
 	if err != nil {
 		return err
 	}

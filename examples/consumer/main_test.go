@@ -3,6 +3,8 @@ package main
 import (
 	"reflect"
 	"testing"
+
+	"github.com/raftka/raftka/internal/clientsecurity"
 )
 
 func TestConfigFromEnv(t *testing.T) {
@@ -22,6 +24,16 @@ func TestConfigFromEnv(t *testing.T) {
 			env:  map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g", "TOPIC": "t"},
 			want: config{brokers: []string{"a:9092"}, group: "g", topics: []string{"t"}},
 		},
+		{
+			name: "SCRAM over TLS",
+			env: map[string]string{"BOOTSTRAP_SERVERS": "a:9094", "GROUP_ID": "g", "TOPIC": "t", "SECURITY_PROTOCOL": "SASL_SSL",
+				"SASL_USERNAME": "orders-app", "SASL_PASSWORD": "pw"},
+			want: config{brokers: []string{"a:9094"}, group: "g", topics: []string{"t"},
+				security: clientsecurity.Settings{Protocol: "SASL_SSL", Username: "orders-app", Password: "pw"}},
+		},
+		{name: "SASL without a user", env: map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g", "TOPIC": "t", "SECURITY_PROTOCOL": "SASL_SSL"}, wantErr: true},
+		{name: "unknown protocol", env: map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g", "TOPIC": "t", "SECURITY_PROTOCOL": "TLS"}, wantErr: true},
+		{name: "CA file missing", env: map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g", "TOPIC": "t", "SSL_CA_FILE": "/nonexistent/ca.crt"}, wantErr: true},
 		{name: "missing topic", env: map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g"}, wantErr: true},
 		{name: "negative rate", env: map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g", "TOPIC": "t", "RECORDS_PER_SECOND": "-1"}, wantErr: true},
 		{name: "rate not a number", env: map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g", "TOPIC": "t", "RECORDS_PER_SECOND": "fast"}, wantErr: true},

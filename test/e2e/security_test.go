@@ -14,15 +14,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
@@ -36,7 +39,8 @@ const securedName = "secured"
 // TLS listener's certificate from a Secret; the operator administers it
 // as its own super user; a User's generated password works over TLS and
 // SCRAM, only for what its ACLs allow; a tls User's certificate, from the
-// clients CA the pods mount, works on a listener with tls authentication.
+// clients CA the pods mount, works on a listener with tls authentication,
+// for a test client and for the example consumer in a pod.
 func testSecurity(t *testing.T, e *env) {
 	ca := brokertest.NewCA(t)
 	cert, key := ca.IssueServer(t, 2, securedName+"."+namespace+".svc", "*."+securedName+"-brokers."+namespace+".svc")
@@ -69,7 +73,8 @@ func testSecurity(t *testing.T, e *env) {
 			Spec: raftkav1.UserSpec{ClusterRef: raftkav1.ClusterReference{Name: securedName},
 				Authentication: raftkav1.UserAuthentication{Type: raftkav1.AuthenticationTLS},
 				Authorization: &raftkav1.UserAuthorization{ACLs: []raftkav1.ACLRule{
-					{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceTopic, Name: "secured-audit"}, Operations: []raftkav1.ACLOperation{"Write", "Describe"}},
+					{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceTopic, Name: "secured-audit"}, Operations: []raftkav1.ACLOperation{"Write", "Describe", "Read"}},
+					{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceGroup, Name: "audit-", PatternType: raftkav1.ACLPatternPrefix}, Operations: []raftkav1.ACLOperation{"Read"}},
 					{Resource: raftkav1.ACLResource{Type: raftkav1.ACLResourceCluster}, Operations: []raftkav1.ACLOperation{"IdempotentWrite"}},
 				}}}},
 	}
@@ -190,6 +195,24 @@ func testSecurity(t *testing.T, e *env) {
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx(t), withoutCert); err == nil {
 		t.Fatal("the mtls listener answered a client without a certificate")
 	}
+	// The example consumer, in a pod, as audit-app: its certificate and the
+	// cluster CA's from the Secrets the operator wrote.
+	consumer := auditConsumer(bc.Status.Listeners[3].BootstrapServers)
+	if err := e.kube.Create(ctx(t), consumer); err != nil {
+		t.Fatal(err)
+	}
+	auditAdmin := kadm.NewClient(withCert)
+	eventually(t, 2*time.Minute, "the example consumer to commit secured-audit's records over mTLS", func() (bool, string) {
+		offsets, err := auditAdmin.FetchOffsets(ctx(t), "audit-consumers")
+		if err != nil {
+			return false, err.Error()
+		}
+		o, ok := offsets.Lookup("secured-audit", 0)
+		return ok && o.At == 1, fmt.Sprintf("%+v", offsets)
+	})
+	if err := e.kube.Delete(ctx(t), consumer); err != nil {
+		t.Fatal(err)
+	}
 	// The operator made the cluster's CA, the brokers' Raft certificate
 	// and the clients CA.
 	for _, name := range []string{securedName + "-ca", securedName + "-raft-tls", securedName + "-clients-ca"} {
@@ -214,6 +237,33 @@ func testSecurity(t *testing.T, e *env) {
 			})
 		}
 	}
+}
+
+// auditConsumer is the example consumer as the tls User audit-app, on the
+// mtls listener at bootstrap.
+func auditConsumer(bootstrap string) *appsv1.Deployment {
+	labels := map[string]string{"app": "audit-consumer"}
+	files := []corev1.VolumeProjection{
+		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "audit-app"},
+			Items: []corev1.KeyToPath{{Key: "user.crt", Path: "user.crt"}, {Key: "user.key", Path: "user.key"}}}},
+		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: securedName + "-ca-cert"},
+			Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+	}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "audit-consumer", Namespace: namespace},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				TerminationGracePeriodSeconds: ptr.To[int64](5),
+				Volumes:                       []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: files}}}},
+				Containers: []corev1.Container{{Name: "consumer", Image: consumerImage, ImagePullPolicy: corev1.PullIfNotPresent,
+					Env: []corev1.EnvVar{{Name: "BOOTSTRAP_SERVERS", Value: bootstrap}, {Name: "GROUP_ID", Value: "audit-consumers"},
+						{Name: "TOPIC", Value: "secured-audit"}, {Name: "SECURITY_PROTOCOL", Value: "SSL"},
+						{Name: "SSL_CA_FILE", Value: "/etc/kafka/ca.crt"}, {Name: "SSL_CERTIFICATE_FILE", Value: "/etc/kafka/user.crt"},
+						{Name: "SSL_KEY_FILE", Value: "/etc/kafka/user.key"}},
+					VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/etc/kafka", ReadOnly: true}},
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}},
+				}},
+			}}}}
 }
 
 func secureTopic(name string) *raftkav1.Topic {
