@@ -23,7 +23,10 @@ const (
 	backdate       = time.Hour
 	serialBits     = 128
 	pemCertificate = "CERTIFICATE"
-	pemECKey       = "EC PRIVATE KEY"
+	// Keys are PKCS#8, which every Kafka client reads (the Java client's
+	// PEM key store takes no other); keys an older operator wrote as SEC 1
+	// ("EC PRIVATE KEY") are still read, so that they stay in service.
+	pemKey         = "PRIVATE KEY"
 )
 
 // Pair is a certificate and its key, PEM encoded.
@@ -157,12 +160,12 @@ func newKeyAndSerial() (*ecdsa.PrivateKey, *big.Int, error) {
 }
 
 func encode(der []byte, key *ecdsa.PrivateKey) (Pair, error) {
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return Pair{}, err
 	}
 	return Pair{Cert: pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der}),
-		Key: pem.EncodeToMemory(&pem.Block{Type: pemECKey, Bytes: keyDER})}, nil
+		Key: pem.EncodeToMemory(&pem.Block{Type: pemKey, Bytes: keyDER})}, nil
 }
 
 func parse(p Pair) (*x509.Certificate, *ecdsa.PrivateKey, error) {
@@ -175,7 +178,7 @@ func parse(p Pair) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := x509.ParseECPrivateKey(keyBlock.Bytes)
+	key, err := parseKey(keyBlock.Bytes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -184,4 +187,16 @@ func parse(p Pair) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 		return nil, nil, errors.New("the key is not the certificate's")
 	}
 	return cert, key, nil
+}
+
+// parseKey reads a PKCS#8 or SEC 1 EC key.
+func parseKey(der []byte) (*ecdsa.PrivateKey, error) {
+	if key, err := x509.ParsePKCS8PrivateKey(der); err == nil {
+		ec, ok := key.(*ecdsa.PrivateKey)
+		if !ok {
+			return nil, errors.New("the key is not an ECDSA key")
+		}
+		return ec, nil
+	}
+	return x509.ParseECPrivateKey(der)
 }

@@ -1,8 +1,10 @@
 package certs
 
 import (
+	"crypto/ecdsa"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +129,34 @@ func TestServerCertificatesAuthenticateNoClient(t *testing.T) {
 	}
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
 		t.Error("a listener's certificate passes for a Raft peer's")
+	}
+}
+
+func TestKeysArePKCS8AndOlderSEC1KeysStillServe(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	ca, _ := NewCA("events raftka CA", now)
+	names := []string{"*.events-brokers.kafka.svc"}
+	peer, _ := IssuePeer(ca, names, now)
+	for name, key := range map[string][]byte{"the CA's": ca.Key, "a peer's": peer.Key} {
+		if block, _ := pem.Decode(key); block == nil || block.Type != "PRIVATE KEY" {
+			t.Errorf("%s key is not PKCS#8, which the Java client's PEM key store needs", name)
+		}
+	}
+	// The same keys as an older operator wrote them.
+	sec1 := func(p Pair) Pair {
+		block, _ := pem.Decode(p.Key)
+		key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, _ := x509.MarshalECPrivateKey(key.(*ecdsa.PrivateKey))
+		return Pair{Cert: p.Cert, Key: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})}
+	}
+	oldCA, oldPeer := sec1(ca), sec1(peer)
+	if ok, why := Usable(oldPeer, oldCA.Cert, names, now); !ok {
+		t.Errorf("a SEC 1 key of an older operator is not usable: %s", why)
+	}
+	if _, err := IssuePeer(oldCA, names, now); err != nil {
+		t.Errorf("a CA with a SEC 1 key does not sign: %v", err)
 	}
 }
