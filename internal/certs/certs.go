@@ -26,7 +26,7 @@ const (
 	// Keys are PKCS#8, which every Kafka client reads (the Java client's
 	// PEM key store takes no other); keys an older operator wrote as SEC 1
 	// ("EC PRIVATE KEY") are still read, so that they stay in service.
-	pemKey         = "PRIVATE KEY"
+	pemKey = "PRIVATE KEY"
 )
 
 // Pair is a certificate and its key, PEM encoded.
