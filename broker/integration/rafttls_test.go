@@ -3,8 +3,12 @@ package integration
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +18,9 @@ import (
 // TestRaftMutualTLS: brokers whose Raft transport is mutual TLS form their
 // groups, replicate, and catch a restarted broker up; the transport takes
 // a peer with a certificate of the cluster's CA, and refuses one without a
-// certificate or with another CA's.
+// certificate or with another CA's. The HTTP endpoint's join, which
+// changes the metadata group's membership, refuses a caller without such
+// a certificate, and a broker that lost its disk joins again through it.
 func TestRaftMutualTLS(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, RaftTLS: true})
 	c.CreateTopic("tls-raft", 1, 3, nil)
@@ -67,4 +73,59 @@ func TestRaftMutualTLS(t *testing.T) {
 	if !refused(&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{impostor}}) {
 		t.Error("the Raft transport took a certificate another CA signed")
 	}
+
+	// A forged join for broker 2 would replace its node in the metadata
+	// group by one at the caller's address.
+	forged := `{"broker": {"ID": 2, "Host": "127.0.0.1", "Port": 1, "RaftAddr": "127.0.0.1:1", "Incarnation": "forged"}}`
+	for scheme, client := range map[string]*http.Client{
+		"http":  {Timeout: 20 * time.Second},
+		"https": {Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}},
+	} {
+		resp, err := client.Post(scheme+"://"+c.Brokers[0].HTTPAddr+"/internal/join", "application/json", strings.NewReader(forged))
+		if err != nil {
+			t.Fatalf("join over %s: %v", scheme, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("a join over %s without a Raft certificate: %s, want 403", scheme, resp.Status)
+		}
+	}
+	if inc, gen := recordedIncarnation(t, c, 2); inc == "forged" || gen != 0 {
+		t.Fatalf("the metadata records broker 2 as incarnation %q of generation %d after a forged join", inc, gen)
+	}
+
+	// A broker that lost its disk asks the others, over HTTPS with its
+	// Raft certificate, whether the cluster exists and to join it.
+	c.Kill(2)
+	c.LoseDisk(2)
+	c.Restart(2)
+	c.WaitReady(2)
+	if _, gen := recordedIncarnation(t, c, 2); gen != 1 {
+		t.Errorf("the broker that lost its disk is generation %d, want 1", gen)
+	}
+	waitFor(t, 60*time.Second, "the new incarnation to catch up over TLS", func() bool {
+		hw, ok := c.Metric(2, "raftka_partition_high_watermark", `topic="tls-raft"`)
+		return ok && hw == 60
+	})
+}
+
+// recordedIncarnation is broker id's incarnation and generation as broker
+// 0's metadata records them, asked over plain HTTP as the operator asks.
+func recordedIncarnation(t *testing.T, c *brokertest.Cluster, id int) (string, uint32) {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://%s/internal/identity?broker=%d", c.Brokers[0].HTTPAddr, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var answer struct {
+		Asked *struct {
+			Incarnation string
+			Generation  uint32
+		} `json:"asked"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || answer.Asked == nil {
+		t.Fatalf("identity of broker %d: %v %+v", id, err, answer)
+	}
+	return answer.Asked.Incarnation, answer.Asked.Generation
 }

@@ -65,6 +65,8 @@ type Broker struct {
 	leaders  *leaderEvents
 	free     freeSpace
 	peers    peerClients
+	// peerHTTP: brokers' calls to each other's HTTP endpoint.
+	peerHTTP *peerHTTP
 	progress followerProgress
 
 	listeners []*kafkaListener
@@ -139,6 +141,10 @@ func Start(cfg Config) (*Broker, error) {
 	b.legacyData = found == identity.Legacy
 	// The HTTP endpoints start first: voters starting on empty disks ask
 	// each other whether the cluster exists before any of them starts Raft.
+	if b.peerHTTP, err = newPeerHTTP(cfg.RaftTLS, b.log); err != nil {
+		cancel()
+		return nil, fmt.Errorf("raft TLS files: %w", err)
+	}
 	if cfg.HTTPListen != "" {
 		hl, err := net.Listen("tcp", cfg.HTTPListen)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -30,19 +31,21 @@ func (b *Broker) serveHTTP(ctx context.Context, ln net.Listener) {
 	mux.Handle("/metrics", b.afterStart(promhttp.HandlerFor(b.metrics.registry, promhttp.HandlerOpts{})))
 	mux.Handle("/readyz", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.Readiness()) })))
 	mux.Handle("/safe-to-restart", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.SafeToRestart()) })))
-	mux.Handle("POST /internal/join", b.afterStart(http.HandlerFunc(b.handleJoin)))
-	mux.Handle("GET /internal/replica", b.afterStart(http.HandlerFunc(b.handleReplica)))
+	mux.Handle("POST /internal/join", b.peerHTTP.onlyPeers(b.afterStart(http.HandlerFunc(b.handleJoin))))
+	mux.Handle("GET /internal/replica", b.peerHTTP.onlyPeers(b.afterStart(http.HandlerFunc(b.handleReplica))))
 	if b.cfg.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// A refused handshake (a scanner, a client of another CA) is the
+	// caller's business; it is logged at debug.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
 	go func() {
 		<-ctx.Done()
 		srv.Close()
 	}()
-	_ = srv.Serve(ln)
+	_ = srv.Serve(b.peerHTTP.listen(ln))
 }
 
 // afterStart answers 503 until the broker's Raft runs.

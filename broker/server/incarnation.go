@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"time"
@@ -101,9 +102,9 @@ func (b *Broker) handleIdentity(w http.ResponseWriter, r *http.Request) {
 // whose metadata node left the group. A broker that no peer answers
 // starts, and its registration is refused if it was replaced.
 func (b *Broker) checkNotReplaced(ctx context.Context) error {
-	client := &http.Client{Timeout: time.Second}
+	client := b.peerHTTP.client(time.Second)
 	for _, addr := range b.cfg.JoinAddresses {
-		a, err := peerIdentity(ctx, client, addr, b.cfg.ID)
+		a, err := b.peerIdentity(ctx, client, addr, b.cfg.ID)
 		if err != nil || a.BrokerID == b.cfg.ID {
 			continue
 		}
@@ -137,12 +138,12 @@ func (b *Broker) replacedError(current uint32) error {
 // voters may be brokers other than the founders. An address whose host
 // does not exist (a broker pod that was never created) cannot.
 func (b *Broker) foundOrJoin(ctx context.Context) (bool, error) {
-	client := &http.Client{Timeout: time.Second}
+	client := b.peerHTTP.client(time.Second)
 	for attempt := 0; ; attempt++ {
 		answered := map[int32]bool{}
 		var silent []string
 		for _, addr := range b.cfg.JoinAddresses {
-			a, err := peerIdentity(ctx, client, addr, b.cfg.ID)
+			a, err := b.peerIdentity(ctx, client, addr, b.cfg.ID)
 			var dnsErr *net.DNSError
 			switch {
 			case err != nil && errors.As(err, &dnsErr) && dnsErr.IsNotFound:
@@ -177,9 +178,9 @@ func (b *Broker) foundOrJoin(ctx context.Context) (bool, error) {
 	}
 }
 
-func peerIdentity(ctx context.Context, client *http.Client, addr string, asked int32) (identityAnswer, error) {
+func (b *Broker) peerIdentity(ctx context.Context, client *http.Client, addr string, asked int32) (identityAnswer, error) {
 	var a identityAnswer
-	err := getPeerJSON(ctx, client, fmt.Sprintf("http://%s/internal/identity?broker=%d", addr, asked), &a)
+	err := getPeerJSON(ctx, client, b.peerHTTP.url(addr, "/internal/identity", url.Values{"broker": {strconv.Itoa(int(asked))}}), &a)
 	return a, err
 }
 
@@ -229,10 +230,10 @@ func (b *Broker) join(ctx context.Context) error {
 		return err
 	}
 	body, _ := json.Marshal(joinRequest{Broker: self})
-	client := &http.Client{Timeout: 20 * time.Second}
+	client := b.peerHTTP.client(20 * time.Second)
 	for attempt := 0; ; attempt++ {
 		for _, addr := range b.cfg.JoinAddresses {
-			ans, err := postJoin(ctx, client, addr, body)
+			ans, err := postJoin(ctx, client, b.peerHTTP.url(addr, "/internal/join", nil), body)
 			if err == nil {
 				b.selfMu.Lock()
 				b.self.Generation, b.self.ClusterID, b.self.Registered = ans.Generation, ans.ClusterID, true
@@ -254,8 +255,8 @@ func (b *Broker) join(ctx context.Context) error {
 	}
 }
 
-func postJoin(ctx context.Context, client *http.Client, addr string, body []byte) (joinAnswer, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/internal/join", bytes.NewReader(body))
+func postJoin(ctx context.Context, client *http.Client, endpoint string, body []byte) (joinAnswer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
 		return joinAnswer{}, err
 	}

@@ -137,14 +137,14 @@ type hostedReplica struct {
 // that does not answer, or whose replica is not the node the metadata
 // gives it, is left out and named in missing.
 func (r *recoveries) gather(ctx context.Context, shard uint64, replicas []hostedReplica) (states []replicaLogState, missing []int32) {
-	client := &http.Client{Timeout: 3 * time.Second}
+	client := r.b.peerHTTP.client(3 * time.Second)
 	for _, h := range replicas {
 		var st replicaLogState
 		var ok bool
 		if h.broker == r.b.cfg.ID {
 			st, ok = r.localState(shard)
 		} else if h.httpAddr != "" {
-			st, ok = peerReplicaState(ctx, client, h.httpAddr, shard)
+			st, ok = r.peerReplicaState(ctx, client, h.httpAddr, shard)
 		}
 		if !ok || st.Node != h.node {
 			missing = append(missing, h.broker)
@@ -155,10 +155,9 @@ func (r *recoveries) gather(ctx context.Context, shard uint64, replicas []hosted
 	return states, missing
 }
 
-func peerReplicaState(ctx context.Context, client *http.Client, addr string, shard uint64) (replicaLogState, bool) {
-	u := url.URL{Scheme: "http", Host: addr, Path: "/internal/replica", RawQuery: "shard=" + strconv.FormatUint(shard, 10)}
+func (r *recoveries) peerReplicaState(ctx context.Context, client *http.Client, addr string, shard uint64) (replicaLogState, bool) {
 	var st replicaLogState
-	return st, getPeerJSON(ctx, client, u.String(), &st) == nil
+	return st, getPeerJSON(ctx, client, r.b.peerHTTP.url(addr, "/internal/replica", url.Values{"shard": {strconv.FormatUint(shard, 10)}}), &st) == nil
 }
 
 // force runs a forced recovery of a partition and waits until it is done,

@@ -59,7 +59,7 @@ func run(args []string) error {
 		quotaSample   = fs.Duration("quota-window-size", time.Second, "length of each client quota sample (Kafka's quota.window.size.seconds)")
 		sessionLife   = fs.Duration("sasl-session-lifetime", 0, "how long a SASL authentication holds before the client must re-authenticate on its connection (Kafka's connections.max.reauth.ms, KIP-368); 0: for the connection's life")
 		raftAddr      = fs.String("raft-address", "127.0.0.1:19092", "host:port of this broker's Raft transport; must stay the same across restarts")
-		raftCA        = fs.String("raft-tls-ca-file", "", "PEM CA that signs the brokers' Raft certificates: with --raft-tls-cert-file and --raft-tls-key-file, the Raft transport is mutual TLS and accepts only peers with a certificate the CA signed, naming the host of their --raft-address. Every broker of a cluster must have it, or none")
+		raftCA        = fs.String("raft-tls-ca-file", "", "PEM CA that signs the brokers' Raft certificates: with --raft-tls-cert-file and --raft-tls-key-file, the Raft transport is mutual TLS and accepts only peers with a certificate the CA signed, naming the host of their --raft-address, and the HTTP endpoint serves HTTPS beside HTTP and its join and replica endpoints only to such peers. Every broker of a cluster must have it, or none")
 		raftCert      = fs.String("raft-tls-cert-file", "", "PEM certificate this broker presents on the Raft transport")
 		raftKey       = fs.String("raft-tls-key-file", "", "PEM key of --raft-tls-cert-file")
 		raftListen    = fs.String("raft-listen", "", "address the Raft transport binds, such as 0.0.0.0:9093 (default: --raft-address)")
