@@ -2,6 +2,8 @@ package brokertest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +62,10 @@ type Options struct {
 	// RaftTLS makes the Raft transport mutual TLS, with certificates of a
 	// CA of the cluster's own (Cluster.RaftCA).
 	RaftTLS bool
+	// InterBrokerTLS makes the first listener SASL_SSL, with InterBrokerUser:
+	// its certificate is of a CA of the cluster's own (Cluster.ListenerCA),
+	// which the brokers, Client and Admin trust.
+	InterBrokerTLS bool
 }
 
 // Listener is a named Kafka listener with its security protocol.
@@ -95,8 +101,11 @@ type Cluster struct {
 	listeners   []Listener
 	interBroker *User
 	// RaftCA signed the brokers' Raft certificates, with Options.RaftTLS.
-	RaftCA  *CA
-	Brokers []*Broker
+	RaftCA *CA
+	// ListenerCA signed the inter-broker listener's certificate, with
+	// Options.InterBrokerTLS.
+	ListenerCA *CA
+	Brokers    []*Broker
 }
 
 var (
@@ -159,6 +168,23 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 		c.flags = append([]string{"--raft-tls-ca-file", filepath.Join(dir, "ca.crt"), "--raft-tls-cert-file", filepath.Join(dir, "tls.crt"),
 			"--raft-tls-key-file", filepath.Join(dir, "tls.key")}, c.flags...)
+	}
+	if opts.InterBrokerTLS {
+		if opts.InterBrokerUser == nil {
+			t.Fatal("brokertest: InterBrokerTLS needs an InterBrokerUser")
+		}
+		c.ListenerCA = NewCA(t)
+		cert, key := c.ListenerCA.Issue(t, 2, "broker", false)
+		dir := filepath.Join(root, "inter-broker-tls")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for name, data := range map[string][]byte{"ca.crt": c.ListenerCA.PEM, "tls.crt": cert, "tls.key": key} {
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.flags = append([]string{"--listener-ssl-dirs", "PLAINTEXT=" + dir, "--inter-broker-ssl-ca-file", filepath.Join(dir, "ca.crt")}, c.flags...)
 	}
 	if u := opts.InterBrokerUser; u != nil {
 		users := filepath.Join(root, "users")
@@ -244,7 +270,10 @@ func (c *Cluster) listenerFlags(b *Broker) []string {
 		return []string{"--listen", b.KafkaAddr}
 	}
 	listeners, protocols := []string{"PLAINTEXT://" + b.KafkaAddr}, []string{"PLAINTEXT:PLAINTEXT"}
-	if c.interBroker != nil {
+	switch {
+	case c.ListenerCA != nil:
+		protocols[0] = "PLAINTEXT:SASL_SSL"
+	case c.interBroker != nil:
 		protocols[0] = "PLAINTEXT:SASL_PLAINTEXT"
 	}
 	for _, l := range c.listeners {
@@ -507,6 +536,11 @@ func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
 	base := []kgo.Opt{kgo.SeedBrokers(c.AllAddrs()...)}
 	if u := c.interBroker; u != nil {
 		base = append(base, kgo.SASL(scram.Auth{User: u.Name, Pass: u.Password}.AsSha512Mechanism()))
+	}
+	if c.ListenerCA != nil {
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(c.ListenerCA.PEM)
+		base = append(base, kgo.DialTLSConfig(&tls.Config{RootCAs: roots}))
 	}
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {

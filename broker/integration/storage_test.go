@@ -33,12 +33,16 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // snapshot, fetching from its peers only the records it lacks, and then
 // holds them all; also where the brokers authenticate to each other
 // (SASL_PLAINTEXT inter-broker listener, ACL authorizer on), as the
-// operator runs them.
+// operator runs them, and where they do so over TLS (SASL_SSL).
 func TestLaggingReplicaCatchesUpFromSnapshot(t *testing.T) {
 	t.Run("plaintext", func(t *testing.T) { testSnapshotCatchUp(t, brokertest.Options{}) })
 	t.Run("authenticated", func(t *testing.T) {
 		testSnapshotCatchUp(t, brokertest.Options{InterBrokerUser: &brokertest.User{Name: "raftka-broker", Password: "inter-broker-secret"},
 			ExtraFlags: []string{"--authorizer", "acl"}})
+	})
+	t.Run("authenticated over TLS", func(t *testing.T) {
+		testSnapshotCatchUp(t, brokertest.Options{InterBrokerUser: &brokertest.User{Name: "raftka-broker", Password: "inter-broker-secret"},
+			InterBrokerTLS: true, ExtraFlags: []string{"--authorizer", "acl"}})
 	})
 }
 

@@ -126,6 +126,12 @@ func Start(cfg Config) (*Broker, error) {
 	b.recoveries = newRecoveries(b)
 	b.throttle = newReplicationThrottle(b)
 	b.peers.b = b
+	if cfg.Listeners[0].Protocol.tls() {
+		if _, err := b.peers.dialTLS(); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	b.liveness = newLiveness(cfg.ID)
 	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
 	b.metrics = newMetrics(b)

@@ -2,9 +2,12 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -120,6 +123,13 @@ func (c *peerClients) client(id int32) (*kgo.Client, error) {
 			return scram.Auth{User: user, Pass: passwords[user]}, nil
 		})))
 	}
+	if c.b.cfg.Listeners[0].Protocol.tls() {
+		config, err := c.dialTLS()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(config))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
@@ -129,6 +139,22 @@ func (c *peerClients) client(id int32) (*kgo.Client, error) {
 	}
 	c.byAddr[addr] = cl
 	return cl, nil
+}
+
+// dialTLS is how a broker dials its peers' SASL_SSL inter-broker
+// listener: trusting the certificates of InterBrokerCAFile for the host it
+// dials. The file is read for each new client, so a bundle that gained a
+// new CA serves the next ones.
+func (c *peerClients) dialTLS() (*tls.Config, error) {
+	caPEM, err := os.ReadFile(c.b.cfg.InterBrokerCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("inter-broker CA: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("inter-broker CA file %s holds no PEM certificate", c.b.cfg.InterBrokerCAFile)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}, nil
 }
 
 func (c *peerClients) closeAll() {

@@ -48,11 +48,16 @@ type Config struct {
 	// (scramusers.go); empty: none.
 	ScramUsersDir string
 	// InterBrokerUser is who the brokers authenticate as on a
-	// SASL_PLAINTEXT inter-broker listener (SCRAM-SHA-512, its password
-	// from ScramUsersDir); empty with a PLAINTEXT one.
+	// SASL_PLAINTEXT or SASL_SSL inter-broker listener (SCRAM-SHA-512,
+	// its password from ScramUsersDir); empty with a PLAINTEXT one.
 	InterBrokerUser string
-	RaftAddr        string // host:port of this broker's Raft transport, stable across restarts
-	RaftListen      string // host:port the Raft transport binds; RaftAddr when empty
+	// InterBrokerCAFile holds the certificates the brokers trust for a
+	// SASL_SSL inter-broker listener's certificate, which must name the
+	// host each broker advertises on it (Kafka's ssl.truststore for the
+	// brokers' own connections).
+	InterBrokerCAFile string
+	RaftAddr          string // host:port of this broker's Raft transport, stable across restarts
+	RaftListen        string // host:port the Raft transport binds; RaftAddr when empty
 	// RaftTLS, when set, makes the Raft transport mutual TLS: each broker
 	// presents its certificate and accepts only peers whose certificate
 	// the CA signed, so that nothing but a broker can speak Raft to it.
@@ -177,14 +182,18 @@ func (c *Config) validate() error {
 	if len(c.Listeners) == 0 {
 		return fmt.Errorf("a Kafka listener is required")
 	}
-	switch p := c.Listeners[0].Protocol; {
-	case p == SASLPlaintext && (c.InterBrokerUser == "" || c.ScramUsersDir == ""):
-		return fmt.Errorf("the inter-broker listener %s (the first) is SASL_PLAINTEXT: the brokers authenticate on it as --inter-broker-user, whose password is in --scram-users-dir", c.Listeners[0].Name)
-	case p == SASLPlaintext:
-	case p != Plaintext:
-		return fmt.Errorf("the inter-broker listener %s (the first) must be PLAINTEXT or SASL_PLAINTEXT: brokers do not yet speak TLS to each other", c.Listeners[0].Name)
+	switch inter, p := c.Listeners[0].Name, c.Listeners[0].Protocol; {
+	case p == SSL:
+		return fmt.Errorf("the inter-broker listener %s (the first) must be PLAINTEXT, SASL_PLAINTEXT or SASL_SSL: brokers do not authenticate to each other with certificates", inter)
+	case p.sasl() && (c.InterBrokerUser == "" || c.ScramUsersDir == ""):
+		return fmt.Errorf("the inter-broker listener %s (the first) is %s: the brokers authenticate on it as --inter-broker-user, whose password is in --scram-users-dir", inter, p)
+	case p == SASLSSL && c.InterBrokerCAFile == "":
+		return fmt.Errorf("the inter-broker listener %s (the first) is SASL_SSL: --inter-broker-ssl-ca-file names the CA the brokers trust for its certificate", inter)
+	case p != SASLSSL && c.InterBrokerCAFile != "":
+		return fmt.Errorf("--inter-broker-ssl-ca-file needs a SASL_SSL inter-broker listener (the first); %s is %s", inter, p)
+	case p.sasl():
 	case c.InterBrokerUser != "":
-		return fmt.Errorf("--inter-broker-user needs a SASL_PLAINTEXT inter-broker listener (the first); %s is PLAINTEXT", c.Listeners[0].Name)
+		return fmt.Errorf("--inter-broker-user needs a SASL_PLAINTEXT or SASL_SSL inter-broker listener (the first); %s is PLAINTEXT", inter)
 	case c.Authorizer.Enabled && len(c.Listeners) < 2:
 		return fmt.Errorf("with the ACL authorizer, clients need a listener other than the PLAINTEXT inter-broker one (the first), which is trusted: give --listeners two")
 	}

@@ -39,7 +39,7 @@ func run(args []string) error {
 		dataDir       = fs.String("data-dir", "./data", "directory for the Raft log and partition segments")
 		listen        = fs.String("listen", "127.0.0.1:9092", "address the Kafka listener binds, a single PLAINTEXT listener; --listeners replaces it")
 		advertised    = fs.String("advertised-address", "", "host:port clients are told to connect to (default: --listen)")
-		listeners     = fs.String("listeners", "", "Kafka listeners as NAME://host:port,... (Kafka's listeners); the first is the inter-broker listener, which must be PLAINTEXT, or SASL_PLAINTEXT with --inter-broker-user; replaces --listen")
+		listeners     = fs.String("listeners", "", "Kafka listeners as NAME://host:port,... (Kafka's listeners); the first is the inter-broker listener, which must be PLAINTEXT, or SASL_PLAINTEXT or SASL_SSL with --inter-broker-user; replaces --listen")
 		advListeners  = fs.String("advertised-listeners", "", "NAME://host:port,... clients of each listener are told to connect to (Kafka's advertised.listeners; default: each listener's bind address)")
 		advByID       = fs.String("advertised-listeners-by-id", "", "ID=NAME://host:port[,NAME://host:port];ID=... per broker id, advertised listeners that replace --advertised-listeners' for that broker: the brokers of a StatefulSet share their flags, and each is reached from outside at an address of its own")
 		protocolMap   = fs.String("listener-security-protocol-map", "", "NAME:PROTOCOL,... for --listeners, PROTOCOL being PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (Kafka's listener.security.protocol.map; default: a listener named after a protocol uses it)")
@@ -54,7 +54,8 @@ func run(args []string) error {
 		authorizerOn  = fs.String("authorizer", "none", "acl: check every request against the ACLs kept in the metadata (kafka-acls.sh), Kafka's rules; clients then need a listener other than the inter-broker one (the first), which is trusted and must be reachable only by the brokers and the operator. none: every request is allowed")
 		superUsers    = fs.String("super-users", "", "principals that may do anything with --authorizer acl, as User:NAME;User:NAME (Kafka's super.users)")
 		scramUsersDir = fs.String("scram-users-dir", "", "directory of users' SCRAM-SHA-512 passwords, one file per user named after it (a mounted Secret): their credentials are set in the metadata, and set again whenever they no longer match the file, so a cluster can be administered before anyone could alter its credentials")
-		interUser     = fs.String("inter-broker-user", "", "user the brokers authenticate as (SCRAM-SHA-512) on a SASL_PLAINTEXT inter-broker listener, its password a file of --scram-users-dir; list it in --super-users")
+		interUser     = fs.String("inter-broker-user", "", "user the brokers authenticate as (SCRAM-SHA-512) on a SASL_PLAINTEXT or SASL_SSL inter-broker listener, its password a file of --scram-users-dir; list it in --super-users")
+		interCA       = fs.String("inter-broker-ssl-ca-file", "", "PEM CA the brokers trust for a SASL_SSL inter-broker listener's certificate, which must name the host each broker advertises on it")
 		quotaSamples  = fs.Int("quota-window-num", 11, "samples over which client quotas measure rates (Kafka's quota.window.num)")
 		quotaSample   = fs.Duration("quota-window-size", time.Second, "length of each client quota sample (Kafka's quota.window.size.seconds)")
 		sessionLife   = fs.Duration("sasl-session-lifetime", 0, "how long a SASL authentication holds before the client must re-authenticate on its connection (Kafka's connections.max.reauth.ms, KIP-368); 0: for the connection's life")
@@ -157,7 +158,7 @@ func run(args []string) error {
 	b, err := server.Start(server.Config{
 		ID: int32(*id), DataDir: *dataDir, Listeners: kafkaListeners,
 		SASL:       server.SASLConfig{PlainWithoutTLS: *plainNoTLS, AuthenticationTimeout: *authTimeout, SessionLifetime: *sessionLife},
-		Authorizer: server.AuthorizerConfig{Enabled: *authorizerOn == "acl", SuperUsers: server.ParseSuperUsers(*superUsers)}, ScramUsersDir: *scramUsersDir, InterBrokerUser: *interUser,
+		Authorizer: server.AuthorizerConfig{Enabled: *authorizerOn == "acl", SuperUsers: server.ParseSuperUsers(*superUsers)}, ScramUsersDir: *scramUsersDir, InterBrokerUser: *interUser, InterBrokerCAFile: *interCA,
 		QuotaWindowing: quota.Windowing{Samples: *quotaSamples, Length: *quotaSample},
 		TLS:            tlsConfig, ListenerTLS: listenerTLS, RaftAddr: *raftAddr, RaftListen: *raftListen, RaftTLS: raftTLS,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
