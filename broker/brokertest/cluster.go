@@ -157,15 +157,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.RaftTLS {
 		c.RaftCA = NewCA(t)
 		cert, key := c.RaftCA.IssuePeer(t, 2, "broker")
-		dir := filepath.Join(root, "raft-tls")
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		for name, data := range map[string][]byte{"ca.crt": c.RaftCA.PEM, "tls.crt": cert, "tls.key": key} {
-			if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
+		dir := writeTLSDir(t, filepath.Join(root, "raft-tls"), c.RaftCA, cert, key)
 		c.flags = append([]string{"--raft-tls-ca-file", filepath.Join(dir, "ca.crt"), "--raft-tls-cert-file", filepath.Join(dir, "tls.crt"),
 			"--raft-tls-key-file", filepath.Join(dir, "tls.key")}, c.flags...)
 	}
@@ -175,15 +167,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 		c.ListenerCA = NewCA(t)
 		cert, key := c.ListenerCA.Issue(t, 2, "broker", false)
-		dir := filepath.Join(root, "inter-broker-tls")
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		for name, data := range map[string][]byte{"ca.crt": c.ListenerCA.PEM, "tls.crt": cert, "tls.key": key} {
-			if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
+		dir := writeTLSDir(t, filepath.Join(root, "inter-broker-tls"), c.ListenerCA, cert, key)
 		c.flags = append([]string{"--listener-ssl-dirs", "PLAINTEXT=" + dir, "--inter-broker-ssl-ca-file", filepath.Join(dir, "ca.crt")}, c.flags...)
 	}
 	if u := opts.InterBrokerUser; u != nil {
@@ -262,6 +246,20 @@ func Start(t testing.TB, opts Options) *Cluster {
 		c.waitAuthenticates()
 	}
 	return c
+}
+
+// writeTLSDir writes a certificate, its key and its CA into a new
+// directory dir, as a mounted kubernetes.io/tls Secret lays them out.
+func writeTLSDir(t testing.TB, dir string, ca *CA, cert, key []byte) string {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"ca.crt": ca.PEM, "tls.crt": cert, "tls.key": key} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // listenerFlags are a broker's flags for its Kafka listeners.
