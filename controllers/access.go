@@ -19,8 +19,9 @@ import (
 
 // clusterAccess is how the operator reaches a cluster's brokers: the
 // replication listener with the operator's own credential from the
-// internal credentials Secret, or the one listener of a cluster without
-// listeners of its own.
+// internal credentials Secret, over TLS checked against the cluster's CA
+// where the cluster was founded so, or the one listener of a cluster
+// without listeners of its own.
 func clusterAccess(ctx context.Context, r client.Reader, pool *brokerclient.Clients, c *raftkav1.BrokerCluster) (brokerclient.Access, error) {
 	access := brokerclient.Access{Addrs: []string{specs.OperatorBootstrap(c)}}
 	if specs.Secured(c) {
@@ -33,6 +34,17 @@ func clusterAccess(ctx context.Context, r client.Reader, pool *brokerclient.Clie
 			return brokerclient.Access{}, fmt.Errorf("the operator's credential for cluster %s: Secret %s has no %s", c.Name, secret.Name, specs.OperatorUser)
 		}
 		access.User, access.Password = specs.OperatorUser, password
+		founding, err := foundingOf(ctx, r, c)
+		if err != nil {
+			return brokerclient.Access{}, err
+		}
+		if founding.ReplicationTLS {
+			var ca corev1.Secret
+			if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.CASecretName(c)}, &ca); err != nil {
+				return brokerclient.Access{}, fmt.Errorf("the CA of cluster %s: %w", c.Name, err)
+			}
+			access.CACert = ca.Data[corev1.TLSCertKey]
+		}
 	}
 	return pool.Bootstrap(c.Namespace, c.Name, access), nil
 }

@@ -30,7 +30,7 @@ func (r *BrokerClusterReconciler) ensureRaftCertificate(ctx context.Context, c *
 	if err != nil {
 		return "", err
 	}
-	peer, err := r.ensureIssued(ctx, c, specs.RaftTLSSecretName(c), "the brokers' Raft certificate", ca, specs.RaftPeerNames(c), certs.IssuePeer)
+	peer, err := r.ensureIssued(ctx, c, specs.RaftTLSSecretName(c), "the brokers' Raft certificate", ca, specs.RaftPeerNames(c, founding), certs.IssuePeer)
 	if err != nil {
 		return "", err
 	}

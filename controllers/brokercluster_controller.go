@@ -168,6 +168,10 @@ func (r *BrokerClusterReconciler) validateSpec(c *raftkav1.BrokerCluster) error 
 // transport is mutual TLS), read back from the ConfigMap, which records
 // it; the voters since are the metadata group's own (syncMetadataVoters).
 func (r *BrokerClusterReconciler) founding(ctx context.Context, c *raftkav1.BrokerCluster) (specs.Founding, error) {
+	return foundingOf(ctx, r.Client, c)
+}
+
+func foundingOf(ctx context.Context, r client.Reader, c *raftkav1.BrokerCluster) (specs.Founding, error) {
 	var cm corev1.ConfigMap
 	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.ConfigMapName(c)}, &cm)
 	if apierrors.IsNotFound(err) {

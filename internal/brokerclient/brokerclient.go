@@ -6,6 +6,8 @@ package brokerclient
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -58,6 +60,9 @@ type Access struct {
 	// User and Password are empty where the listener does not
 	// authenticate.
 	User, Password string
+	// CACert is the PEM CA the listener's certificate is checked against,
+	// for the host dialed; empty where the listener is not TLS.
+	CACert []byte
 }
 
 // key names the cached client of an access: a changed password makes a
@@ -67,7 +72,8 @@ func (a Access) key() (addrs, full string) {
 	sort.Strings(sorted)
 	addrs = strings.Join(sorted, ",") + "|" + a.User
 	sum := sha256.Sum256([]byte(a.Password))
-	return addrs, addrs + "|" + hex.EncodeToString(sum[:8])
+	ca := sha256.Sum256(a.CACert)
+	return addrs, addrs + "|" + hex.EncodeToString(sum[:8]) + "|" + hex.EncodeToString(ca[:8])
 }
 
 // options are the client options of an access.
@@ -76,16 +82,24 @@ func (a Access) options() []kgo.Opt {
 	if a.User != "" {
 		opts = append(opts, kgo.SASL(scram.Auth{User: a.User, Pass: a.Password}.AsSha512Mechanism()))
 	}
+	if len(a.CACert) > 0 {
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(a.CACert)
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}))
+	}
 	return opts
 }
 
 // Bootstrap returns how to reach a cluster: in, its addresses replaced by
-// the cluster's override if it has one.
+// the cluster's override, dialed without TLS, if it has one.
 func (c *Clients) Bootstrap(namespace, name string, in Access) Access {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if addrs, ok := c.Override[namespace+"/"+name]; ok {
-		in.Addrs = addrs
+		// Addresses of the operator's own (brokers on 127.0.0.1, a port
+		// forward) are no names the brokers' certificates carry: they
+		// are dialed as they are.
+		in.Addrs, in.CACert = addrs, nil
 	}
 	return in
 }

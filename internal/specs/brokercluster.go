@@ -144,20 +144,31 @@ func ValidateConfig(c *raftkav1.BrokerCluster) error {
 type Founding struct {
 	Voters  int32
 	RaftTLS bool
+	// ReplicationTLS: the replication listener is SASL_SSL and serves the
+	// brokers' Raft certificate. A broker dialing TLS cannot fetch from
+	// one serving plain text, nor the other way round, so a running
+	// cluster does not switch in a roll; clusters created before it was
+	// built keep SASL_PLAINTEXT.
+	ReplicationTLS bool
 }
 
 // AnnotationRaftTLS records, on the ConfigMap, that the cluster's Raft
 // transport is mutual TLS: a cluster created with listeners of its own.
 const AnnotationRaftTLS = "raftka.io/raft-tls"
 
+// AnnotationReplicationTLS records, on the ConfigMap, that the cluster's
+// replication listener is SASL_SSL.
+const AnnotationReplicationTLS = "raftka.io/replication-tls"
+
 // NewFounding is what a cluster created now founds with.
 func NewFounding(c *raftkav1.BrokerCluster) Founding {
-	return Founding{Voters: InitialVoters(c), RaftTLS: Secured(c)}
+	return Founding{Voters: InitialVoters(c), RaftTLS: Secured(c), ReplicationTLS: Secured(c)}
 }
 
 // FoundingOf reads what a cluster's ConfigMap recorded of its creation.
 func FoundingOf(c *raftkav1.BrokerCluster, cm *corev1.ConfigMap) Founding {
-	f := Founding{Voters: InitialVoters(c), RaftTLS: cm.Annotations[AnnotationRaftTLS] == "true"}
+	raftTLS := cm.Annotations[AnnotationRaftTLS] == "true"
+	f := Founding{Voters: InitialVoters(c), RaftTLS: raftTLS, ReplicationTLS: raftTLS && cm.Annotations[AnnotationReplicationTLS] == "true"}
 	if n, err := strconv.Atoi(cm.Annotations[AnnotationVoters]); err == nil && n > 0 {
 		f.Voters = int32(n)
 	}
@@ -179,7 +190,8 @@ func BuildConfigMap(c *raftkav1.BrokerCluster, founding Founding) *corev1.Config
 	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName(c), Namespace: c.Namespace, Labels: Labels(c),
-			Annotations: map[string]string{AnnotationVoters: strconv.Itoa(int(founding.Voters)), AnnotationRaftTLS: strconv.FormatBool(founding.RaftTLS)}},
+			Annotations: map[string]string{AnnotationVoters: strconv.Itoa(int(founding.Voters)), AnnotationRaftTLS: strconv.FormatBool(founding.RaftTLS),
+				AnnotationReplicationTLS: strconv.FormatBool(founding.ReplicationTLS)}},
 		Data: data,
 	}
 }
@@ -285,7 +297,7 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, founding Founding, replicas int
 		Args: slices.Concat([]string{
 			"--id-from-hostname",
 			"--data-dir=" + dataPath,
-		}, listenerArgs(c, self, external), []string{
+		}, listenerArgs(c, self, external, founding), []string{
 			fmt.Sprintf("--raft-address=%s:%d", self, RaftPort),
 			fmt.Sprintf("--raft-listen=0.0.0.0:%d", RaftPort),
 			fmt.Sprintf("--http-listen=0.0.0.0:%d", HTTPPort),

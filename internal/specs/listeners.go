@@ -87,8 +87,13 @@ func RaftTLSSecretName(c *raftkav1.BrokerCluster) string { return c.Name + "-raf
 
 // RaftPeerNames are the names the brokers' Raft certificate carries: every
 // broker's Raft address is a name under the headless Service.
-func RaftPeerNames(c *raftkav1.BrokerCluster) []string {
-	return []string{fmt.Sprintf("*.%s.%s.svc", HeadlessServiceName(c), c.Namespace)}
+func RaftPeerNames(c *raftkav1.BrokerCluster, founding Founding) []string {
+	names := []string{fmt.Sprintf("*.%s.%s.svc", HeadlessServiceName(c), c.Namespace)}
+	if founding.ReplicationTLS {
+		// The operator's seed address (OperatorBootstrap).
+		names = append(names, fmt.Sprintf("%s.%s.svc", HeadlessServiceName(c), c.Namespace))
+	}
+	return names
 }
 
 // raftTLSArgs are the brokers' flags of a mutual TLS Raft transport.
@@ -182,7 +187,7 @@ func ValidateListeners(c *raftkav1.BrokerCluster) error {
 
 // listenerArgs are the broker flags of its Kafka listeners; self is the
 // broker's own DNS name.
-func listenerArgs(c *raftkav1.BrokerCluster, self string, external ExternalAddresses) []string {
+func listenerArgs(c *raftkav1.BrokerCluster, self string, external ExternalAddresses, founding Founding) []string {
 	if !Secured(c) {
 		return []string{fmt.Sprintf("--listen=0.0.0.0:%d", KafkaPort), fmt.Sprintf("--advertised-address=%s:%d", self, KafkaPort)}
 	}
@@ -190,6 +195,12 @@ func listenerArgs(c *raftkav1.BrokerCluster, self string, external ExternalAddre
 	advertised := []string{fmt.Sprintf("%s://%s:%d", ReplicationListener, self, ReplicationPort)}
 	protocols := []string{ReplicationListener + ":SASL_PLAINTEXT"}
 	var tlsDirs, clientAuth []string
+	if founding.ReplicationTLS {
+		// The Raft certificate names every broker's host and the
+		// headless Service, and the brokers trust its CA.
+		protocols[0] = ReplicationListener + ":SASL_SSL"
+		tlsDirs = append(tlsDirs, ReplicationListener+"="+raftTLSPath)
+	}
 	for _, l := range c.Spec.Listeners {
 		if CertificateAuthentication(l) {
 			clientAuth = append(clientAuth, listenerName(l)+"=required")
@@ -218,6 +229,9 @@ func listenerArgs(c *raftkav1.BrokerCluster, self string, external ExternalAddre
 	}
 	if len(clientAuth) > 0 {
 		args = append(args, "--listener-ssl-client-auth="+strings.Join(clientAuth, ","))
+	}
+	if founding.ReplicationTLS {
+		args = append(args, "--inter-broker-ssl-ca-file="+raftTLSPath+"/ca.crt")
 	}
 	if c.Spec.Authorization != nil {
 		args = append(args, "--authorizer=acl")

@@ -395,10 +395,50 @@ func TestRaftTLSIsFixedAtCreation(t *testing.T) {
 	if !mounted {
 		t.Error("the Raft certificate's Secret is not mounted")
 	}
-	if got := RaftPeerNames(c); !slices.Equal(got, []string{"*.events-brokers.kafka.svc"}) {
+	if got := RaftPeerNames(c, Founding{Voters: 3, RaftTLS: true}); !slices.Equal(got, []string{"*.events-brokers.kafka.svc"}) {
 		t.Errorf("Raft certificate names %v", got)
 	}
 	if arg(BuildStatefulSet(c, Founding{Voters: 3}, 3, "h", nil).Spec.Template.Spec.Containers[0].Args, "--raft-tls-ca-file") != "" {
 		t.Error("Raft TLS flags on a cluster founded without")
+	}
+}
+
+// A secured cluster created now runs its replication listener over TLS,
+// serving the Raft certificate, which then names the operator's seed
+// address too; one created before keeps SASL_PLAINTEXT, as its ConfigMap
+// does not record TLS for it.
+func TestReplicationTLSIsFixedAtCreation(t *testing.T) {
+	c := securedCluster()
+	founding := NewFounding(c)
+	if !founding.ReplicationTLS || NewFounding(cluster(3)).ReplicationTLS {
+		t.Fatalf("a secured cluster founds with %+v, one without listeners with %+v", founding, NewFounding(cluster(3)))
+	}
+	if f := FoundingOf(c, BuildConfigMap(c, founding)); !f.ReplicationTLS {
+		t.Errorf("read back %+v", f)
+	}
+	older := BuildConfigMap(c, founding)
+	delete(older.Annotations, AnnotationReplicationTLS)
+	if f := FoundingOf(c, older); f.ReplicationTLS || !f.RaftTLS {
+		t.Errorf("a cluster created before replication TLS reads back %+v", f)
+	}
+
+	args := BuildStatefulSet(c, founding, 3, "h", nil).Spec.Template.Spec.Containers[0].Args
+	if got := arg(args, "--listener-security-protocol-map"); !strings.HasPrefix(got, "REPLICATION:SASL_SSL,") {
+		t.Errorf("protocols %s", got)
+	}
+	if got := arg(args, "--listener-ssl-dirs"); !strings.HasPrefix(got, "REPLICATION=/etc/raftka/raft-tls") {
+		t.Errorf("listener certificates %s", got)
+	}
+	if got := arg(args, "--inter-broker-ssl-ca-file"); got != "/etc/raftka/raft-tls/ca.crt" {
+		t.Errorf("the brokers trust %q", got)
+	}
+	if got := RaftPeerNames(c, founding); !slices.Equal(got, []string{"*.events-brokers.kafka.svc", "events-brokers.kafka.svc"}) ||
+		!strings.HasPrefix(OperatorBootstrap(c), got[1]+":") {
+		t.Errorf("Raft certificate names %v, the operator dials %s", got, OperatorBootstrap(c))
+	}
+
+	plain := BuildStatefulSet(c, FoundingOf(c, older), 3, "h", nil).Spec.Template.Spec.Containers[0].Args
+	if got := arg(plain, "--listener-security-protocol-map"); !strings.HasPrefix(got, "REPLICATION:SASL_PLAINTEXT,") || arg(plain, "--inter-broker-ssl-ca-file") != "" {
+		t.Errorf("a cluster created before: protocols %s, CA %q", got, arg(plain, "--inter-broker-ssl-ca-file"))
 	}
 }
