@@ -327,7 +327,10 @@ func TestRaftCertificateIsMadeAndRenewed(t *testing.T) {
 		return slices.Contains(sts.Spec.Template.Spec.Containers[0].Args, "--raft-tls-ca-file=/etc/raftka/raft-tls/ca.crt"), fmt.Sprint(sts.Spec.Template.Spec.Containers[0].Args)
 	})
 	ca := certs.Pair{Cert: caSecret.Data["tls.crt"], Key: caSecret.Data["tls.key"]}
-	if ok, why := certs.Usable(certs.Pair{Cert: peerSecret.Data["tls.crt"], Key: peerSecret.Data["tls.key"]}, ca.Cert, []string{"*.events-brokers." + ns + ".svc"}, time.Now()); !ok {
+	// Every broker's host, and the headless Service the operator dials
+	// on the replication listener, which serves the certificate too.
+	names := []string{"*.events-brokers." + ns + ".svc", "events-brokers." + ns + ".svc"}
+	if ok, why := certs.Usable(certs.Pair{Cert: peerSecret.Data["tls.crt"], Key: peerSecret.Data["tls.key"]}, ca.Cert, names, time.Now()); !ok {
 		t.Fatalf("the brokers' certificate: %s", why)
 	}
 	if string(peerSecret.Data["ca.crt"]) != string(ca.Cert) || !metav1.IsControlledBy(&peerSecret, getCluster(t, ns, "events")) {
@@ -336,7 +339,7 @@ func TestRaftCertificateIsMadeAndRenewed(t *testing.T) {
 	hash := sts.Spec.Template.Annotations[specs.AnnotationConfigHash]
 
 	// Eleven months on: a certificate a month from its end is renewed.
-	old, err := certs.IssuePeer(ca, []string{"*.events-brokers." + ns + ".svc"}, time.Now().Add(-340*24*time.Hour))
+	old, err := certs.IssuePeer(ca, names, time.Now().Add(-340*24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +352,7 @@ func TestRaftCertificateIsMadeAndRenewed(t *testing.T) {
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events-raft-tls"}, &renewed); err != nil {
 			return false, err.Error()
 		}
-		ok, why := certs.Usable(certs.Pair{Cert: renewed.Data["tls.crt"], Key: renewed.Data["tls.key"]}, ca.Cert, []string{"*.events-brokers." + ns + ".svc"}, time.Now())
+		ok, why := certs.Usable(certs.Pair{Cert: renewed.Data["tls.crt"], Key: renewed.Data["tls.key"]}, ca.Cert, names, time.Now())
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events"}, &sts); err != nil {
 			return false, err.Error()
 		}
@@ -377,7 +380,9 @@ func TestRaftCertificateIsMadeAndRenewed(t *testing.T) {
 		}
 		args := s.Spec.Template.Spec.Containers[0].Args
 		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--listeners=") }) &&
-			!slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--raft-tls") }), fmt.Sprint(args)
+			!slices.ContainsFunc(args, func(a string) bool {
+				return strings.HasPrefix(a, "--raft-tls") || strings.HasPrefix(a, "--inter-broker-ssl-ca-file")
+			}), fmt.Sprint(args)
 	})
 	if err := k8s.Get(ctx, types.NamespacedName{Namespace: plainNS, Name: "events-ca"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a cluster founded without Raft TLS got a CA: %v", err)
