@@ -27,6 +27,12 @@ func TestAccessOverTLS(t *testing.T) {
 	if err := registered(access); err != nil {
 		t.Fatalf("over TLS with the cluster's CA: %v", err)
 	}
+	// A user's login check goes the same way.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if ok, err := Authenticates(ctx, Access{Addrs: access.Addrs, CACert: access.CACert}, user.Name, user.Password); !ok || err != nil {
+		t.Errorf("a login over TLS: %v %v", ok, err)
+	}
 	plain := access
 	plain.CACert = nil
 	if registered(plain) == nil {

@@ -175,7 +175,8 @@ func (c *Clients) DeleteSCRAM(ctx context.Context, access Access, user string) e
 // SCRAM-SHA-512 at access's addresses: a real login, on a connection of
 // its own. An error is returned when the brokers could not be asked.
 func Authenticates(ctx context.Context, access Access, user, password string) (bool, error) {
-	login := Access{Addrs: access.Addrs, User: user, Password: password}
+	login := access
+	login.User, login.Password = user, password
 	cl, err := kgo.NewClient(append(login.options(), kgo.ClientID("raftka-operator-login-check"), kgo.RequestRetries(0))...)
 	if err != nil {
 		return false, err
