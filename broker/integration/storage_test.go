@@ -303,10 +303,6 @@ func TestHealthEndpoints(t *testing.T) {
 			others = append(others, i)
 		}
 	}
-	// A broker tells a group electing anew from one still forming by
-	// having seen it led, which its membership loop notes once a second;
-	// a partition led for less than that is still forming to the others.
-	time.Sleep(1500 * time.Millisecond)
 	c.Kill(killed)
 	deadline := time.Now().Add(15 * time.Second)
 	for start, reelected := time.Now(), false; time.Since(start) < 3*time.Second || !reelected; time.Sleep(10 * time.Millisecond) {

@@ -534,6 +534,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // goroutines, so it only records and queues.
 func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
 	b.leaders.observe(info)
+	if info.LeaderID != 0 {
+		b.members.sawLeader(info.ClusterID)
+	}
 	if info.ClusterID == meta.MetadataShard && info.LeaderID != info.NodeID {
 		// Group membership lives on the metadata leader only; a broker
 		// that lost that role must not answer for stale groups later.

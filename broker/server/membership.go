@@ -161,6 +161,15 @@ func (m *memberships) electing(shard uint64, now time.Time) bool {
 	return !was || now.Sub(since) < m.b.leaderlessAfter()
 }
 
+// sawLeader notes that a group had a leader as soon as Raft reports one:
+// a leader lost before the next pass of the membership loop still reads
+// as an election (electing), not as a group still forming.
+func (m *memberships) sawLeader(shard uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.led[shard] = true
+}
+
 // withoutLeader counts the hosted partition groups leaderless for longer
 // than leaderlessAfter.
 func (m *memberships) withoutLeader(now time.Time) int {
