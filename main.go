@@ -86,7 +86,9 @@ func main() {
 	brokers := &brokerclient.Clients{Override: overrides}
 	defer brokers.Close()
 	if err := controllers.Setup(mgr, brokers, controllers.Options{TopicResync: topicResync, LagPeriod: lagPeriod, DefaultBrokerImage: brokerImage,
-		Operator: specs.OperatorPods{Namespace: *operatorNamespace, Labels: podLabels}}); err != nil {
+		Operator: specs.OperatorPods{Namespace: *operatorNamespace, Labels: podLabels},
+		// Tenants of other namespaces need an operator that sees them all.
+		TenantAdmission: namespaces == ""}); err != nil {
 		log.Error(err, "set up controllers")
 		os.Exit(1)
 	}

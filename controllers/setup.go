@@ -28,6 +28,10 @@ type Options struct {
 	// Operator are the operator's own pods, which the brokers'
 	// NetworkPolicies admit.
 	Operator specs.OperatorPods
+	// TenantAdmission keeps the parameters of the tenant admission
+	// policies (config/admission) in the operator's namespace: for an
+	// operator that sees every namespace, as tenants need.
+	TenantAdmission bool
 }
 
 // ClientOptions are the manager's client options. Secrets are read from
@@ -57,6 +61,11 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 	}
 	if err := (&UserReconciler{Client: mgr.GetClient(), Brokers: brokers, Resync: opts.UserResync}).SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if opts.TenantAdmission && opts.Operator.Namespace != "" {
+		if err := (&TenantAdmissionReconciler{Client: mgr.GetClient(), Namespace: opts.Operator.Namespace}).SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	return (&ConsumerGroupReconciler{Client: mgr.GetClient(), Brokers: brokers, SyncPeriod: opts.LagPeriod,
 		Recorder: mgr.GetEventRecorder("raftka-consumergroup")}).SetupWithManager(mgr)

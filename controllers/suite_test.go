@@ -106,6 +106,12 @@ func runSuite(m *testing.M) int {
 		fmt.Println(err)
 		return 1
 	}
+	// The operator's namespace, where it keeps the tenant admission
+	// policies' parameters.
+	if err := k8s.Create(context.Background(), namespaceObject("raftka-system")); err != nil {
+		fmt.Println(err)
+		return 1
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Client: ClientOptions()})
 	if err != nil {
 		fmt.Println(err)
@@ -124,7 +130,8 @@ func runSuite(m *testing.M) int {
 		return brokers.Brokers[id].HTTPAddr
 	}
 	if err := Setup(mgr, pool, Options{TopicResync: 2 * time.Second, UserResync: 2 * time.Second, LagPeriod: time.Second, BrokerHTTPAddr: httpAddr, DefaultBrokerImage: defaultBrokerImage,
-		Operator: specs.OperatorPods{Namespace: "raftka-system", Labels: map[string]string{"app.kubernetes.io/name": "raftka-operator"}}}); err != nil {
+		Operator:        specs.OperatorPods{Namespace: "raftka-system", Labels: map[string]string{"app.kubernetes.io/name": "raftka-operator"}},
+		TenantAdmission: true}); err != nil {
 		fmt.Println(err)
 		return 1
 	}

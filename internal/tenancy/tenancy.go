@@ -88,3 +88,43 @@ func CheckGroup(c *raftkav1.BrokerCluster, ns, group string, topics []string) er
 	}
 	return nil
 }
+
+// AdmissionConfigMap is the ConfigMap, in the operator's namespace, that
+// the API server's tenant admission policies (config/admission) read
+// their parameters from: tenants cannot write there.
+const AdmissionConfigMap = "raftka-tenants"
+
+// maxKeyLength is a ConfigMap key's limit.
+const maxKeyLength = 253
+
+// AdmissionParameters are the data of AdmissionConfigMap, derived from the
+// clusters the operator manages and every namespace's labels: a key
+// "<cluster namespace>_<cluster>" per cluster, so that the policies judge
+// only objects naming a cluster this operator decides for, and a key
+// "<tenant namespace>_<cluster namespace>_<cluster>" per namespace the
+// cluster admits, its value the names' prefix there. Neither namespaces nor
+// object names hold "_", so no two keys are alike. A key longer than a
+// ConfigMap allows is left out: the policies then refuse that cluster's
+// tenants, and the controllers decide alone if the cluster's own key is
+// the one left out.
+func AdmissionParameters(clusters []raftkav1.BrokerCluster, namespaceLabels map[string]map[string]string) map[string]string {
+	data := map[string]string{}
+	put := func(key, value string) {
+		if len(key) <= maxKeyLength {
+			data[key] = value
+		}
+	}
+	for i := range clusters {
+		c := &clusters[i]
+		put(c.Namespace+"_"+c.Name, "")
+		if c.Spec.Tenants == nil {
+			continue
+		}
+		for ns, labels := range namespaceLabels {
+			if ns != c.Namespace && Admits(c, ns, labels) == nil {
+				put(ns+"_"+c.Namespace+"_"+c.Name, Prefix(c, ns))
+			}
+		}
+	}
+	return data
+}

@@ -72,3 +72,34 @@ func TestTenantNames(t *testing.T) {
 		}
 	}
 }
+
+func TestAdmissionParameters(t *testing.T) {
+	private := raftkav1.BrokerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "kafka", Name: "private"}}
+	free := *shared(raftkav1.TenantPrefixNone)
+	free.Name = "free"
+	long := *shared("")
+	long.Name = strings.Repeat("x", 245)
+	got := AdmissionParameters([]raftkav1.BrokerCluster{private, *shared(""), free, long}, map[string]map[string]string{
+		"kafka":  nil,
+		"team-a": {"raftka.io/tenant": "shared"},
+		"team-b": {"raftka.io/tenant": "other"},
+	})
+	want := map[string]string{
+		"kafka_private":       "",
+		"kafka_shared":        "",
+		"team-a_kafka_shared": "team-a.",
+		"kafka_free":          "",
+		"team-a_kafka_free":   "",
+		// The long cluster's own key fits; its tenant's does not, so the
+		// policies refuse its tenants rather than judge them unknown.
+		"kafka_" + long.Name: "",
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d keys %v, want %v", len(got), got, want)
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s: %q (present %t), want %q", k, g, ok, v)
+		}
+	}
+}

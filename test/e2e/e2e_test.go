@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,6 +81,33 @@ func testInstall(t *testing.T, e *env) {
 	}
 	if operator.Status.ReadyReplicas < 1 {
 		t.Fatalf("operator Deployment has %d ready replicas", operator.Status.ReadyReplicas)
+	}
+	policiesTypeCheck(t, e)
+}
+
+// policiesTypeCheck: the chart's tenant admission policies compile
+// against the CRDs' schemas without a warning, as the controller manager's
+// type checking (which envtest does not run) reports it.
+func policiesTypeCheck(t *testing.T, e *env) {
+	for _, kind := range []string{"topics", "users", "consumergroups"} {
+		name := "raftka-tenant-" + kind
+		deadline := time.Now().Add(time.Minute)
+		for {
+			var p admissionv1.ValidatingAdmissionPolicy
+			if err := e.kube.Get(ctx(t), client.ObjectKey{Name: name}, &p); err != nil {
+				t.Fatal(err)
+			}
+			if tc := p.Status.TypeChecking; tc != nil && p.Status.ObservedGeneration == p.Generation {
+				if len(tc.ExpressionWarnings) > 0 {
+					t.Fatalf("policy %s: %+v", name, tc.ExpressionWarnings)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("policy %s not type-checked in a minute: %+v", name, p.Status)
+			}
+			time.Sleep(time.Second)
+		}
 	}
 }
 

@@ -91,6 +91,9 @@ var (
 	// The operator's rights: cluster-wide, or in the watched namespaces.
 	clusterRoleBindingGVK = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}
 	roleBindingGVK        = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}
+	// The tenant admission policies (config/admission).
+	policyGVK        = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"}
+	policyBindingGVK = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"}
 )
 
 func TestKustomizeDefaultAndSamplesAreAccepted(t *testing.T) {
@@ -117,6 +120,25 @@ func TestKustomizeDefaultAndSamplesAreAccepted(t *testing.T) {
 	mustExist(t, c, consumerGroupGVK, "default", "order-processors")
 	mustExist(t, c, brokerClusterGVK, "default", "secured")
 	mustExist(t, c, userGVK, "default", "orders-app")
+	for _, kind := range []string{"topics", "users", "consumergroups"} {
+		mustExist(t, c, policyGVK, "", "raftka-tenant-"+kind)
+		mustHaveParams(t, c, "raftka-tenant-"+kind, "raftka-system")
+	}
+}
+
+// mustHaveParams: a tenant admission binding reads the operator's
+// ConfigMap in its namespace.
+func mustHaveParams(t *testing.T, c client.Client, binding, ns string) {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(policyBindingGVK)
+	if err := c.Get(context.Background(), types.NamespacedName{Name: binding}, obj); err != nil {
+		t.Fatalf("binding %s: %v", binding, err)
+	}
+	ref, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "paramRef")
+	if ref["name"] != "raftka-tenants" || ref["namespace"] != ns || ref["parameterNotFoundAction"] != "Allow" {
+		t.Fatalf("binding %s: paramRef %v", binding, ref)
+	}
 }
 
 func TestHelmInstall(t *testing.T) {
@@ -142,6 +164,10 @@ func TestHelmInstall(t *testing.T) {
 	mustExist(t, c, clusterRoleGVK, "", "rk-operator")
 	mustExist(t, c, brokerClusterGVK, "raftka-system", "events")
 	mustExist(t, c, clusterRoleBindingGVK, "", "rk-operator")
+	for _, kind := range []string{"topics", "users", "consumergroups"} {
+		mustExist(t, c, policyGVK, "", "rk-tenant-"+kind)
+		mustHaveParams(t, c, "rk-tenant-"+kind, "raftka-system")
+	}
 	// The chart's CRDs are config/crd/bases byte for byte.
 	for _, name := range []string{"raftka.io_brokerclusters.yaml", "raftka.io_topics.yaml", "raftka.io_consumergroups.yaml", "raftka.io_users.yaml"} {
 		a, _ := os.ReadFile(filepath.Join(root, "config", "crd", "bases", name))
@@ -172,5 +198,10 @@ func TestHelmInstallWatchingNamespaces(t *testing.T) {
 	u.SetGroupVersionKind(clusterRoleBindingGVK)
 	if err := c.Get(context.Background(), types.NamespacedName{Name: "scoped-operator"}, u); !apierrors.IsNotFound(err) {
 		t.Fatalf("an operator watching two namespaces is bound cluster-wide: %v", err)
+	}
+	// Nor has it tenants, whose admission needs every namespace.
+	u.SetGroupVersionKind(policyGVK)
+	if err := c.Get(context.Background(), types.NamespacedName{Name: "scoped-tenant-topics"}, u); !apierrors.IsNotFound(err) {
+		t.Fatalf("an operator watching two namespaces installs tenant admission: %v", err)
 	}
 }
