@@ -39,10 +39,11 @@ func (r *BrokerClusterReconciler) ensureRaftCertificate(ctx context.Context, c *
 
 // ensureListenerCertificate keeps, for a cluster with a TLS listener
 // without a Secret of the user's, the listeners' certificate issued from
-// the cluster's CA, and the CA's certificate alone for clients. A renewal
-// restarts nothing: the brokers read listener certificates again when the
-// mounted Secret changes.
-func (r *BrokerClusterReconciler) ensureListenerCertificate(ctx context.Context, c *raftkav1.BrokerCluster) error {
+// the cluster's CA, for the cluster's names and the external listeners'
+// addresses known so far, and the CA's certificate alone for clients. A
+// renewal restarts nothing: the brokers read listener certificates again
+// when the mounted Secret changes.
+func (r *BrokerClusterReconciler) ensureListenerCertificate(ctx context.Context, c *raftkav1.BrokerCluster, external specs.ExternalAddresses, hostIPs map[int32]string) error {
 	if !specs.IssuesListenerCertificate(c) {
 		return nil
 	}
@@ -55,7 +56,7 @@ func (r *BrokerClusterReconciler) ensureListenerCertificate(ctx context.Context,
 	if err := r.apply(ctx, c, caCert); err != nil {
 		return err
 	}
-	_, err = r.ensureIssued(ctx, c, specs.ListenerTLSSecretName(c), "the listeners' certificate", ca, specs.ListenerHosts(c), certs.IssueServer)
+	_, err = r.ensureIssued(ctx, c, specs.ListenerTLSSecretName(c), "the listeners' certificate", ca, specs.ListenerCertificateNames(c, external, hostIPs), certs.IssueServer)
 	return err
 }
 

@@ -102,9 +102,6 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	if err := r.ensureClientsCA(ctx, c); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.ensureListenerCertificate(ctx, c); err != nil {
-		return ctrl.Result{}, err
-	}
 	cm := specs.BuildConfigMap(c, founding)
 	objects := []client.Object{cm, specs.BuildHeadlessService(c), specs.BuildClientService(c), specs.BuildPodDisruptionBudget(c)}
 	for _, obj := range objects {
@@ -117,6 +114,10 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	}
 	external, awaiting, err := r.applyExternalServices(ctx, c)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	hostIPs := r.hostIPs(ctx, c)
+	if err := r.ensureListenerCertificate(ctx, c, external, hostIPs); err != nil {
 		return ctrl.Result{}, err
 	}
 	// Asked once, when first needed: by a scale-in before the StatefulSet
@@ -136,7 +137,7 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	if err := r.observe(ctx, c, sts, view(), blocked, waiting); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.observeListeners(ctx, c, external)
+	r.observeListeners(c, external, hostIPs)
 	balance, err := r.rebalance(ctx, c, view())
 	if err != nil {
 		return ctrl.Result{}, err

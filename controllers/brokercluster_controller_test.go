@@ -239,14 +239,15 @@ func getCluster(t *testing.T, ns, name string) *raftkav1.BrokerCluster {
 // TestExternalListenersGetAServicePerBroker: a node port listener gets a
 // Service per broker, whose allocated port each broker advertises with its
 // node's address; a load balancer listener's brokers advertise its address
-// once it has one.
+// once it has one, and the listener certificate the operator issues for
+// it names the address, as each becomes known.
 func TestExternalListenersGetAServicePerBroker(t *testing.T) {
 	ns := newNamespace(t)
 	c := brokerCluster(ns)
 	c.Spec.Listeners = []raftkav1.ListenerSpec{
 		{Name: "internal", Port: 9092},
 		{Name: "ext", Port: 9094, Type: raftkav1.ListenerNodePort},
-		{Name: "lb", Port: 9095, Type: raftkav1.ListenerLoadBalancer},
+		{Name: "lb", Port: 9095, Type: raftkav1.ListenerLoadBalancer, TLS: &raftkav1.ListenerTLS{}},
 	}
 	mustCreate(t, specs.BuildInternalCredentials(c, "b", "o"))
 	mustCreate(t, c)
@@ -284,20 +285,41 @@ func TestExternalListenersGetAServicePerBroker(t *testing.T) {
 		return got == strings.Join(want, ";"), got
 	})
 
-	// A load balancer assigns broker 1's address: broker 1 advertises it.
-	var lb corev1.Service
-	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events-1-lb"}, &lb); err != nil {
-		t.Fatal(err)
+	certifies := func(names ...string) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("the listener certificate for %v", names), func() (bool, string) {
+			var ca, issued corev1.Secret
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events-ca"}, &ca); err != nil {
+				return false, err.Error()
+			}
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events-listener-tls"}, &issued); err != nil {
+				return false, err.Error()
+			}
+			want := append(specs.ListenerHosts(c), names...)
+			return certs.Usable(certs.Pair{Cert: issued.Data["tls.crt"], Key: issued.Data["tls.key"]}, ca.Data["tls.crt"], want, time.Now())
+		})
 	}
-	lb.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}
-	if err := k8s.Status().Update(ctx, &lb); err != nil {
-		t.Fatal(err)
+	certifies()
+
+	// Load balancers assign broker 1 an address and broker 2 a hostname:
+	// they advertise them, and the certificate names them.
+	for id, ingress := range map[int]corev1.LoadBalancerIngress{1: {IP: "203.0.113.7"}, 2: {Hostname: "lb-2.example.com"}} {
+		var lb corev1.Service
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("events-%d-lb", id)}, &lb); err != nil {
+			t.Fatal(err)
+		}
+		lb.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{ingress}
+		if err := k8s.Status().Update(ctx, &lb); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want[1] += ",LB://203.0.113.7:9095"
-	eventually(t, "broker 1 to advertise its load balancer", func() (bool, string) {
+	want[2] += ",LB://lb-2.example.com:9095"
+	eventually(t, "brokers 1 and 2 to advertise their load balancers", func() (bool, string) {
 		got := advertisedByID()
 		return got == strings.Join(want, ";"), got
 	})
+	certifies("203.0.113.7", "lb-2.example.com")
 }
 
 // TestRaftCertificateIsMadeAndRenewed: a cluster created with listeners of

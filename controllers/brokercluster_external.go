@@ -75,16 +75,24 @@ func (r *BrokerClusterReconciler) applyExternalServices(ctx context.Context, c *
 	return external, awaiting, nil
 }
 
-// observeListeners reports where each listener's clients connect: the
-// client Service for an internal one; the brokers' advertised addresses
-// for an external one, a node port's on the node of each broker's pod.
-func (r *BrokerClusterReconciler) observeListeners(ctx context.Context, c *raftkav1.BrokerCluster, external specs.ExternalAddresses) {
+// hostIPs are the addresses of the nodes of the brokers' pods, by broker
+// id, where a pod has one.
+func (r *BrokerClusterReconciler) hostIPs(ctx context.Context, c *raftkav1.BrokerCluster) map[int32]string {
 	hostIPs := map[int32]string{}
 	if pods, err := r.pods(ctx, c); err == nil {
 		for _, p := range pods {
-			hostIPs[ordinalOf(p.Name)] = p.Status.HostIP
+			if p.Status.HostIP != "" {
+				hostIPs[ordinalOf(p.Name)] = p.Status.HostIP
+			}
 		}
 	}
+	return hostIPs
+}
+
+// observeListeners reports where each listener's clients connect: the
+// client Service for an internal one; the brokers' advertised addresses
+// for an external one, a node port's on the node of each broker's pod.
+func (r *BrokerClusterReconciler) observeListeners(c *raftkav1.BrokerCluster, external specs.ExternalAddresses, hostIPs map[int32]string) {
 	c.Status.Listeners = nil
 	for _, l := range c.Spec.Listeners {
 		status := raftkav1.ListenerStatus{Name: l.Name}

@@ -153,7 +153,6 @@ type NetworkPolicySpec struct {
 // ListenerSpec is one Kafka listener of the brokers.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.authentication) || self.authentication.type != 'tls' || has(self.tls)",message="tls authentication needs the listener's tls"
-// +kubebuilder:validation:XValidation:rule="!has(self.tls) || has(self.tls.secretName) || !has(self.type) || self.type == 'internal'",message="an external listener's tls needs a secretName: the operator certifies only the cluster's own names"
 type ListenerSpec struct {
 	// Name of the listener; Kafka's tools show it in capitals.
 	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9]{0,10}$`
@@ -208,11 +207,16 @@ type ListenerTLS struct {
 	// served to new connections within a second or so of the kubelet
 	// updating the mounted Secret, with no restart.
 	//
+	// An external listener's certificate names the hosts its clients
+	// dial: the load balancers' (their ingress IP or hostname), or for a
+	// node port the nodes' addresses.
+	//
 	// Unset, the operator issues the certificate from the cluster's CA
-	// into the Secret <cluster>-listener-tls, for those names, and issues
-	// it again a month before its end; clients check it against ca.crt of
-	// the Secret <cluster>-ca-cert. An external listener needs a
-	// secretName: its addresses are not the operator's to certify.
+	// into the Secret <cluster>-listener-tls, for those names (an external
+	// listener's addresses as they become known: a load balancer's once
+	// it has one, a node's once a broker's pod runs there), and issues it
+	// again a month before its end or when the names change; clients
+	// check it against ca.crt of the Secret <cluster>-ca-cert.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	SecretName string `json:"secretName,omitempty"`

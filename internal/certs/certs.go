@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"slices"
 	"time"
 )
@@ -63,10 +64,31 @@ func IssueServer(ca Pair, names []string, now time.Time) (Pair, error) {
 	return issueFor(ca, names, now, x509.ExtKeyUsageServerAuth)
 }
 
+// issueFor certifies names: DNS names, and IP addresses (an external
+// listener's load balancer or node) as IP names, which is how a client
+// dialing an address checks it.
 func issueFor(ca Pair, names []string, now time.Time, usages ...x509.ExtKeyUsage) (Pair, error) {
-	return sign(ca, &x509.Certificate{Subject: pkix.Name{CommonName: names[0], Organization: []string{"raftka"}},
-		NotBefore: now.Add(-backdate), NotAfter: now.Add(LeafLifetime), DNSNames: names,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usages})
+	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: names[0], Organization: []string{"raftka"}},
+		NotBefore: now.Add(-backdate), NotAfter: now.Add(LeafLifetime),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usages}
+	for _, name := range names {
+		if ip := net.ParseIP(name); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, name)
+		}
+	}
+	return sign(ca, tmpl)
+}
+
+// certifiedNames are the names a certificate serves, DNS names then IP
+// addresses, as issueFor was given them.
+func certifiedNames(cert *x509.Certificate) []string {
+	names := slices.Clone(cert.DNSNames)
+	for _, ip := range cert.IPAddresses {
+		names = append(names, ip.String())
+	}
+	return names
 }
 
 // IssueClient signs, with ca, a client certificate whose subject is only
@@ -105,10 +127,18 @@ func Usable(peer Pair, caCert []byte, names []string, now time.Time) (ok bool, w
 	switch {
 	case why != "":
 		return false, why
-	case !slices.Equal(cert.DNSNames, names):
-		return false, fmt.Sprintf("it names %v, not %v", cert.DNSNames, names)
+	case !sameNames(certifiedNames(cert), names):
+		return false, fmt.Sprintf("it names %v, not %v", certifiedNames(cert), names)
 	}
 	return true, ""
+}
+
+// sameNames compares names in any order.
+func sameNames(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // UsableClient tells, as Usable, whether a client certificate can stay in

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,38 @@ func TestServerCertificatesAuthenticateNoClient(t *testing.T) {
 	}
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
 		t.Error("a listener's certificate passes for a Raft peer's")
+	}
+}
+
+// TestServerCertificatesCertifyAddresses: an external listener's
+// addresses are IP names, which a client dialing the address checks; the
+// names compare in any order, and a new address calls for a new
+// certificate.
+func TestServerCertificatesCertifyAddresses(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	ca, _ := NewCA("events raftka CA", now)
+	names := []string{"events.kafka.svc", "192.0.2.7", "lb.example.com", "2001:db8::1"}
+	server, err := IssueServer(ca, names, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := Usable(server, ca.Cert, []string{"2001:db8::1", "lb.example.com", "192.0.2.7", "events.kafka.svc"}, now); !ok {
+		t.Fatalf("the same names in another order: %s", why)
+	}
+	if ok, _ := Usable(server, ca.Cert, append(slices.Clone(names), "192.0.2.8"), now); ok {
+		t.Fatal("a certificate without a new address is usable")
+	}
+	pair, _ := tls.X509KeyPair(server.Cert, server.Key)
+	leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.Cert)
+	for _, host := range []string{"192.0.2.7", "2001:db8::1", "lb.example.com"} {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: host, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("serving %s: %v", host, err)
+		}
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "192.0.2.8", CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err == nil {
+		t.Error("an address not named is served")
 	}
 }
 

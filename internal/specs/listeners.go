@@ -2,6 +2,7 @@ package specs
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
@@ -53,6 +54,32 @@ func IssuesListenerCertificate(c *raftkav1.BrokerCluster) bool {
 // carries: the client Service and every broker under the headless one.
 func ListenerHosts(c *raftkav1.BrokerCluster) []string {
 	return []string{fmt.Sprintf("%s.%s.svc", ClientServiceName(c), c.Namespace), fmt.Sprintf("*.%s.%s.svc", HeadlessServiceName(c), c.Namespace)}
+}
+
+// ListenerCertificateNames are the names the operator's listener
+// certificate carries: ListenerHosts, and the hosts clients dial on the
+// external listeners it certifies (tls without a secretName): a load
+// balancer's, or for a node port the node of each broker's pod, once
+// known. A broker that lands on another node has its new address
+// certified at the next reconcile, which its pod's move causes.
+func ListenerCertificateNames(c *raftkav1.BrokerCluster, external ExternalAddresses, hostIPs map[int32]string) []string {
+	var hosts []string
+	for _, l := range c.Spec.Listeners {
+		if !l.External() || l.TLS == nil || l.TLS.SecretName != "" {
+			continue
+		}
+		for id, advertised := range external[l.Name] {
+			addr, ok := OnNode(advertised, hostIPs[id])
+			if !ok {
+				continue
+			}
+			if host, _, err := net.SplitHostPort(addr); err == nil && !slices.Contains(hosts, host) {
+				hosts = append(hosts, host)
+			}
+		}
+	}
+	slices.Sort(hosts)
+	return append(ListenerHosts(c), hosts...)
 }
 
 // listenerTLSSecret is the Secret of a TLS listener's certificate: the

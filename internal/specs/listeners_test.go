@@ -176,6 +176,26 @@ func TestListenerCertificateOfTheOperator(t *testing.T) {
 	if got := ListenerHosts(c); !slices.Equal(got, []string{"events.kafka.svc", "*.events-brokers.kafka.svc"}) {
 		t.Errorf("names %v", got)
 	}
+	// External listeners it certifies add the hosts clients dial; those of
+	// a listener with its own Secret, and addresses not known yet, not.
+	tls := &raftkav1.ListenerTLS{}
+	c.Spec.Listeners = append(c.Spec.Listeners,
+		raftkav1.ListenerSpec{Name: "lb", Port: 9098, Type: raftkav1.ListenerLoadBalancer, TLS: tls},
+		raftkav1.ListenerSpec{Name: "np", Port: 9099, Type: raftkav1.ListenerNodePort, TLS: tls},
+		raftkav1.ListenerSpec{Name: "own", Port: 9100, Type: raftkav1.ListenerLoadBalancer, TLS: &raftkav1.ListenerTLS{SecretName: "mine"}},
+		raftkav1.ListenerSpec{Name: "plain", Port: 9101, Type: raftkav1.ListenerNodePort})
+	external := ExternalAddresses{
+		"lb":    {0: "lb-0.example.com:9098", 1: "192.0.2.11:9098"},
+		"np":    {0: "$(NODE_IP):31001", 1: "$(NODE_IP):31002", 2: "$(NODE_IP):31003"},
+		"own":   {0: "own.example.com:9100"},
+		"plain": {0: "$(NODE_IP):31004"},
+	}
+	// Brokers 0 and 1 share a node; broker 2's pod has none yet.
+	hostIPs := map[int32]string{0: "10.0.0.5", 1: "10.0.0.5"}
+	want := []string{"events.kafka.svc", "*.events-brokers.kafka.svc", "10.0.0.5", "192.0.2.11", "lb-0.example.com"}
+	if got := ListenerCertificateNames(c, external, hostIPs); !slices.Equal(got, want) {
+		t.Errorf("names with external listeners %v, want %v", got, want)
+	}
 	secrets := map[string]string{}
 	for _, v := range BuildStatefulSet(c, Founding{Voters: 3}, 3, "abc", nil).Spec.Template.Spec.Volumes {
 		if v.Secret != nil {

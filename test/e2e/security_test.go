@@ -54,7 +54,8 @@ func testSecurity(t *testing.T, e *env) {
 			Spec: raftkav1.BrokerClusterSpec{Replicas: 2, Storage: raftkav1.StorageSpec{Size: resource.MustParse("1Gi")},
 				Listeners: []raftkav1.ListenerSpec{{Name: "internal", Port: 9092, Authentication: scramOnly},
 					{Name: "tls", Port: 9094, TLS: &raftkav1.ListenerTLS{SecretName: securedName + "-tls"}, Authentication: scramOnly},
-					{Name: "outside", Port: 9096, Type: raftkav1.ListenerNodePort, Authentication: scramOnly},
+					// The operator's certificate, naming the node's address.
+					{Name: "outside", Port: 9096, Type: raftkav1.ListenerNodePort, TLS: &raftkav1.ListenerTLS{}, Authentication: scramOnly},
 					// The operator's certificate, from the cluster's CA.
 					{Name: "mtls", Port: 9095, TLS: &raftkav1.ListenerTLS{}, Authentication: &raftkav1.ListenerAuthentication{Type: raftkav1.AuthenticationTLS}}},
 				Authorization: &raftkav1.AuthorizationSpec{Type: "simple"},
@@ -115,9 +116,10 @@ func testSecurity(t *testing.T, e *env) {
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca.PEM)
-	tlsDialWith := func(roots *x509.CertPool, certificates ...tls.Certificate) func(context.Context, string, string) (net.Conn, error) {
+	type dialer = func(context.Context, string, string) (net.Conn, error)
+	tlsOver := func(dial dialer, roots *x509.CertPool, certificates ...tls.Certificate) dialer {
 		return func(ctx context.Context, network, address string) (net.Conn, error) {
-			conn, err := e.dial(ctx, network, address)
+			conn, err := dial(ctx, network, address)
 			if err != nil {
 				return nil, err
 			}
@@ -129,6 +131,9 @@ func testSecurity(t *testing.T, e *env) {
 			}
 			return tc, nil
 		}
+	}
+	tlsDialWith := func(roots *x509.CertPool, certificates ...tls.Certificate) dialer {
+		return tlsOver(e.dial, roots, certificates...)
 	}
 	tlsDial := tlsDialWith(roots)
 	as := func(bootstrap, pass string, dial func(context.Context, string, string) (net.Conn, error)) *kgo.Client {
@@ -150,13 +155,26 @@ func testSecurity(t *testing.T, e *env) {
 	if err := produce(as(bc.Status.Listeners[0].BootstrapServers, password, e.dial), "secured-orders"); err != nil {
 		t.Fatalf("orders-app on the internal listener: %v", err)
 	}
+	// The operator's listener certificates are checked against the
+	// cluster CA's certificate.
+	var clusterCA corev1.Secret
+	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName + "-ca-cert"}, &clusterCA); err != nil {
+		t.Fatal(err)
+	}
+	clusterRoots := x509.NewCertPool()
+	clusterRoots.AppendCertsFromPEM(clusterCA.Data["ca.crt"])
 	// From outside the Kubernetes cluster (this test runs on the node, not
 	// in a pod): the node's address and the broker's node port, which the
-	// broker advertises to that listener's clients.
-	outside := as(bc.Status.Listeners[2].BootstrapServers, password, (&net.Dialer{Timeout: 5 * time.Second}).DialContext)
-	if err := produce(outside, "secured-orders"); err != nil {
-		t.Fatalf("orders-app through the node port listener: %v", err)
-	}
+	// broker advertises to that listener's clients, over TLS for that
+	// address. The operator certifies it once the broker's pod is on the
+	// node, and the broker serves it once the kubelet updates the mounted
+	// Secret.
+	var outside *kgo.Client
+	eventually(t, 3*time.Minute, "orders-app through the node port listener, over TLS for the node's address", func() (bool, string) {
+		outside = as(bc.Status.Listeners[2].BootstrapServers, password, tlsOver((&net.Dialer{Timeout: 5 * time.Second}).DialContext, clusterRoots))
+		err := produce(outside, "secured-orders")
+		return err == nil, fmt.Sprint(err)
+	})
 	brokers, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx(t), outside)
 	if err != nil {
 		t.Fatal(err)
@@ -168,13 +186,7 @@ func testSecurity(t *testing.T, e *env) {
 	}
 	// audit-app's certificate, from the clients CA the operator made and
 	// the pods mount beside the listener's certificate, which the operator
-	// issued: clients check it against the cluster CA's certificate.
-	var clusterCA corev1.Secret
-	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: securedName + "-ca-cert"}, &clusterCA); err != nil {
-		t.Fatal(err)
-	}
-	clusterRoots := x509.NewCertPool()
-	clusterRoots.AppendCertsFromPEM(clusterCA.Data["ca.crt"])
+	// issued.
 	var auditSecret corev1.Secret
 	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: "audit-app"}, &auditSecret); err != nil {
 		t.Fatal(err)
