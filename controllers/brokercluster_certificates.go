@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -51,9 +52,15 @@ func (r *BrokerClusterReconciler) ensureListenerCertificate(ctx context.Context,
 	if err != nil {
 		return err
 	}
-	caCert := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: specs.CACertSecretName(c), Namespace: c.Namespace, Labels: specs.Labels(c)},
-		Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"ca.crt": ca.Cert}}
-	if err := r.apply(ctx, c, caCert); err != nil {
+	var current corev1.Secret
+	if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.CACertSecretName(c)}, &current); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	trustStore, err := certs.EnsureTrustStore(specs.CATrustStore(current.Data), ca.Cert)
+	if err != nil {
+		return fmt.Errorf("the CA's trust store: %w", err)
+	}
+	if err := r.apply(ctx, c, specs.BuildCACertSecret(c, ca.Cert, trustStore)); err != nil {
 		return err
 	}
 	_, err = r.ensureIssued(ctx, c, specs.ListenerTLSSecretName(c), "the listeners' certificate", ca, specs.ListenerCertificateNames(c, external, hostIPs), certs.IssueServer)

@@ -258,7 +258,7 @@ func (r *UserReconciler) ensureCertificate(ctx context.Context, user *raftkav1.U
 		if current != nil {
 			ok, why := certs.UsableClient(have, ca.Cert, user.KafkaName(), now)
 			if ok {
-				return specs.BuildUserCertificateSecret(user, have, ca.Cert), nil
+				return userCertificateSecret(user, have, ca.Cert, current)
 			}
 			log.FromContext(ctx).Info("issuing the user's certificate", "user", user.KafkaName(), "reason", why)
 		}
@@ -266,9 +266,19 @@ func (r *UserReconciler) ensureCertificate(ctx context.Context, user *raftkav1.U
 		if err != nil {
 			return nil, errClientsCA{err}
 		}
-		return specs.BuildUserCertificateSecret(user, issued, ca.Cert), nil
+		return userCertificateSecret(user, issued, ca.Cert, current)
 	})
 	return err
+}
+
+// userCertificateSecret is a tls User's Secret for cert, its key store
+// kept from current where it holds cert.
+func userCertificateSecret(user *raftkav1.User, cert certs.Pair, clientsCA []byte, current map[string][]byte) (*corev1.Secret, error) {
+	keyStore, err := certs.EnsureKeyStore(specs.UserKeyStore(current), cert, clientsCA)
+	if err != nil {
+		return nil, fmt.Errorf("the user's key store: %w", err)
+	}
+	return specs.BuildUserCertificateSecret(user, cert, clientsCA, keyStore), nil
 }
 
 // ensureSecret makes the User's Secret the one desired builds from its

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -71,6 +72,11 @@ func (m mtlsListener) userCertificate(t *testing.T, ns, name string) certs.Pair 
 		ok, why := certs.UsableClient(got, m.clientsCA.Cert, name, time.Now())
 		if ok && string(secret.Data[specs.UserSecretCA]) != string(m.clientsCA.Cert) {
 			ok, why = false, "ca.crt is not the clients CA"
+		}
+		// The key store, for Java clients, holds the same certificate
+		// under the password beside it: kept as it is.
+		if ks, err := certs.EnsureKeyStore(specs.UserKeyStore(secret.Data), got, m.clientsCA.Cert); ok && (err != nil || !bytes.Equal(ks.Data, secret.Data[specs.UserSecretKeyStore])) {
+			ok, why = false, fmt.Sprintf("user.p12 does not hold user.crt under user.password (%v)", err)
 		}
 		return ok, why
 	})
@@ -257,8 +263,14 @@ func TestListenerCertificateFromTheClusterCA(t *testing.T) {
 		served = certs.Pair{Cert: listenerSecret.Data[corev1.TLSCertKey], Key: listenerSecret.Data[corev1.TLSPrivateKeyKey]}
 		return certs.Usable(served, caCert.Data["ca.crt"], names, time.Now())
 	})
-	if len(caCert.Data) != 1 {
-		t.Fatalf("the CA's certificate Secret holds %d keys, want ca.crt alone", len(caCert.Data))
+	// The CA's certificate, and as a trust store for Java clients, which
+	// stays as it is while the CA does; never the CA's key.
+	if len(caCert.Data) != 3 || len(caCert.Data["ca.p12"]) == 0 || len(caCert.Data["ca.password"]) == 0 {
+		t.Fatalf("the CA's certificate Secret holds %d keys, want ca.crt, ca.p12 and ca.password", len(caCert.Data))
+	}
+	trustStore := specs.CATrustStore(caCert.Data)
+	if again, err := certs.EnsureTrustStore(trustStore, caCert.Data["ca.crt"]); err != nil || !bytes.Equal(again.Data, trustStore.Data) {
+		t.Fatalf("ca.p12 does not hold ca.crt under ca.password (%v)", err)
 	}
 	eventually(t, "the brokers to mount the listeners' certificate", func() (bool, string) {
 		var sts appsv1.StatefulSet
@@ -269,6 +281,12 @@ func TestListenerCertificateFromTheClusterCA(t *testing.T) {
 			return v.Name == "tls-tls" && v.Secret != nil && v.Secret.SecretName == "issued-listener-tls"
 		}), fmt.Sprintf("%+v", sts.Spec.Template.Spec.Volumes)
 	})
+
+	var later corev1.Secret
+	getObject(t, ns, "issued-ca-cert", &later)
+	if !bytes.Equal(later.Data["ca.p12"], trustStore.Data) {
+		t.Error("the trust store was made again for the same CA")
+	}
 
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(caCert.Data["ca.crt"])

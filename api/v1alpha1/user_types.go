@@ -61,7 +61,8 @@ type UserAuthentication struct {
 	//
 	// Type tls: the operator issues a client certificate for
 	// CN=<userName> from the cluster's clients CA into a Secret named
-	// after the User (user.crt, user.key, and ca.crt, the clients CA),
+	// after the User (user.crt, user.key, and ca.crt, the clients CA;
+	// user.p12, a PKCS#12 key store of them, opened by user.password),
 	// renewed a month before it expires, for listeners with tls
 	// authentication; the principal is User:CN=<userName>. Deleting the
 	// Secret issues a new certificate, but the old one stays valid until

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/certs"
 )
 
 // The brokers' own listener and users, once a cluster has listeners of
@@ -38,6 +39,28 @@ func CASecretName(c *raftkav1.BrokerCluster) string { return c.Name + "-ca" }
 // (ca.crt), which clients of listeners with the operator's certificates
 // trust; the CA's key stays in CASecretName.
 func CACertSecretName(c *raftkav1.BrokerCluster) string { return c.Name + "-ca-cert" }
+
+// Keys of the CACertSecretName Secret: the CA's certificate, and as a
+// PKCS#12 trust store with its password, for Java clients that take no
+// PEM.
+const (
+	CACertKey                = "ca.crt"
+	CACertTrustStore         = "ca.p12"
+	CACertTrustStorePassword = "ca.password"
+)
+
+// BuildCACertSecret is the Secret that clients of listeners with the
+// operator's certificates mount to trust them.
+func BuildCACertSecret(c *raftkav1.BrokerCluster, caCert []byte, trustStore certs.Store) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: CACertSecretName(c), Namespace: c.Namespace, Labels: Labels(c)},
+		Type: corev1.SecretTypeOpaque, Data: map[string][]byte{CACertKey: caCert,
+			CACertTrustStore: trustStore.Data, CACertTrustStorePassword: []byte(trustStore.Password)}}
+}
+
+// CATrustStore is the trust store a CACertSecretName Secret holds.
+func CATrustStore(data map[string][]byte) certs.Store {
+	return certs.Store{Data: data[CACertTrustStore], Password: string(data[CACertTrustStorePassword])}
+}
 
 // ListenerTLSSecretName is the Secret of the listener certificate the
 // operator issues from the cluster CA (ca.crt, tls.crt, tls.key), for the

@@ -226,9 +226,9 @@ func TestTLSUserPrincipalAndSecret(t *testing.T) {
 	if got := PrincipalNames(u); !slices.Equal(got, []string{"orders", "CN=orders"}) || Principal(u) != "User:orders" {
 		t.Errorf("principal names %v, principal %s", got, Principal(u))
 	}
-	secret := BuildUserCertificateSecret(u, certs.Pair{Cert: []byte("cert"), Key: []byte("key")}, []byte("ca"))
+	secret := BuildUserCertificateSecret(u, certs.Pair{Cert: []byte("cert"), Key: []byte("key")}, []byte("ca"), certs.Store{Data: []byte("p12"), Password: "pw"})
 	if secret.Name != "orders-app" || string(secret.Data["user.crt"]) != "cert" || string(secret.Data["user.key"]) != "key" ||
-		string(secret.Data["ca.crt"]) != "ca" || len(secret.Data) != 3 {
+		string(secret.Data["ca.crt"]) != "ca" || string(secret.Data["user.p12"]) != "p12" || string(secret.Data["user.password"]) != "pw" || len(secret.Data) != 5 {
 		t.Errorf("secret %s %q", secret.Name, secret.Data)
 	}
 }

@@ -22,6 +22,10 @@ const (
 	UserSecretCertificate = "user.crt"
 	UserSecretKey         = "user.key"
 	UserSecretCA          = "ca.crt"
+	// The certificate and key as a PKCS#12 key store, and its password,
+	// for Java clients that take no PEM.
+	UserSecretKeyStore         = "user.p12"
+	UserSecretKeyStorePassword = "user.password"
 )
 
 // TLSUser tells whether a User authenticates with a client certificate.
@@ -61,13 +65,20 @@ func UserLabels(u *raftkav1.User) map[string]string {
 }
 
 // BuildUserCertificateSecret is the Secret a client of a tls User mounts:
-// its certificate and key, and the clients CA that signed them.
-func BuildUserCertificateSecret(u *raftkav1.User, cert certs.Pair, clientsCA []byte) *corev1.Secret {
+// its certificate and key, also as a PKCS#12 key store, and the clients
+// CA that signed them.
+func BuildUserCertificateSecret(u *raftkav1.User, cert certs.Pair, clientsCA []byte, keyStore certs.Store) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: UserSecretName(u), Namespace: u.Namespace, Labels: UserLabels(u)},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{UserSecretCertificate: cert.Cert, UserSecretKey: cert.Key, UserSecretCA: clientsCA},
+		Data: map[string][]byte{UserSecretCertificate: cert.Cert, UserSecretKey: cert.Key, UserSecretCA: clientsCA,
+			UserSecretKeyStore: keyStore.Data, UserSecretKeyStorePassword: []byte(keyStore.Password)},
 	}
+}
+
+// UserKeyStore is the key store a tls User's Secret holds.
+func UserKeyStore(data map[string][]byte) certs.Store {
+	return certs.Store{Data: data[UserSecretKeyStore], Password: string(data[UserSecretKeyStorePassword])}
 }
 
 // BuildUserSecret is the Secret a client of the User mounts: its user
