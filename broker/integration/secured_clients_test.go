@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/xdg-go/scram"
 
 	"github.com/raftka/raftka/broker/brokertest"
+	"github.com/raftka/raftka/internal/certs"
 )
 
 // securedCluster runs brokers with a SASL_SSL listener (SECURE) and an SSL
@@ -123,6 +125,45 @@ func TestSaramaOverSASLSSLAndMTLS(t *testing.T) {
 			t.Fatalf("over mTLS, read %d of %d records", i, n)
 		}
 	}
+}
+
+// TestJavaClientOverMTLSWithPKCS12Stores: the Java client's round trip
+// over the SSL listener that requires client certificates, its key store
+// and trust store the PKCS#12 files the operator writes into a tls User's
+// Secret (user.p12) and the cluster CA's (ca.p12), opened by their
+// passwords, as Java clients without PEM stores are configured.
+func TestJavaClientOverMTLSWithPKCS12Stores(t *testing.T) {
+	cp := javaClassPath(t)
+	c, ca, dir := securedCluster(t)
+	var carol certs.Pair
+	for path, into := range map[string]*[]byte{"client.pem": &carol.Cert, "client-key.pem": &carol.Key} {
+		data, err := os.ReadFile(filepath.Join(dir, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		*into = data
+	}
+	keyStore, err := certs.EnsureKeyStore(certs.Store{}, carol, ca.PEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trustStore, err := certs.EnsureTrustStore(certs.Store{}, ca.PEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAtomically(t, filepath.Join(dir, "user.p12"), keyStore.Data)
+	writeAtomically(t, filepath.Join(dir, "ca.p12"), trustStore.Data)
+	props := strings.Join([]string{
+		"security.protocol=SSL",
+		"ssl.keystore.type=PKCS12",
+		"ssl.keystore.location=" + filepath.Join(dir, "user.p12"),
+		"ssl.keystore.password=" + keyStore.Password,
+		"ssl.truststore.type=PKCS12",
+		"ssl.truststore.location=" + filepath.Join(dir, "ca.p12"),
+		"ssl.truststore.password=" + trustStore.Password,
+	}, "\n")
+	run := runClientWith(t, listenerAddrs(c, "MTLS"), []string{"KAFKA_PROPERTIES=" + props}, "java", filepath.Join("testdata", "java"), "java", javaArgs(cp)...)
+	run.check(t, clientRecords)
 }
 
 // TestJavaClientOverSASLSSL: the Java client's round trip (admin,
