@@ -155,20 +155,10 @@ func Start(t testing.TB, opts Options) *Cluster {
 	c := &Cluster{t: t, bin: Binary(t), flags: opts.ExtraFlags, listeners: opts.Listeners, interBroker: opts.InterBrokerUser}
 	root := t.TempDir()
 	if opts.RaftTLS {
-		c.RaftCA = NewCA(t)
-		cert, key := c.RaftCA.IssuePeer(t, 2, "broker")
-		dir := writeTLSDir(t, filepath.Join(root, "raft-tls"), c.RaftCA, cert, key)
-		c.flags = append([]string{"--raft-tls-ca-file", filepath.Join(dir, "ca.crt"), "--raft-tls-cert-file", filepath.Join(dir, "tls.crt"),
-			"--raft-tls-key-file", filepath.Join(dir, "tls.key")}, c.flags...)
+		c.useRaftTLS()
 	}
 	if opts.InterBrokerTLS {
-		if opts.InterBrokerUser == nil {
-			t.Fatal("brokertest: InterBrokerTLS needs an InterBrokerUser")
-		}
-		c.ListenerCA = NewCA(t)
-		cert, key := c.ListenerCA.Issue(t, 2, "broker", false)
-		dir := writeTLSDir(t, filepath.Join(root, "inter-broker-tls"), c.ListenerCA, cert, key)
-		c.flags = append([]string{"--listener-ssl-dirs", "PLAINTEXT=" + dir, "--inter-broker-ssl-ca-file", filepath.Join(dir, "ca.crt")}, c.flags...)
+		c.useInterBrokerTLS()
 	}
 	if u := opts.InterBrokerUser; u != nil {
 		users := filepath.Join(root, "users")
@@ -246,6 +236,55 @@ func Start(t testing.TB, opts Options) *Cluster {
 		c.waitAuthenticates()
 	}
 	return c
+}
+
+// useRaftTLS has the brokers' next starts run the Raft transport over
+// mutual TLS, with certificates of a new CA (Cluster.RaftCA).
+func (c *Cluster) useRaftTLS() {
+	c.RaftCA = NewCA(c.t)
+	cert, key := c.RaftCA.IssuePeer(c.t, 2, "broker")
+	dir := writeTLSDir(c.t, filepath.Join(c.t.TempDir(), "raft-tls"), c.RaftCA, cert, key)
+	c.flags = append([]string{"--raft-tls-ca-file", filepath.Join(dir, "ca.crt"), "--raft-tls-cert-file", filepath.Join(dir, "tls.crt"),
+		"--raft-tls-key-file", filepath.Join(dir, "tls.key")}, c.flags...)
+}
+
+// useInterBrokerTLS has the brokers' next starts serve the first
+// listener as SASL_SSL, with a certificate of a new CA
+// (Cluster.ListenerCA), which the brokers, Client and Admin trust.
+func (c *Cluster) useInterBrokerTLS() {
+	if c.interBroker == nil {
+		c.t.Fatal("brokertest: InterBrokerTLS needs an InterBrokerUser")
+	}
+	c.ListenerCA = NewCA(c.t)
+	cert, key := c.ListenerCA.Issue(c.t, 2, "broker", false)
+	dir := writeTLSDir(c.t, filepath.Join(c.t.TempDir(), "inter-broker-tls"), c.ListenerCA, cert, key)
+	c.flags = append([]string{"--listener-ssl-dirs", "PLAINTEXT=" + dir, "--inter-broker-ssl-ca-file", filepath.Join(dir, "ca.crt")}, c.flags...)
+}
+
+// MoveToTLS stops every broker, then starts them all at once with their
+// Raft transport over mutual TLS and, for a cluster with an
+// InterBrokerUser, their first listener over SASL_SSL, on the data they
+// had: as the operator moves a cluster created before either onto them
+// (brokers with and without TLS cannot speak to each other, so none is
+// restarted alone). It waits until every broker is ready.
+func (c *Cluster) MoveToTLS() {
+	for i := range c.Brokers {
+		c.Stop(i)
+	}
+	c.useRaftTLS()
+	if c.interBroker != nil {
+		c.useInterBrokerTLS()
+	}
+	if c.admin != nil { // dialed without TLS
+		c.admin.Close()
+		c.admin = nil
+	}
+	for i := range c.Brokers {
+		c.Restart(i)
+	}
+	for i := range c.Brokers {
+		c.WaitReady(i)
+	}
 }
 
 // writeTLSDir writes a certificate, its key and its CA into a new
