@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,7 +131,7 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	waiting, err := r.rollBrokers(ctx, c, sts)
+	waiting, err := r.rollBrokers(ctx, c, sts, founding.Transport())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -279,7 +280,7 @@ func (r *BrokerClusterReconciler) applyStatefulSet(ctx context.Context, c *raftk
 
 // rollBrokers restarts one outdated broker when every broker is ready and
 // the broker itself says each of its Raft groups keeps a quorum without it.
-func (r *BrokerClusterReconciler) rollBrokers(ctx context.Context, c *raftkav1.BrokerCluster, sts *appsv1.StatefulSet) (string, error) {
+func (r *BrokerClusterReconciler) rollBrokers(ctx context.Context, c *raftkav1.BrokerCluster, sts *appsv1.StatefulSet, transport specs.Transport) (string, error) {
 	pods, err := r.pods(ctx, c)
 	if err != nil {
 		return "", err
@@ -287,7 +288,10 @@ func (r *BrokerClusterReconciler) rollBrokers(ctx context.Context, c *raftkav1.B
 	var states []rollout.Pod
 	for _, p := range pods {
 		states = append(states, rollout.Pod{Ordinal: ordinalOf(p.Name), Ready: podReady(&p), Terminating: !p.DeletionTimestamp.IsZero(),
-			Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey]})
+			Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey], Transport: specs.PodTransport(&p).String()})
+	}
+	if moves := rollout.TransportMoves(states, transport.String()); len(moves) > 0 {
+		return r.moveTransport(ctx, c, pods, moves, transport)
 	}
 	if sts.Status.UpdateRevision == "" {
 		return "", nil
@@ -314,6 +318,23 @@ func (r *BrokerClusterReconciler) rollBrokers(ctx context.Context, c *raftkav1.B
 		}
 	}
 	return fmt.Sprintf("rolling update: broker %d restarting", id), nil
+}
+
+// moveTransport restarts the brokers of moves at once onto transport
+// (spec.interBrokerTLS): no safe-restart check holds them, as brokers
+// of two transports cannot speak to each other anyway.
+func (r *BrokerClusterReconciler) moveTransport(ctx context.Context, c *raftkav1.BrokerCluster, pods []corev1.Pod, moves []int32, transport specs.Transport) (string, error) {
+	log.FromContext(ctx).Info("restarting brokers at once onto another transport", "brokers", moves, "transport", transport.String())
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "MovingTransport", "Restart",
+		"restarting brokers %v at once onto %s: brokers of two transports cannot speak to each other", moves, transport)
+	for _, p := range pods {
+		if slices.Contains(moves, ordinalOf(p.Name)) {
+			if err := r.Delete(ctx, &p); err != nil && !apierrors.IsNotFound(err) {
+				return "", err
+			}
+		}
+	}
+	return fmt.Sprintf("moving onto %s: brokers %v restarting at once", transport, moves), nil
 }
 
 func (r *BrokerClusterReconciler) pods(ctx context.Context, c *raftkav1.BrokerCluster) ([]corev1.Pod, error) {

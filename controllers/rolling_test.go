@@ -120,3 +120,90 @@ func terminating(t *testing.T, ns string, id int) bool {
 	}
 	return !pod.DeletionTimestamp.IsZero()
 }
+
+// TestInterBrokerTLSMovesTheBrokersAtOnce: a secured cluster created
+// before the brokers spoke TLS to each other keeps its transport until
+// spec.interBrokerTLS asks for the move; then the operator records it,
+// gives the brokers the TLS flags, and restarts every broker at once
+// (a rolling update would leave one broker on TLS unable to reach the
+// others). Brokers already on the new transport are left alone. The test
+// plays the StatefulSet controller's part, making pods of its template.
+func TestInterBrokerTLSMovesTheBrokersAtOnce(t *testing.T) {
+	ns := newNamespace(t)
+	c := brokerCluster(ns)
+	c.Spec.Listeners = []raftkav1.ListenerSpec{{Name: "internal", Port: 9092, Authentication: &raftkav1.ListenerAuthentication{Type: raftkav1.AuthenticationSCRAMSHA512}}}
+	// What an older operator recorded: no TLS between the brokers.
+	mustCreate(t, specs.BuildConfigMap(c, specs.Founding{Voters: 3}))
+	mustCreate(t, specs.BuildInternalCredentials(c, "b", "o"))
+	mustCreate(t, c)
+	ctx := context.Background()
+	// The template's pod, its claim's volume an emptyDir.
+	template := func(want bool) corev1.PodSpec {
+		var spec corev1.PodSpec
+		eventually(t, fmt.Sprintf("the brokers' Raft TLS flags %t", want), func() (bool, string) {
+			var sts appsv1.StatefulSet
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "events"}, &sts); err != nil {
+				return false, err.Error()
+			}
+			spec = *sts.Spec.Template.Spec.DeepCopy()
+			for _, claim := range sts.Spec.VolumeClaimTemplates {
+				spec.Volumes = append(spec.Volumes, corev1.Volume{Name: claim.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			}
+			got := specs.PodTransport(&corev1.Pod{Spec: spec})
+			return got == specs.Transport{RaftTLS: want, ReplicationTLS: want}, got.String()
+		})
+		return spec
+	}
+	makePods := func(spec corev1.PodSpec) {
+		for id := 0; id < 3; id++ {
+			labels := specs.Labels(c)
+			labels[appsv1.ControllerRevisionHashLabelKey] = "rev"
+			mustCreate(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: podName(id), Namespace: ns, Labels: labels},
+				Spec: spec})
+		}
+	}
+	untouched := func(what string) {
+		time.Sleep(3 * time.Second)
+		for id := 0; id < 3; id++ {
+			if terminating(t, ns, id) {
+				t.Fatalf("%s: broker %d restarted", what, id)
+			}
+		}
+	}
+	makePods(template(false))
+	untouched("an older cluster without interBrokerTLS")
+
+	getObject(t, ns, "events", c)
+	c.Spec.InterBrokerTLS = raftkav1.InterBrokerTLSEnabled
+	if err := k8s.Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	moved := template(true)
+	eventually(t, "every broker restarted at once", func() (bool, string) {
+		return terminating(t, ns, 0) && terminating(t, ns, 1) && terminating(t, ns, 2), ""
+	})
+	var cm corev1.ConfigMap
+	getObject(t, ns, specs.ConfigMapName(c), &cm)
+	if f := specs.FoundingOf(&raftkav1.BrokerCluster{ObjectMeta: c.ObjectMeta}, &cm); !f.RaftTLS || !f.ReplicationTLS {
+		t.Errorf("the ConfigMap records %v without the field", cm.Annotations)
+	}
+	for id := 0; id < 3; id++ {
+		replacePod(t, ns, id)
+	}
+	makePods(moved)
+	untouched("brokers on TLS")
+}
+
+// replacePod waits for a deleted pod to go, as the StatefulSet
+// controller would before making it again.
+func replacePod(t *testing.T, ns string, id int) {
+	t.Helper()
+	var pod corev1.Pod
+	key := types.NamespacedName{Namespace: ns, Name: podName(id)}
+	if err := k8s.Get(context.Background(), key, &pod); err == nil {
+		_ = k8s.Delete(context.Background(), &pod, client.GracePeriodSeconds(0))
+	}
+	eventually(t, "pod "+podName(id)+" to go", func() (bool, string) {
+		return k8s.Get(context.Background(), key, &pod) != nil, ""
+	})
+}

@@ -114,7 +114,28 @@ type BrokerClusterSpec struct {
 	// namespace use it.
 	// +optional
 	Tenants *TenantsSpec `json:"tenants,omitempty"`
+
+	// InterBrokerTLS Enabled runs the brokers' Raft transport over mutual
+	// TLS and, with listeners of the cluster's own, their replication
+	// listener over SASL_SSL, with certificates of the cluster's CA. A
+	// cluster created with listeners has both from the start. One created
+	// before, or without listeners, moves onto them once this is set: the
+	// operator restarts all its brokers at once, as brokers with and
+	// without TLS cannot speak to each other, so its partitions are
+	// unavailable for that restart (nothing acknowledged is lost). A
+	// cluster that gains listeners later, with this set, moves its
+	// replication listener the same way. Unsetting it changes nothing:
+	// there is no way back.
+	// +optional
+	// +kubebuilder:validation:Enum=Enabled
+	InterBrokerTLS InterBrokerTLS `json:"interBrokerTLS,omitempty"`
 }
+
+// InterBrokerTLS is whether the brokers speak to each other over TLS.
+type InterBrokerTLS string
+
+// InterBrokerTLSEnabled moves a cluster onto TLS between its brokers.
+const InterBrokerTLSEnabled InterBrokerTLS = "Enabled"
 
 // TenantsSpec is which namespaces share a cluster, and how they are kept
 // apart.

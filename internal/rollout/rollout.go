@@ -18,6 +18,25 @@ type Pod struct {
 	Terminating bool
 	// Revision is the pod's controller-revision-hash.
 	Revision string
+	// Transport is how the pod's broker speaks to the others
+	// (specs.Transport).
+	Transport string
+}
+
+// TransportMoves are the brokers to restart now, all at once, to move the
+// cluster onto another transport: every pod still running another than
+// want. Brokers of two transports cannot speak to each other, so a
+// broker restarted alone onto the new one could not catch up, and a
+// rolling update would wait for it for ever; restarted together they form
+// the cluster again on their data.
+func TransportMoves(pods []Pod, want string) []int32 {
+	var moves []int32
+	for _, p := range pods {
+		if !p.Terminating && p.Transport != want {
+			moves = append(moves, p.Ordinal)
+		}
+	}
+	return moves
 }
 
 // NextRestart picks the broker to restart now in a rolling update to

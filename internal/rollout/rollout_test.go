@@ -82,3 +82,29 @@ func TestNextVoterChange(t *testing.T) {
 		}
 	}
 }
+
+func TestTransportMoves(t *testing.T) {
+	pod := func(ord int32, transport string, terminating bool) Pod {
+		return Pod{Ordinal: ord, Ready: true, Revision: "r", Transport: transport, Terminating: terminating}
+	}
+	for _, c := range []struct {
+		name string
+		pods []Pod
+		want []int32
+	}{
+		{"all on it", []Pod{pod(0, "tls", false), pod(1, "tls", false), pod(2, "tls", false)}, nil},
+		{"all at once, whatever their readiness", []Pod{pod(0, "plain", false), {Ordinal: 1, Transport: "plain"}, pod(2, "plain", false)}, []int32{0, 1, 2}},
+		{"the rest of a move", []Pod{pod(0, "tls", false), pod(1, "plain", false), pod(2, "plain", true)}, []int32{1}},
+	} {
+		got := TransportMoves(c.pods, "tls")
+		if len(got) != len(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%s: %v, want %v", c.name, got, c.want)
+			}
+		}
+	}
+}

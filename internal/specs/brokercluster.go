@@ -162,17 +162,56 @@ const AnnotationReplicationTLS = "raftka.io/replication-tls"
 
 // NewFounding is what a cluster created now founds with.
 func NewFounding(c *raftkav1.BrokerCluster) Founding {
-	return Founding{Voters: InitialVoters(c), RaftTLS: Secured(c), ReplicationTLS: Secured(c)}
+	return withInterBrokerTLS(c, Founding{Voters: InitialVoters(c), RaftTLS: Secured(c), ReplicationTLS: Secured(c)})
 }
 
-// FoundingOf reads what a cluster's ConfigMap recorded of its creation.
+// FoundingOf reads what a cluster's ConfigMap recorded of its creation,
+// and of a move onto TLS since (spec.interBrokerTLS).
 func FoundingOf(c *raftkav1.BrokerCluster, cm *corev1.ConfigMap) Founding {
 	raftTLS := cm.Annotations[AnnotationRaftTLS] == "true"
 	f := Founding{Voters: InitialVoters(c), RaftTLS: raftTLS, ReplicationTLS: raftTLS && cm.Annotations[AnnotationReplicationTLS] == "true"}
 	if n, err := strconv.Atoi(cm.Annotations[AnnotationVoters]); err == nil && n > 0 {
 		f.Voters = int32(n)
 	}
+	return withInterBrokerTLS(c, f)
+}
+
+// withInterBrokerTLS turns on what spec.interBrokerTLS asks for; nothing
+// turns it off.
+func withInterBrokerTLS(c *raftkav1.BrokerCluster, f Founding) Founding {
+	if c.Spec.InterBrokerTLS == raftkav1.InterBrokerTLSEnabled {
+		f.RaftTLS = true
+		f.ReplicationTLS = f.ReplicationTLS || Secured(c)
+	}
 	return f
+}
+
+// Transport is how brokers speak to each other: the Raft transport over
+// mutual TLS or not, the replication listener over SASL_SSL or not.
+// Brokers of different transports cannot form a cluster.
+type Transport struct{ RaftTLS, ReplicationTLS bool }
+
+// Transport is the transport the cluster's brokers are to run.
+func (f Founding) Transport() Transport {
+	return Transport{RaftTLS: f.RaftTLS, ReplicationTLS: f.ReplicationTLS}
+}
+
+func (t Transport) String() string {
+	return fmt.Sprintf("raft-tls=%t,replication-tls=%t", t.RaftTLS, t.ReplicationTLS)
+}
+
+// PodTransport is the transport a broker pod runs, read from its flags
+// (those raftTLSArgs and the replication listener's add), so that pods of
+// any operator version tell it.
+func PodTransport(p *corev1.Pod) Transport {
+	var t Transport
+	for _, c := range p.Spec.Containers {
+		for _, a := range c.Args {
+			t.RaftTLS = t.RaftTLS || strings.HasPrefix(a, "--raft-tls-ca-file=")
+			t.ReplicationTLS = t.ReplicationTLS || strings.HasPrefix(a, "--inter-broker-ssl-ca-file=")
+		}
+	}
+	return t
 }
 
 // BuildConfigMap holds the broker settings as RAFTKA_* environment

@@ -462,3 +462,50 @@ func TestReplicationTLSIsFixedAtCreation(t *testing.T) {
 		t.Errorf("a cluster created before: protocols %s, CA %q", got, arg(plain, "--inter-broker-ssl-ca-file"))
 	}
 }
+
+// TestInterBrokerTLSMovesOlderClusters: spec.interBrokerTLS turns on what
+// a cluster's creation left off (the Raft transport's TLS; the
+// replication listener's where the cluster has listeners), never turns
+// anything off, and a pod's transport reads back from the flags the
+// StatefulSet gives it.
+func TestInterBrokerTLSMovesOlderClusters(t *testing.T) {
+	secured, plain := securedCluster(), cluster(3)
+	olderSecured := BuildConfigMap(secured, Founding{Voters: 3})
+	olderPlain := BuildConfigMap(plain, Founding{Voters: 3})
+	podOf := func(c *raftkav1.BrokerCluster, f Founding) *corev1.Pod {
+		return &corev1.Pod{Spec: BuildStatefulSet(c, f, 3, "h", nil).Spec.Template.Spec}
+	}
+	for name, tc := range map[string]struct {
+		c    *raftkav1.BrokerCluster
+		cm   *corev1.ConfigMap
+		move bool
+		want Transport
+	}{
+		"a secured cluster created before, left":  {secured, olderSecured, false, Transport{}},
+		"a secured cluster created before, moved": {secured, olderSecured, true, Transport{RaftTLS: true, ReplicationTLS: true}},
+		"a cluster without listeners, moved":      {plain, olderPlain, true, Transport{RaftTLS: true}},
+		"a secured cluster created now":           {secured, BuildConfigMap(secured, NewFounding(secured)), false, Transport{RaftTLS: true, ReplicationTLS: true}},
+	} {
+		c := tc.c.DeepCopy()
+		if tc.move {
+			c.Spec.InterBrokerTLS = raftkav1.InterBrokerTLSEnabled
+		}
+		f := FoundingOf(c, tc.cm)
+		if got := f.Transport(); got != tc.want {
+			t.Errorf("%s: transport %s, want %s", name, got, tc.want)
+		}
+		if got := PodTransport(podOf(c, f)); got != tc.want {
+			t.Errorf("%s: its pods run %s, want %s", name, got, tc.want)
+		}
+		// Recorded, the move holds once the field is unset.
+		c.Spec.InterBrokerTLS = ""
+		if got := FoundingOf(c, BuildConfigMap(c, f)).Transport(); got != tc.want {
+			t.Errorf("%s: read back without the field: %s", name, got)
+		}
+	}
+	moved := plain.DeepCopy()
+	moved.Spec.InterBrokerTLS = raftkav1.InterBrokerTLSEnabled
+	if f := NewFounding(moved); !f.RaftTLS {
+		t.Errorf("a cluster without listeners created with interBrokerTLS founds with %+v", f)
+	}
+}

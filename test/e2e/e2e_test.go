@@ -54,6 +54,7 @@ func TestEndToEnd(t *testing.T) {
 		{"rolling-restart", testRollingRestart},
 		{"lost-volume", testLostVolume},
 		{"scale-out-and-in", testScaleOutAndIn},
+		{"move-to-tls", testMoveToTLS},
 		{"security", testSecurity},
 		{"uninstall", testUninstall},
 	}

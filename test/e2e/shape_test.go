@@ -17,6 +17,7 @@ import (
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/broker/brokertest"
+	"github.com/raftka/raftka/internal/specs"
 )
 
 func (e *env) brokerCluster(t *testing.T) *raftkav1.BrokerCluster {
@@ -157,4 +158,45 @@ func testScaleOutAndIn(t *testing.T, e *env) {
 		t.Fatalf("%d of %d records acknowledged", ledger.Acked(), sent)
 	}
 	ledger.VerifyExactlyOnce(t, "scaling", func(opts ...kgo.Opt) *kgo.Client { return e.kafka(t, e.bootstrap(t), opts...) })
+}
+
+// testMoveToTLS moves the cluster, created without TLS between its
+// brokers, onto it (spec.interBrokerTLS) while producing: every broker
+// pod restarts at once with the Raft TLS flags and the certificate the
+// operator issued for the headless Service's names, the brokers form the
+// cluster again on their volumes, and every acknowledged record is there
+// once.
+func testMoveToTLS(t *testing.T, e *env) {
+	e.createTopic(t, "moving", 6)
+	ledger := brokertest.NewLedger()
+	stop := e.producer(t, "moving", 6, ledger)
+	time.Sleep(3 * time.Second)
+	bc := e.brokerCluster(t)
+	image := bc.Spec.Image
+	if image == "" {
+		image = brokerImage
+	}
+	patch := client.MergeFrom(bc.DeepCopy())
+	bc.Spec.InterBrokerTLS = raftkav1.InterBrokerTLSEnabled
+	if err := e.kube.Patch(ctx(t), bc, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Minute, "every broker pod ready on the Raft transport's TLS", func() (bool, string) {
+		pods := e.brokerPods(t, namespace, clusterName)
+		moved := 0
+		for _, p := range pods {
+			if podReady(p) && specs.PodTransport(&p).RaftTLS {
+				moved++
+			}
+		}
+		return moved == 3, describePods(pods)
+	})
+	e.waitBrokerCluster(t, image, 2*time.Minute)
+	time.Sleep(3 * time.Second)
+	sent := stop()
+	if ledger.Acked() != sent {
+		t.Fatalf("%d of %d records acknowledged", ledger.Acked(), sent)
+	}
+	t.Logf("longest time without an acknowledgement while moving: %s", ledger.LongestAckGap().Round(10*time.Millisecond))
+	ledger.VerifyExactlyOnce(t, "moving", func(opts ...kgo.Opt) *kgo.Client { return e.kafka(t, e.bootstrap(t), opts...) })
 }
