@@ -325,12 +325,20 @@ func testNoLossThroughPodKills(t *testing.T, e *env) {
 	})
 	time.Sleep(3 * time.Second)
 
+	e.verifyLedger(t, "ledger", ledger, stop)
+}
+
+// verifyLedger stops a producer: every record it sent was acknowledged
+// (it retries without limit), and every acknowledged one is in topic,
+// once and in order.
+func (e *env) verifyLedger(t *testing.T, topic string, ledger *brokertest.Ledger, stop func() int) {
+	t.Helper()
 	sent := stop()
 	if ledger.Acked() != sent {
 		t.Fatalf("%d of %d records acknowledged: with unlimited retries every one should be", ledger.Acked(), sent)
 	}
 	t.Logf("longest time without an acknowledgement: %s", ledger.LongestAckGap().Round(10*time.Millisecond))
-	ledger.VerifyExactlyOnce(t, "ledger", func(opts ...kgo.Opt) *kgo.Client { return e.kafka(t, e.bootstrap(t), opts...) })
+	ledger.VerifyExactlyOnce(t, topic, func(opts ...kgo.Opt) *kgo.Client { return e.kafka(t, e.bootstrap(t), opts...) })
 }
 
 // testAutoscaling: consumers slower than the producer build lag; the operator

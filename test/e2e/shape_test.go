@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -108,11 +107,7 @@ func testLostVolume(t *testing.T, e *env) {
 		t.Error("no BrokerReplaced Warning Event")
 	}
 	time.Sleep(3 * time.Second)
-	sent := stop()
-	if ledger.Acked() != sent {
-		t.Fatalf("%d of %d records acknowledged", ledger.Acked(), sent)
-	}
-	ledger.VerifyExactlyOnce(t, "volumes", func(opts ...kgo.Opt) *kgo.Client { return e.kafka(t, e.bootstrap(t), opts...) })
+	e.verifyLedger(t, "volumes", ledger, stop)
 }
 
 // testScaleOutAndIn grows the BrokerCluster from 3 to 4 while producing:
@@ -153,11 +148,7 @@ func testScaleOutAndIn(t *testing.T, e *env) {
 	})
 	t.Logf("4 to 3 brokers, the fourth drained and gone: %s", time.Since(start).Round(time.Second))
 	time.Sleep(3 * time.Second)
-	sent := stop()
-	if ledger.Acked() != sent {
-		t.Fatalf("%d of %d records acknowledged", ledger.Acked(), sent)
-	}
-	ledger.VerifyExactlyOnce(t, "scaling", func(opts ...kgo.Opt) *kgo.Client { return e.kafka(t, e.bootstrap(t), opts...) })
+	e.verifyLedger(t, "scaling", ledger, stop)
 }
 
 // testMoveToTLS moves the cluster, created without TLS between its
@@ -193,10 +184,5 @@ func testMoveToTLS(t *testing.T, e *env) {
 	})
 	e.waitBrokerCluster(t, image, 2*time.Minute)
 	time.Sleep(3 * time.Second)
-	sent := stop()
-	if ledger.Acked() != sent {
-		t.Fatalf("%d of %d records acknowledged", ledger.Acked(), sent)
-	}
-	t.Logf("longest time without an acknowledgement while moving: %s", ledger.LongestAckGap().Round(10*time.Millisecond))
-	ledger.VerifyExactlyOnce(t, "moving", func(opts ...kgo.Opt) *kgo.Client { return e.kafka(t, e.bootstrap(t), opts...) })
+	e.verifyLedger(t, "moving", ledger, stop)
 }
