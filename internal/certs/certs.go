@@ -162,13 +162,9 @@ func issued(p Pair, caCert []byte, now time.Time) (*x509.Certificate, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	block, _ := pem.Decode(caCert)
-	if block == nil {
-		return nil, "the CA certificate is not PEM"
-	}
-	ca, err := x509.ParseCertificate(block.Bytes)
+	ca, err := parseCertificate(caCert)
 	if err != nil {
-		return nil, err.Error()
+		return nil, "the CA certificate: " + err.Error()
 	}
 	switch {
 	case cert.CheckSignatureFrom(ca) != nil:
