@@ -200,15 +200,22 @@ func (t Transport) String() string {
 	return fmt.Sprintf("raft-tls=%t,replication-tls=%t", t.RaftTLS, t.ReplicationTLS)
 }
 
-// PodTransport is the transport a broker pod runs, read from its flags
-// (those raftTLSArgs and the replication listener's add), so that pods of
-// any operator version tell it.
+// The flags that tell a broker's transport: the Raft transport's CA
+// (raftTLSArgs) and the one the brokers trust on the replication
+// listener (listenerArgs).
+const (
+	raftTLSCAFlag     = "--raft-tls-ca-file="
+	interBrokerCAFlag = "--inter-broker-ssl-ca-file="
+)
+
+// PodTransport is the transport a broker pod runs, read from its flags,
+// so that pods of any operator version tell it.
 func PodTransport(p *corev1.Pod) Transport {
 	var t Transport
 	for _, c := range p.Spec.Containers {
 		for _, a := range c.Args {
-			t.RaftTLS = t.RaftTLS || strings.HasPrefix(a, "--raft-tls-ca-file=")
-			t.ReplicationTLS = t.ReplicationTLS || strings.HasPrefix(a, "--inter-broker-ssl-ca-file=")
+			t.RaftTLS = t.RaftTLS || strings.HasPrefix(a, raftTLSCAFlag)
+			t.ReplicationTLS = t.ReplicationTLS || strings.HasPrefix(a, interBrokerCAFlag)
 		}
 	}
 	return t

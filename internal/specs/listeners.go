@@ -151,7 +151,7 @@ func raftTLSArgs(founding Founding) []string {
 	if !founding.RaftTLS {
 		return nil
 	}
-	return []string{"--raft-tls-ca-file=" + raftTLSPath + "/ca.crt", "--raft-tls-cert-file=" + raftTLSPath + "/" + corev1.TLSCertKey,
+	return []string{raftTLSCAFlag + raftTLSPath + "/ca.crt", "--raft-tls-cert-file=" + raftTLSPath + "/" + corev1.TLSCertKey,
 		"--raft-tls-key-file=" + raftTLSPath + "/" + corev1.TLSPrivateKeyKey}
 }
 
@@ -281,7 +281,7 @@ func listenerArgs(c *raftkav1.BrokerCluster, self string, external ExternalAddre
 		args = append(args, "--listener-ssl-client-auth="+strings.Join(clientAuth, ","))
 	}
 	if founding.ReplicationTLS {
-		args = append(args, "--inter-broker-ssl-ca-file="+raftTLSPath+"/ca.crt")
+		args = append(args, interBrokerCAFlag+raftTLSPath+"/ca.crt")
 	}
 	if c.Spec.Authorization != nil {
 		args = append(args, "--authorizer=acl")
