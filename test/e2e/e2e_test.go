@@ -328,6 +328,17 @@ func testNoLossThroughPodKills(t *testing.T, e *env) {
 	e.verifyLedger(t, "ledger", ledger, stop)
 }
 
+// producing creates a topic of 6 partitions and starts a producer on it
+// into a new ledger, running 3 s before the step acts; verifyLedger ends
+// it.
+func (e *env) producing(t *testing.T, topic string) (*brokertest.Ledger, func() int) {
+	e.createTopic(t, topic, 6)
+	ledger := brokertest.NewLedger()
+	stop := e.producer(t, topic, 6, ledger)
+	time.Sleep(3 * time.Second)
+	return ledger, stop
+}
+
 // verifyLedger stops a producer: every record it sent was acknowledged
 // (it retries without limit), and every acknowledged one is in topic,
 // once and in order.
@@ -507,10 +518,7 @@ func (e *env) groupState(t *testing.T, group string) string {
 // pod at a time, each when the safe-restart check allows it, while a producer
 // keeps producing.
 func testRollingRestart(t *testing.T, e *env) {
-	e.createTopic(t, "rolling", 6)
-	ledger := brokertest.NewLedger()
-	stop := e.producer(t, "rolling", 6, ledger)
-	time.Sleep(3 * time.Second)
+	ledger, stop := e.producing(t, "rolling")
 
 	var bc raftkav1.BrokerCluster
 	if err := e.kube.Get(ctx(t), client.ObjectKey{Namespace: namespace, Name: clusterName}, &bc); err != nil {

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
-	"github.com/raftka/raftka/broker/brokertest"
 	"github.com/raftka/raftka/internal/specs"
 )
 
@@ -58,10 +57,7 @@ func healed(bc *raftkav1.BrokerCluster, n int) (bool, string) {
 // incarnation, a Warning Event says so, its replicas are copied again, and
 // nothing acknowledged is lost.
 func testLostVolume(t *testing.T, e *env) {
-	e.createTopic(t, "volumes", 6)
-	ledger := brokertest.NewLedger()
-	stop := e.producer(t, "volumes", 6, ledger)
-	time.Sleep(3 * time.Second)
+	ledger, stop := e.producing(t, "volumes")
 	before, ok := brokerStatus(e.brokerCluster(t), 1)
 	if !ok || before.Incarnation == "" || before.Replicas == 0 {
 		t.Fatalf("broker 1 in the status before: %+v", before)
@@ -115,10 +111,7 @@ func testLostVolume(t *testing.T, e *env) {
 // leaders. Back to 3, the fourth is drained before its pod goes, then
 // unregistered, and its claim deleted. Nothing acknowledged is lost.
 func testScaleOutAndIn(t *testing.T, e *env) {
-	e.createTopic(t, "scaling", 6)
-	ledger := brokertest.NewLedger()
-	stop := e.producer(t, "scaling", 6, ledger)
-	time.Sleep(3 * time.Second)
+	ledger, stop := e.producing(t, "scaling")
 	scale := func(n int32) {
 		t.Helper()
 		bc := e.brokerCluster(t)
@@ -158,10 +151,7 @@ func testScaleOutAndIn(t *testing.T, e *env) {
 // cluster again on their volumes, and every acknowledged record is there
 // once.
 func testMoveToTLS(t *testing.T, e *env) {
-	e.createTopic(t, "moving", 6)
-	ledger := brokertest.NewLedger()
-	stop := e.producer(t, "moving", 6, ledger)
-	time.Sleep(3 * time.Second)
+	ledger, stop := e.producing(t, "moving")
 	bc := e.brokerCluster(t)
 	image := bc.Spec.Image
 	if image == "" {
