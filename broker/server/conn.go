@@ -97,19 +97,43 @@ func (b *Broker) accept(ctx context.Context, l *kafkaListener) {
 	}
 }
 
+// writeLoop writes the responses in request order. Responses ready one
+// after the other share a flush; before it waits for one not ready yet,
+// it flushes those written, so that an answer never waits in the buffer
+// for a later request's (a produce pipeline's next commit, a fetch's
+// long poll).
 func (c *clientConn) writeLoop() {
 	defer c.b.conns.Done()
 	defer c.nc.Close()
 	w := bufio.NewWriterSize(c.nc, 64<<10)
 	var unflushed []func()
+	flush := func() error {
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		for _, f := range unflushed {
+			f()
+		}
+		unflushed = unflushed[:0]
+		return nil
+	}
 	for slot := range c.out {
 		var rep reply
 		select {
 		case rep = <-slot:
-		case <-c.b.ctx.Done():
-			return
+		default:
+			if err := flush(); err != nil {
+				c.drain()
+				return
+			}
+			select {
+			case rep = <-slot:
+			case <-c.b.ctx.Done():
+				return
+			}
 		}
 		if rep.frame == nil {
+			_ = flush()
 			return // the reader gave up on this connection
 		}
 		if _, err := w.Write(rep.frame); err != nil {
@@ -120,14 +144,10 @@ func (c *clientConn) writeLoop() {
 			unflushed = append(unflushed, rep.written)
 		}
 		if len(c.out) == 0 {
-			if err := w.Flush(); err != nil {
+			if err := flush(); err != nil {
 				c.drain()
 				return
 			}
-			for _, f := range unflushed {
-				f()
-			}
-			unflushed = unflushed[:0]
 		}
 	}
 	// The connection closes next; a reply it cannot take is lost with it.

@@ -91,7 +91,7 @@ func quantileBound(after, before *stageHistogram, q float64) float64 {
 	return 0
 }
 
-// since is each stage's mean and p99 bound since before, in the order of
+// since is each stage's mean, p99 bound and count since before, in the order of
 // stageNames, in milliseconds, and the leader changes.
 func (after stageTotals) since(before stageTotals) string {
 	var parts []string
@@ -101,7 +101,7 @@ func (after stageTotals) since(before stageTotals) string {
 		if count <= 0 {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %.2f (p99 %.2g)", s, 1000*sum/count, 1000*quantileBound(a, b, 0.99)))
+		parts = append(parts, fmt.Sprintf("%s %.2f (p99 %.2g, n %.0f)", s, 1000*sum/count, 1000*quantileBound(a, b, 0.99), count))
 	}
 	parts = append(parts, fmt.Sprintf("leader changes %.0f", after.leaderships-before.leaderships))
 	return strings.Join(parts, ", ")

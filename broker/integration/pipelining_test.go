@@ -1,0 +1,116 @@
+package integration
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+// A connection's answers go out in request order, but an answer that is
+// ready must not wait for a later request's: here a produce is followed,
+// on the same connection, by a fetch that long-polls an empty partition.
+// The produce's answer must arrive while the fetch still waits; the fetch
+// is then answered when a record arrives.
+func TestAnswerIsNotHeldBehindALaterRequest(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1})
+	c.CreateTopic("answered", 1, 1, nil)
+	c.CreateTopic("quiet", 1, 1, nil)
+	// Leadership settles first, so that the produce below is answered at
+	// once rather than with NOT_LEADER.
+	produceRaw(t, c.Client(), "answered", 0, -1, batch(-1, 0, 0, "first"))
+
+	conn, err := net.Dial("tcp", c.Brokers[0].KafkaAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version = 9 // topics by name
+	produce.Acks, produce.TimeoutMillis = -1, 10000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "answered"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = batch(-1, 0, 0, "second")
+	pt.Partitions = append(pt.Partitions, pp)
+	produce.Topics = append(produce.Topics, pt)
+
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version = 12 // topics by name
+	fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = 60000, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "quiet"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("pipelining"))
+	// One write, so that the broker has both before it answers either.
+	// AppendRequest sizes the whole buffer it is given: one frame each.
+	frames := append(f.AppendRequest(nil, produce, 1), f.AppendRequest(nil, fetch, 2)...)
+	if _, err := conn.Write(frames); err != nil {
+		t.Fatal(err)
+	}
+
+	// The fetch waits up to a minute; the produce's answer comes long
+	// before that, or it was held behind the fetch.
+	if err := conn.SetReadDeadline(time.Now().Add(15 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	produced := kmsg.NewPtrProduceResponse()
+	produced.Version = produce.Version
+	readResponse(t, conn, 1, produced)
+	if p := produced.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != 1 {
+		t.Fatalf("produce answered error %d at offset %d, want offset 1", p.ErrorCode, p.BaseOffset)
+	}
+
+	// Only now does the fetched partition get a record, which answers
+	// the fetch.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := c.Client(kgo.RequiredAcks(kgo.AllISRAcks())).ProduceSync(ctx, &kgo.Record{Topic: "quiet", Value: []byte("wake")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	fetched := kmsg.NewPtrFetchResponse()
+	fetched.Version = fetch.Version
+	readResponse(t, conn, 2, fetched)
+	if p := fetched.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.HighWatermark != 1 || len(p.RecordBatches) == 0 {
+		t.Fatalf("fetch answered error %d, high watermark %d, %d bytes of records; want the record", p.ErrorCode, p.HighWatermark, len(p.RecordBatches))
+	}
+}
+
+// readResponse reads one response frame from conn into resp, whose
+// version is set, and checks its correlation id.
+func readResponse(t *testing.T, conn net.Conn, correlation int32, resp kmsg.Response) {
+	t.Helper()
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		t.Fatalf("response %d: %v", correlation, err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(conn, body); err != nil {
+		t.Fatalf("response %d: %v", correlation, err)
+	}
+	if got := int32(binary.BigEndian.Uint32(body)); got != correlation {
+		t.Fatalf("response to request %d, want %d", got, correlation)
+	}
+	body = body[4:]
+	if resp.IsFlexible() {
+		body = body[1:] // the header's empty tag section
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatalf("response %d: %v", correlation, err)
+	}
+}
