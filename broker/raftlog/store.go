@@ -197,6 +197,9 @@ const (
 	// the store and fsynced, side by side with the frames; the fsync is
 	// shared with concurrent saves.
 	SaveRecord
+	// SaveFdatasync: one fdatasync of the shared log, which concurrent
+	// saves share.
+	SaveFdatasync
 )
 
 // SetTimed makes the store report how long each stage of a save of
@@ -1005,8 +1008,12 @@ func (s *Store) syncThrough(seq uint64) error {
 	s.mu.RUnlock()
 	began := time.Now()
 	err := durable.Fdatasync(w.f)
+	took := time.Since(began)
 	s.syncs.Add(1)
-	s.syncNanos.Add(uint64(time.Since(began)))
+	s.syncNanos.Add(uint64(took))
+	if s.timed != nil {
+		s.timed(SaveFdatasync, took)
+	}
 	w.release()
 	if err != nil {
 		s.mu.Lock()

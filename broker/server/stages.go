@@ -33,6 +33,9 @@ const (
 	// stageRecordSync: then the save's record written to the shared
 	// Raft log and fsynced (concurrent saves share an fsync).
 	stageRecordSync = "log_record_sync"
+	// stageFdatasync: one fdatasync of the shared Raft log, which the
+	// saves waiting for it share.
+	stageFdatasync = "log_fdatasync"
 	// stageApply: a partition replica's state machine applying committed
 	// entries (its segment and checkpoint).
 	stageApply = "apply"
@@ -50,6 +53,8 @@ func (m *metrics) timedSave(stage raftlog.SaveStage, d time.Duration) {
 		m.stage(stageFramesSync, d)
 	case raftlog.SaveRecord:
 		m.stage(stageRecordSync, d)
+	case raftlog.SaveFdatasync:
+		m.stage(stageFdatasync, d)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 
 // stageNames are raftka_produce_stage_seconds's stages, in the order a
 // produce passes them.
-var stageNames = []string{"propose", "log_frames_sync", "log_record_sync", "apply", "commit", "respond"}
+var stageNames = []string{"propose", "log_frames_sync", "log_record_sync", "log_fdatasync", "apply", "commit", "respond"}
 
 // stageHistogram is one stage's histogram summed over all brokers: the
 // sum, the count, and the cumulative count at each bucket's upper bound.
@@ -28,6 +28,9 @@ type stageHistogram struct {
 type stageTotals struct {
 	stages      map[string]*stageHistogram
 	leaderships float64
+	// syncs and syncSeconds are the shared Raft logs' fdatasyncs: how
+	// many saves shared one tells how busy the disk's flushes were.
+	syncs, syncSeconds float64
 }
 
 func scrapeStages(c *brokertest.Cluster) stageTotals {
@@ -38,6 +41,10 @@ func scrapeStages(c *brokertest.Cluster) stageTotals {
 	for i := range c.Brokers {
 		won, _ := c.Metric(i, "raftka_partition_leaderships_won_total")
 		out.leaderships += won
+		syncs, _ := c.Metric(i, "raftka_raft_log_syncs_total")
+		syncSeconds, _ := c.Metric(i, "raftka_raft_log_sync_seconds_total")
+		out.syncs += syncs
+		out.syncSeconds += syncSeconds
 		code, body := c.Get(i, "/metrics")
 		if code != 200 {
 			continue
@@ -91,8 +98,9 @@ func quantileBound(after, before *stageHistogram, q float64) float64 {
 	return 0
 }
 
-// since is each stage's mean, p99 bound and count since before, in the order of
-// stageNames, in milliseconds, and the leader changes.
+// since is, since before, each stage's mean, p99 bound and count in the
+// order of stageNames, then the shared logs' fdatasyncs and their mean,
+// in milliseconds, and the leader changes.
 func (after stageTotals) since(before stageTotals) string {
 	var parts []string
 	for _, s := range stageNames {
@@ -102,6 +110,9 @@ func (after stageTotals) since(before stageTotals) string {
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s %.2f (p99 %.2g, n %.0f)", s, 1000*sum/count, 1000*quantileBound(a, b, 0.99), count))
+	}
+	if syncs := after.syncs - before.syncs; syncs > 0 {
+		parts = append(parts, fmt.Sprintf("log fdatasyncs %.0f (mean %.2f)", syncs, 1000*(after.syncSeconds-before.syncSeconds)/syncs))
 	}
 	parts = append(parts, fmt.Sprintf("leader changes %.0f", after.leaderships-before.leaderships))
 	return strings.Join(parts, ", ")
