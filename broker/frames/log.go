@@ -23,6 +23,15 @@ const (
 	suffix      = ".frames"
 	// DefaultFileBytes is the size past which a new file is started.
 	DefaultFileBytes = 128 << 20
+	// writebackBytes is how much an active file grows before the kernel
+	// is asked to write it out. Most frames are fsynced late or never by
+	// their own save (a small save's frames are copied into its Raft log
+	// record and left to a later fsync), so without it a burst of small
+	// writes leaves hundreds of megabytes dirty for the kernel to write
+	// 30 s later, where they delay every fsync of a heavier load then:
+	// a journal commit must write the blocks allocated for them first.
+	writebackBytes = 1 << 20
+	pageBytes      = 4096
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -49,6 +58,9 @@ type file struct {
 	f     *os.File
 	size  int64
 	dirty bool
+	// written is the offset up to which the kernel was asked to write
+	// the file's pages out (writebackBytes).
+	written int64
 
 	refs    int  // readers reading it; guarded by the log's mu
 	retired bool // deleted: closed once the last reader is done
@@ -210,14 +222,15 @@ func (l *Log) Append(payloads []Payload) ([]Loc, error) {
 		at += frameHeader + n
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	w, err := l.activeLocked()
 	if err != nil {
+		l.mu.Unlock()
 		return nil, err
 	}
 	if _, err := w.f.WriteAt(buf, w.size); err != nil {
 		// Leave no partial frame behind for the next append to follow.
 		_ = w.f.Truncate(w.size)
+		l.mu.Unlock()
 		return nil, err
 	}
 	for i := range locs {
@@ -227,6 +240,18 @@ func (l *Log) Append(payloads []Payload) ([]Loc, error) {
 	w.dirty = true
 	l.appended++
 	l.unsettled[w.no]++
+	// Whole pages only: the last one is still being written.
+	from, to := w.written, w.size&^(pageBytes-1)
+	write := to-from >= writebackBytes
+	if write {
+		w.written = to
+		w.refs++ // the file stays open until the request is made
+	}
+	l.mu.Unlock()
+	if write {
+		durable.StartWriteback(w.f, from, to-from)
+		l.done(w)
+	}
 	return locs, nil
 }
 
@@ -319,6 +344,13 @@ func (l *Log) ReadAt(no uint32, p []byte, off int64) error {
 	w.refs++
 	l.mu.Unlock()
 	_, err := w.f.ReadAt(p, off)
+	l.done(w)
+	return err
+}
+
+// done drops a reference to w taken under mu, closing it if it was
+// retired meanwhile and this was the last.
+func (l *Log) done(w *file) {
 	l.mu.Lock()
 	w.refs--
 	closeNow := w.retired && w.refs == 0
@@ -326,7 +358,6 @@ func (l *Log) ReadAt(no uint32, p []byte, off int64) error {
 	if closeNow {
 		_ = w.f.Close()
 	}
-	return err
 }
 
 // Read returns the payload at loc.
