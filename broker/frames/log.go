@@ -62,7 +62,7 @@ type file struct {
 	// the file's pages out (writebackBytes).
 	written int64
 
-	refs    int  // readers reading it; guarded by the log's mu
+	refs    int  // readers reading it, or a writeback being asked for; guarded by the log's mu
 	retired bool // deleted: closed once the last reader is done
 }
 
