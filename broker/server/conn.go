@@ -25,6 +25,10 @@ import (
 // turn to be answered.
 const maxInFlight = 64
 
+// closingFlushTimeout bounds how long a connection being closed waits for
+// its client to take the answers written before.
+const closingFlushTimeout = time.Second
+
 // kafkaListener is a bound Kafka listener.
 type kafkaListener struct {
 	Listener
@@ -133,8 +137,11 @@ func (c *clientConn) writeLoop() {
 			}
 		}
 		if rep.frame == nil {
+			// The reader gave up on this connection: the answers before
+			// it go out if the client takes them soon, then it closes.
+			_ = c.nc.SetWriteDeadline(time.Now().Add(closingFlushTimeout))
 			_ = flush()
-			return // the reader gave up on this connection
+			return
 		}
 		if _, err := w.Write(rep.frame); err != nil {
 			c.drain()
