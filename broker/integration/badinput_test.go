@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/binary"
 	"io"
 	"net"
 	"strings"
@@ -86,18 +85,12 @@ func TestBadInputGetsErrorsNotCrashes(t *testing.T) {
 	if _, err := conn.Write([]byte{0, 0, 0, 10, 0, 18, 0, 99, 0, 0, 0, 7, 0xff, 0xff}); err != nil {
 		t.Fatal(err)
 	}
-	var size [4]byte
-	if _, err := io.ReadFull(conn, size[:]); err != nil {
-		t.Fatal(err)
-	}
-	body := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(conn, body); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
 	resp := kmsg.NewPtrApiVersionsResponse()
-	if err := resp.ReadFrom(body[4:]); err != nil || resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) == 0 {
-		t.Fatalf("future ApiVersions: %v %+v", err, resp)
+	resp.Version = 0
+	readResponse(t, conn, 7, resp)
+	conn.Close()
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) == 0 {
+		t.Fatalf("future ApiVersions: %+v", resp)
 	}
 
 	// The broker is still up and the good record is still there.
