@@ -45,7 +45,7 @@ const reportNotes = `### Reproduce
   acknowledgement, so it includes the time queued in the client. Then one consumer reads
   everything back. Bytes written are counted twice: at the disk holding the data (its sector
   count in /sys/dev/block, after a sync; the brokers are its only busy writers here, and the
-  file system's journal is included) and as the brokers' write_bytes from /proc/PID/io, which
+  file system's metadata is included) and as the brokers' write_bytes from /proc/PID/io, which
   counts pages as they are dirtied: a page written over again between two fdatasyncs, as the
   Raft log's spare files are, counts each time, so it reads higher than what reaches the disk.
 - Failover: an idempotent producer with acks=all writes one partition (RF 3); its leader is
@@ -91,13 +91,15 @@ const reportNotes = `### Reproduce
   and a smaller RSS (no memtables).
 - On disk the limit is the disk's fdatasync: each of the 3 replicas writes every byte to its
   Raft log and to its segment file (6.2 bytes reach the disk per byte produced, the file
-  system's journal included), and a broker's Raft log spends most of the run in fdatasync
+  system's metadata included), and a broker's Raft log spends most of the run in fdatasync
   (about 17 s of a 21 s run, 12 ms per call, concurrent saves sharing each call). Two changes
   to the Raft log store raised the rate on disk by a fifth: emptied files are kept as spares
-  and written over, because an fdatasync of a file that grows also commits ext4's journal
-  (three writers fsyncing 256 KiB each reached 480-510 MB/s in place against 290-350 MB/s
-  growing here), and only the entries of quiet Raft groups are copied out of old files, where
-  the entries of the busy partitions had been copied too (82 MB per broker per GB produced).
+  and written over, because an fdatasync of a file that grows also writes the file's metadata
+  (its new size: this machine's ext4 keeps no journal, so the inode's block, waited for before
+  the flush; with a journal, a journal commit; three writers fsyncing 256 KiB each reached
+  480-510 MB/s in place against 290-350 MB/s growing here), and only the entries of quiet
+  Raft groups are copied out of old files, where the entries of the busy partitions had been
+  copied too (82 MB per broker per GB produced).
   Alternating runs of the binaries before and after both: 57.0/52.3/55.5k records/s against
   48.9/45.9/43.6k, p99 latency 545-589 ms against 655-757 ms, 6.2 bytes at the disk per byte
   produced against 6.4-6.8. The spares add up to 128 MiB to each broker's Raft data on disk

@@ -29,7 +29,8 @@ const (
 	// record and left to a later fsync), so without it a burst of small
 	// writes leaves hundreds of megabytes dirty for the kernel to write
 	// 30 s later, where they delay every fsync of a heavier load then:
-	// a journal commit must write the blocks allocated for them first.
+	// the disk is busy with the burst, and a flush waits for the writes
+	// queued before it.
 	writebackBytes = 1 << 20
 	pageBytes      = 4096
 )

@@ -20,9 +20,9 @@
 // are copied forward first, so a quiet group does not pin a file forever.
 // Emptied files are kept as spares that later files write over: fdatasync
 // of a file that does not grow flushes its data alone, where a growing
-// file also commits the file system's journal. A record's CRC is masked
-// with its file's number, so the records a file held in its earlier life
-// are not valid in the next. Opening replays the newest file's checkpoint
+// file also writes its metadata (with a journal, a journal commit). A
+// record's CRC is masked with its file's number, so the records a file
+// held in its earlier life are not valid in the next. Opening replays the newest file's checkpoint
 // and the records after it, up to the first record that is torn or not
 // the file's own.
 //

@@ -37,9 +37,12 @@ const DefaultFileBytes = 64 << 20
 
 // maxSpares is how many emptied files are kept to be written over. A file
 // written in place syncs with its data alone; a growing one makes every
-// fdatasync commit the file system's journal too (its size changed), which
-// cost this disk a third of its fdatasync write rate. One roll usually
-// frees one file; the second spare covers a roll that frees none.
+// fdatasync write the file's metadata too (its size and new blocks: a
+// journal commit where the file system keeps a journal, the inode's block
+// written and waited for before the flush where it keeps none, as on the
+// benchmarks' machine), which cost this disk a third of its fdatasync
+// write rate. One roll usually frees one file; the second spare covers a
+// roll that frees none.
 const maxSpares = 2
 
 // Factory creates the store for Dragonboat (NodeHostConfig.Expert.LogDBFactory).
@@ -894,10 +897,10 @@ const zeroAheadBytes = 1 << 20
 var zeros = make([]byte, zeroAheadBytes)
 
 // zeroAhead writes zeros past the records of a file that would otherwise
-// grow with each one: an fdatasync of a file whose size changed commits
-// the file system's journal too, one of blocks already written flushes
+// grow with each one: an fdatasync of a file whose size changed writes
+// its metadata too (see maxSpares), one of blocks already written flushes
 // the data alone, which this disk does in about half the time. The
-// journal is then committed once per zeroAheadBytes rather than once per
+// metadata is then written once per zeroAheadBytes rather than once per
 // record; a spare written over needs none of it. A replay stops at the
 // zeros, as at any record of size 0.
 func (w *walFile) zeroAhead() error {
@@ -1247,8 +1250,8 @@ func (s *Store) appendFrames(updates []pb.Update) (framed [][]frames.Loc, logs [
 }
 
 // syncFrames makes the frames appended to logs durable: one fdatasync per
-// partition file, side by side, so that the file system can commit its
-// journal once for several of them.
+// partition file, side by side, so that their writes and the disk's
+// flushes overlap (and a journaling file system commits once for several).
 func (s *Store) syncFrames(logs []*frames.Log) error {
 	defer s.framesSynced(logs)
 	errs := make([]error, len(logs))

@@ -270,7 +270,7 @@ var (
 
 	descRaftLogFiles     = prometheus.NewDesc("raftka_raft_log_files", "Files of the Raft log store (--raft-log-store wal).", nil, nil)
 	descRaftLogBytes     = prometheus.NewDesc("raftka_raft_log_bytes", "Bytes in the Raft log store's files.", nil, nil)
-	descRaftLogSpares    = prometheus.NewDesc("raftka_raft_log_spare_files", "Emptied Raft log files kept to be written over (at most 2): writing in place spares fdatasync a journal commit.", nil, nil)
+	descRaftLogSpares    = prometheus.NewDesc("raftka_raft_log_spare_files", "Emptied Raft log files kept to be written over (at most 2): writing in place spares each fdatasync a metadata write.", nil, nil)
 	descRaftLogReused    = prometheus.NewDesc("raftka_raft_log_files_reused_total", "Raft log files started by writing over a spare.", nil, nil)
 	descRaftLogSyncs     = prometheus.NewDesc("raftka_raft_log_syncs_total", "fdatasync calls of the Raft log store; concurrent saves share one.", nil, nil)
 	descRaftLogSyncSecs  = prometheus.NewDesc("raftka_raft_log_sync_seconds_total", "Time the Raft log store spent in fdatasync.", nil, nil)

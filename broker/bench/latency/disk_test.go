@@ -11,8 +11,8 @@ import (
 )
 
 // diskLog is one replica's log in the disk-alone measurement: a file
-// written with zeros first (no fdatasync commits the file system's
-// journal for a new size), written over in turn.
+// written with zeros first (no fdatasync writes the file's metadata for a
+// new size), written over in turn.
 type diskLog struct {
 	f      *os.File
 	size   int64
