@@ -22,9 +22,9 @@
 // of a file that does not grow flushes its data alone, where a growing
 // file also writes its metadata (with a journal, a journal commit). A
 // record's CRC is masked with its file's number, so the records a file
-// held in its earlier life are not valid in the next. Opening replays the newest file's checkpoint
-// and the records after it, up to the first record that is torn or not
-// the file's own.
+// held in its earlier life are not valid in the next. Opening replays the
+// newest file's checkpoint and the records after it, up to the first
+// record that is torn or not the file's own.
 //
 // A Raft group given a frame log (SetFrames: the broker's partitions) has
 // its entries written there instead, made durable side by side with the

@@ -32,8 +32,8 @@ func SyncDir(dir string) error {
 // [off, off+n) to the disk now, without waiting for them: data that no
 // fdatasync needs yet then reaches the disk at the pace it was written,
 // instead of in one burst when the kernel's writeback comes for it (after
-// 30 s by default), which the fsyncs issued meanwhile would wait behind. It makes
-// nothing durable; an error only means the pages stay for later.
+// 30 s by default), which the fsyncs issued meanwhile would wait behind.
+// It makes nothing durable; an error only means the pages stay for later.
 func StartWriteback(f *os.File, off, n int64) {
 	_ = unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
 }
