@@ -25,7 +25,6 @@ import (
 	"github.com/raftka/raftka/broker/identity"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/raftlog"
-	"github.com/raftka/raftka/broker/raftnet"
 )
 
 // Broker is one running Raftka broker.
@@ -190,7 +189,6 @@ func Start(cfg Config) (*Broker, error) {
 	// a group's proposals and its followers' answers wait behind the saves
 	// of the groups it shares a worker with; 16 (Dragonboat's default)
 	// mostly gives a busy group a worker of its own (docs/design/latency.md).
-	expert.TransportFactory = raftnet.Factory{Log: b.log}
 	expert.Engine.ExecShards = 16
 	expert.Engine.CommitShards = 4
 	expert.Engine.ApplyShards = 4
