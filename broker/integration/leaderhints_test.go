@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"testing"
@@ -118,35 +120,71 @@ func TestNotLeaderNamesTheLeader(t *testing.T) {
 // listed) when CreateTopics or CreatePartitions answers, so leadership does
 // not move under a client that starts using the topic right away (KafkaJS,
 // for one, rejoins its group on every NOT_LEADER_OR_FOLLOWER from a fetch).
+// Every broker is asked, since a client asks any of them; one whose
+// metadata replica has not applied the last change yet gets a moment
+// (metadataApplyLag), far less than a leader-balancing round, which would
+// otherwise have made the preferred replicas lead.
 func TestNewPartitionsStartOnTheirPreferredReplicas(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	adm := c.Admin()
+	cl := c.Client()
+	type leadership struct{ leader, epoch int32 }
+	const metadataApplyLag = 500 * time.Millisecond
+	// requirePreferredLeaders returns each partition's leader and epoch as
+	// every broker names them.
+	requirePreferredLeaders := func(when string, partitions int) map[int32]leadership {
+		t.Helper()
+		var agreed map[int32]leadership
+		for _, b := range c.Brokers {
+			var problem string
+			seen := map[int32]leadership{}
+			for deadline := time.Now().Add(metadataApplyLag); ; {
+				problem = ""
+				req := kmsg.NewPtrMetadataRequest()
+				rt := kmsg.NewMetadataRequestTopic()
+				rt.Topic = kmsg.StringPtr("fresh")
+				req.Topics = append(req.Topics, rt)
+				resp, err := req.RequestWith(ctx, cl.Broker(int(b.ID)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts := resp.Topics[0].Partitions
+				if len(parts) != partitions {
+					problem = fmt.Sprintf("%d partitions, want %d", len(parts), partitions)
+				}
+				for _, p := range parts {
+					seen[p.Partition] = leadership{p.Leader, p.LeaderEpoch}
+					if problem == "" && (len(p.Replicas) == 0 || p.Leader != p.Replicas[0]) {
+						problem = fmt.Sprintf("partition %d led by %d (epoch %d), replicas %v", p.Partition, p.Leader, p.LeaderEpoch, p.Replicas)
+					}
+				}
+				if problem == "" || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if problem != "" {
+				t.Fatalf("%s, broker %d: %s", when, b.ID, problem)
+			}
+			if agreed != nil && !maps.Equal(agreed, seen) {
+				t.Fatalf("%s: brokers disagree on leaders and epochs: %v and %v", when, agreed, seen)
+			}
+			agreed = seen
+		}
+		return agreed
+	}
 	if _, err := adm.CreateTopic(ctx, 9, 3, nil, "fresh"); err != nil {
 		t.Fatal(err)
-	}
-	requirePreferredLeaders := func(when string, partitions int) {
-		t.Helper()
-		details, err := adm.ListTopics(ctx, "fresh")
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts := details["fresh"].Partitions
-		if len(parts) != partitions {
-			t.Fatalf("%s: %d partitions, want %d", when, len(parts), partitions)
-		}
-		for _, p := range parts {
-			if len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
-				t.Fatalf("%s: partition %d led by %d, replicas %v", when, p.Partition, p.Leader, p.Replicas)
-			}
-		}
 	}
 	requirePreferredLeaders("when CreateTopics answered", 9)
 	if _, err := adm.CreatePartitions(ctx, 3, "fresh"); err != nil {
 		t.Fatal(err)
 	}
-	requirePreferredLeaders("when CreatePartitions answered", 12)
+	answered := requirePreferredLeaders("when CreatePartitions answered", 12)
 	time.Sleep(6 * time.Second) // a leader-balancing round: nothing moves
-	requirePreferredLeaders("6 s later", 12)
+	if later := requirePreferredLeaders("6 s later", 12); !maps.Equal(answered, later) {
+		t.Fatalf("leadership moved after CreatePartitions answered: %v, then %v", answered, later)
+	}
 }

@@ -157,8 +157,24 @@ const preferredLeaderWait = 4 * time.Second
 // with a round of LEADER_NOT_AVAILABLE; and, for a little longer, until
 // each is led by its preferred replica (the leader hands it over at once,
 // see handBackNewPartition), so leadership does not move under the client
-// right after it starts.
+// right after it starts. A preferred replica on a broker the liveness
+// probes have not seen yet is probed first rather than taken for gone.
 func (b *Broker) awaitLeaders(ctx context.Context, topics []string) {
+	var preferredBrokers []meta.Broker
+	b.meta.Read(func(s *meta.State) {
+		seen := map[int32]bool{}
+		for _, name := range topics {
+			if t := s.Topics[name]; t != nil {
+				for _, p := range t.Partitions {
+					if len(p.Replicas) > 0 && !seen[p.Replicas[0]] {
+						seen[p.Replicas[0]] = true
+						preferredBrokers = append(preferredBrokers, s.Brokers[p.Replicas[0]])
+					}
+				}
+			}
+		}
+	})
+	b.liveness.confirm(preferredBrokers)
 	var allLedSince time.Time
 	for len(topics) > 0 {
 		changed := b.meta.Changed()

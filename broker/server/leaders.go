@@ -78,19 +78,25 @@ func (l leadership) balanceLeaders(ctx context.Context) {
 
 // handBack asks, as leader, for leadership to go to the partition's
 // preferred replica if that is live and, when caughtUp is set, seen caught
-// up by this broker's probes.
+// up by this broker's probes. Without caughtUp (a new partition) a replica
+// the periodic probes have not seen yet is probed now.
 func (l leadership) handBack(shard uint64, caughtUp bool) {
 	if !l.b.isLeader(shard) {
 		return
 	}
 	var preferred int32 = -1
 	var node uint64
+	var broker meta.Broker
 	l.b.meta.Read(func(s *meta.State) {
 		if _, p := s.PartitionOfShard(shard); p != nil && len(p.Replicas) > 0 {
 			preferred = p.Replicas[0]
 			node = p.NodeOf(preferred)
+			broker = s.Brokers[preferred]
 		}
 	})
+	if !caughtUp {
+		l.b.liveness.confirm([]meta.Broker{broker})
+	}
 	// Only to a voter: a replica that came back as a new incarnation is an
 	// observer until it caught up (membership.go).
 	if preferred >= 0 && preferred != l.b.cfg.ID && l.b.liveness.isLive(preferred) && l.b.members.mayVote(shard, preferred) &&

@@ -68,6 +68,26 @@ func (l *liveness) run(b *Broker) func(context.Context) {
 	}
 }
 
+// confirm probes now, in parallel, those of the brokers that the periodic
+// probes have not seen within the window: a broker that registered after
+// their last round, or in the moment after this one started, is live, not
+// gone, and a decision about new partitions (who leads them first) should
+// not take it for gone.
+func (l *liveness) confirm(brokers []meta.Broker) {
+	var wg sync.WaitGroup
+	for _, br := range brokers {
+		if br.RaftAddr == "" || l.isLive(br.ID) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.probe(br)
+		}()
+	}
+	wg.Wait()
+}
+
 // probe dials a broker's Raft address once and reports whether it
 // answered, which it records.
 func (l *liveness) probe(p meta.Broker) bool {
