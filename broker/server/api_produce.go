@@ -73,6 +73,7 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	proposed := time.Now()
+	b.metrics.stage(stageRead, began.Sub(r.arrived))
 	b.metrics.stage(stagePropose, proposed.Sub(began))
 	r.deferred = func() kmsg.Response {
 		for _, p := range pending {

@@ -186,6 +186,7 @@ func (c *clientConn) readLoop() {
 		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
 			return
 		}
+		arrived := time.Now()
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 		raw := c.sasl != nil && c.sasl.raw
 		if (size < 8 && !raw) || size < 0 || size > c.b.cfg.MaxRequestBytes {
@@ -202,7 +203,7 @@ func (c *clientConn) readLoop() {
 			}
 			continue
 		}
-		if !c.handle(body) {
+		if !c.handle(body, arrived) {
 			return
 		}
 	}
@@ -235,7 +236,7 @@ func (c *clientConn) handshake(tc *tls.Conn) bool {
 // handle decodes and runs one request. It returns false when the
 // connection must be closed, which is Kafka's answer to a request that
 // cannot be parsed.
-func (c *clientConn) handle(body []byte) (keep bool) {
+func (c *clientConn) handle(body []byte, arrived time.Time) (keep bool) {
 	slot := make(chan reply, 1)
 	queued := false
 	defer func() {
@@ -274,7 +275,7 @@ func (c *clientConn) handle(body []byte) (keep bool) {
 			"api", kmsg.NameForKey(key), "principal", c.principal())
 		return false
 	}
-	req := &request{conn: c, kreq: kreq, clientID: clientID}
+	req := &request{conn: c, kreq: kreq, clientID: clientID, arrived: arrived}
 	start := time.Now()
 	// A produce's bytes count against the client's quota as it arrives, a
 	// fetch's as its answer leaves.

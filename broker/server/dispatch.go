@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -9,6 +11,9 @@ type request struct {
 	conn     *clientConn
 	clientID string
 	kreq     kmsg.Request
+	// arrived is when the request's size was read off the socket: its
+	// body's transfer and decoding come after.
+	arrived time.Time
 	// deferred, when a handler sets it, produces the response later; the
 	// connection still answers in request order.
 	deferred func() kmsg.Response

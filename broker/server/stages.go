@@ -10,11 +10,18 @@ import (
 )
 
 // The stages of an acknowledged produce, as raftka_produce_stage_seconds
-// reports them (docs/design/latency.md). The first three are timed by
-// the partition leader's request handler and add up to its part of a
-// produce's latency; the others are the storage work inside commit,
-// timed on every broker that holds a replica, leader and followers.
+// reports them (docs/design/latency.md). The first four are timed by
+// the partition leader's connection and request handler and add up to its
+// part of a produce's latency; the others are the storage work inside
+// commit, timed on every broker that holds a replica, leader and
+// followers.
 const (
+	// stageRead: the request's size read off the socket, to its handler
+	// beginning (the body's transfer, which a large request spreads over
+	// many reads, its decoding and the connection's admission checks).
+	// The time a request waits in the socket before its size is read is
+	// not in it: the kernel does not say when bytes arrived.
+	stageRead = "read"
 	// stagePropose: the request's handler began, to every partition's
 	// batches queued in its Raft group (validation, recompression,
 	// waiting out a full proposal queue).

@@ -45,7 +45,7 @@ const notes = `### Reproduce
   peer's (below 1 is shorter).
 - Stages: the mean of each stage of raftka_produce_stage_seconds over the load (warm-up
   included), over all 3 brokers (docs/design/latency.md names them), the bucket that holds
-  its p99 and its count: propose, commit and respond are per produce request on its
+  its p99 and its count: read, propose, commit and respond are per produce request on its
   partitions' leader; log_frames_sync, log_record_sync and apply are per Raft log save and
   per apply on every replica, log_fdatasync per fdatasync of a broker's shared Raft log.
   "log fdatasyncs" is how many there were (saves that overlap share one) and their mean.
