@@ -190,6 +190,21 @@ type Payload interface {
 	MarshalTo(dst []byte) (int, error)
 }
 
+// A SplitPayload is a Payload whose encoding is mostly one byte slice it
+// holds (a Raft entry's command): Append writes that slice to the file
+// from where it lies, between the encoding's head and tail, instead of
+// copying it into the frame first. head+body+tail must be exactly what
+// MarshalTo writes.
+type SplitPayload interface {
+	Payload
+	Split() (head, body, tail []byte)
+}
+
+// splitBytes is the smallest SplitPayload whose body Append writes from
+// where it lies: a smaller one costs less to copy than a buffer of its own
+// in the write.
+const splitBytes = 4 << 10
+
 // Bytes is a Payload already encoded.
 type Bytes []byte
 
@@ -202,33 +217,63 @@ func (b Bytes) MarshalTo(dst []byte) (int, error) { return copy(dst, b), nil }
 // Append writes one frame per payload at the end of the active file,
 // starting a new file when it is full, and returns their locations. The
 // frames are durable once Sync returns. They are encoded before the lock
-// is taken: readers wait only for the write.
+// is taken: readers wait only for the write. A large SplitPayload's body
+// is written from where it lies, in the same write (durable.WriteAtv).
 func (l *Log) Append(payloads []Payload) ([]Loc, error) {
-	size := 0
-	for _, p := range payloads {
-		size += frameHeader + p.Size()
-	}
-	buf := make([]byte, size)
-	locs := make([]Loc, len(payloads)) // in buf, until the file is known
-	at := 0
+	type split struct{ head, body, tail []byte }
+	splits := make([]split, len(payloads))
+	size, copied := 0, 0
 	for i, p := range payloads {
 		n := p.Size()
-		payload := buf[at+frameHeader : at+frameHeader+n]
-		if m, err := p.MarshalTo(payload); err != nil || m != n {
-			return nil, fmt.Errorf("frames: payload %d encoded %d of %d bytes: %v", i, m, n, err)
+		size += frameHeader + n
+		copied += frameHeader + n
+		if sp, ok := p.(SplitPayload); ok && n >= splitBytes {
+			head, body, tail := sp.Split()
+			if len(head)+len(body)+len(tail) != n {
+				return nil, fmt.Errorf("frames: payload %d split into %d bytes of %d", i, len(head)+len(body)+len(tail), n)
+			}
+			splits[i] = split{head, body, tail}
+			copied -= len(body)
 		}
-		binary.BigEndian.PutUint32(buf[at:], uint32(n))
-		binary.BigEndian.PutUint32(buf[at+4:], crc32.Checksum(payload, castagnoli))
-		locs[i] = Loc{Off: int64(at + frameHeader), Size: uint32(n)}
-		at += frameHeader + n
 	}
+	// buf holds everything but the split bodies, in file order; bufs is
+	// the write: runs of buf between the bodies.
+	buf := make([]byte, copied)
+	var bufs [][]byte
+	locs := make([]Loc, len(payloads)) // in the write, until the file is known
+	at, runStart, fileAt := 0, 0, 0
+	for i, p := range payloads {
+		n := p.Size()
+		binary.BigEndian.PutUint32(buf[at:], uint32(n))
+		crcAt := at + 4
+		at += frameHeader
+		locs[i] = Loc{Off: int64(fileAt + frameHeader), Size: uint32(n)}
+		fileAt += frameHeader + n
+		var crc uint32
+		if sp := splits[i]; sp.body != nil {
+			at += copy(buf[at:], sp.head)
+			bufs = append(bufs, buf[runStart:at], sp.body)
+			runStart = at
+			at += copy(buf[at:], sp.tail)
+			crc = crc32.Update(crc32.Update(crc32.Checksum(sp.head, castagnoli), castagnoli, sp.body), castagnoli, sp.tail)
+		} else {
+			payload := buf[at : at+n]
+			if m, err := p.MarshalTo(payload); err != nil || m != n {
+				return nil, fmt.Errorf("frames: payload %d encoded %d of %d bytes: %v", i, m, n, err)
+			}
+			at += n
+			crc = crc32.Checksum(payload, castagnoli)
+		}
+		binary.BigEndian.PutUint32(buf[crcAt:], crc)
+	}
+	bufs = append(bufs, buf[runStart:at])
 	l.mu.Lock()
 	w, err := l.activeLocked()
 	if err != nil {
 		l.mu.Unlock()
 		return nil, err
 	}
-	if _, err := w.f.WriteAt(buf, w.size); err != nil {
+	if err := durable.WriteAtv(w.f, bufs, w.size); err != nil {
 		// Leave no partial frame behind for the next append to follow.
 		_ = w.f.Truncate(w.size)
 		l.mu.Unlock()
@@ -237,7 +282,7 @@ func (l *Log) Append(payloads []Payload) ([]Loc, error) {
 	for i := range locs {
 		locs[i].File, locs[i].Off = w.no, w.size+locs[i].Off
 	}
-	w.size += int64(len(buf))
+	w.size += int64(size)
 	w.dirty = true
 	l.appended++
 	l.unsettled[w.no]++

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -297,4 +298,47 @@ func TestDurableTellsTornFrames(t *testing.T) {
 	if ok, err := Durable(dir, Loc{File: 99, Off: 8, Size: 4}); !ok || err != nil {
 		t.Fatalf("a frame of a file released since: %v %v", ok, err)
 	}
+}
+
+// splitPayload is a payload that Append writes from where its middle lies.
+type splitPayload struct{ head, body, tail []byte }
+
+func (s splitPayload) Size() int { return len(s.head) + len(s.body) + len(s.tail) }
+func (s splitPayload) MarshalTo(dst []byte) (int, error) {
+	return copy(dst, bytes.Join([][]byte{s.head, s.body, s.tail}, nil)), nil
+}
+func (s splitPayload) Split() (head, body, tail []byte) { return s.head, s.body, s.tail }
+
+// A large SplitPayload is written in parts, from where its body lies,
+// among frames copied whole; every frame reads back as appended, with the
+// CRC a reopen checks, and a body changed after Append is not in the file.
+func TestSplitPayloadsAreFramedAsTheirEncoding(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, 1<<20)
+	var in []Payload
+	var want [][]byte
+	for i, size := range []int{10, splitBytes, 100, splitBytes - 1, 3 * splitBytes, 0, 70000, 1} {
+		body := bytes.Repeat([]byte{byte(i + 1)}, size)
+		p := splitPayload{head: []byte{byte(i), 0xAA}, body: body, tail: []byte{0x7f}}
+		in = append(in, p)
+		whole, _ := io.ReadAll(io.MultiReader(bytes.NewReader(p.head), bytes.NewReader(p.body), bytes.NewReader(p.tail)))
+		want = append(want, whole)
+	}
+	locs, err := l.Append(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	l.Settle(locs[0].File)
+	for _, p := range in {
+		clear(p.(splitPayload).body)
+	}
+	mustRead(t, l, locs, want)
+	l.Close()
+	l = mustOpen(t, dir, 1<<20)
+	mustRead(t, l, locs, want)
+	more := payloads(50, 3, 9000)
+	mustRead(t, l, mustAppend(t, l, more), more)
 }

@@ -1227,7 +1227,7 @@ func (s *Store) appendFrames(updates []pb.Update) (framed [][]frames.Loc, logs [
 		}
 		payloads := make([]frames.Payload, len(ud.EntriesToSave))
 		for j := range ud.EntriesToSave {
-			payloads[j] = &ud.EntriesToSave[j]
+			payloads[j] = entryPayload{&ud.EntriesToSave[j]}
 		}
 		if !slices.Contains(logs, fl) {
 			logs = append(logs, fl)
