@@ -220,20 +220,24 @@ func (b Bytes) MarshalTo(dst []byte) (int, error) { return copy(dst, b), nil }
 // is taken: readers wait only for the write. A large SplitPayload's body
 // is written from where it lies, in the same write (durable.WriteAtv).
 func (l *Log) Append(payloads []Payload) ([]Loc, error) {
-	type split struct{ head, body, tail []byte }
-	splits := make([]split, len(payloads))
-	size, copied := 0, 0
+	// Each frame's size, and its parts when its body is written from
+	// where it lies.
+	type frame struct {
+		size             int
+		head, body, tail []byte
+	}
+	framed := make([]frame, len(payloads))
+	copied := 0
 	for i, p := range payloads {
-		n := p.Size()
-		size += frameHeader + n
-		copied += frameHeader + n
-		if sp, ok := p.(SplitPayload); ok && n >= splitBytes {
-			head, body, tail := sp.Split()
-			if len(head)+len(body)+len(tail) != n {
-				return nil, fmt.Errorf("frames: payload %d split into %d bytes of %d", i, len(head)+len(body)+len(tail), n)
+		f := &framed[i]
+		f.size = p.Size()
+		copied += frameHeader + f.size
+		if sp, ok := p.(SplitPayload); ok && f.size >= splitBytes {
+			f.head, f.body, f.tail = sp.Split()
+			if n := len(f.head) + len(f.body) + len(f.tail); n != f.size {
+				return nil, fmt.Errorf("frames: payload %d split into %d bytes of %d", i, n, f.size)
 			}
-			splits[i] = split{head, body, tail}
-			copied -= len(body)
+			copied -= len(f.body)
 		}
 	}
 	// buf holds everything but the split bodies, in file order; bufs is
@@ -241,27 +245,27 @@ func (l *Log) Append(payloads []Payload) ([]Loc, error) {
 	buf := make([]byte, copied)
 	var bufs [][]byte
 	locs := make([]Loc, len(payloads)) // in the write, until the file is known
-	at, runStart, fileAt := 0, 0, 0
+	at, runStart, size := 0, 0, 0
 	for i, p := range payloads {
-		n := p.Size()
-		binary.BigEndian.PutUint32(buf[at:], uint32(n))
+		f := framed[i]
+		binary.BigEndian.PutUint32(buf[at:], uint32(f.size))
 		crcAt := at + 4
 		at += frameHeader
-		locs[i] = Loc{Off: int64(fileAt + frameHeader), Size: uint32(n)}
-		fileAt += frameHeader + n
+		locs[i] = Loc{Off: int64(size + frameHeader), Size: uint32(f.size)}
+		size += frameHeader + f.size
 		var crc uint32
-		if sp := splits[i]; sp.body != nil {
-			at += copy(buf[at:], sp.head)
-			bufs = append(bufs, buf[runStart:at], sp.body)
+		if f.body != nil {
+			at += copy(buf[at:], f.head)
+			bufs = append(bufs, buf[runStart:at], f.body)
 			runStart = at
-			at += copy(buf[at:], sp.tail)
-			crc = crc32.Update(crc32.Update(crc32.Checksum(sp.head, castagnoli), castagnoli, sp.body), castagnoli, sp.tail)
+			at += copy(buf[at:], f.tail)
+			crc = crc32.Update(crc32.Update(crc32.Checksum(f.head, castagnoli), castagnoli, f.body), castagnoli, f.tail)
 		} else {
-			payload := buf[at : at+n]
-			if m, err := p.MarshalTo(payload); err != nil || m != n {
-				return nil, fmt.Errorf("frames: payload %d encoded %d of %d bytes: %v", i, m, n, err)
+			payload := buf[at : at+f.size]
+			if m, err := p.MarshalTo(payload); err != nil || m != f.size {
+				return nil, fmt.Errorf("frames: payload %d encoded %d of %d bytes: %v", i, m, f.size, err)
 			}
-			at += n
+			at += f.size
 			crc = crc32.Checksum(payload, castagnoli)
 		}
 		binary.BigEndian.PutUint32(buf[crcAt:], crc)

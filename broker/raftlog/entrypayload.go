@@ -31,5 +31,8 @@ func (e entryPayload) Split() (head, body, tail []byte) {
 		head = append(head, cmdField)
 		head = binary.AppendUvarint(head, uint64(len(e.Cmd)))
 	}
-	return head, e.Cmd, []byte{entryEnd}
+	return head, e.Cmd, entryEndBytes
 }
+
+// entryEndBytes is every split entry's tail; the frame log only reads it.
+var entryEndBytes = []byte{entryEnd}
