@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -321,8 +320,7 @@ func TestSplitPayloadsAreFramedAsTheirEncoding(t *testing.T) {
 		body := bytes.Repeat([]byte{byte(i + 1)}, size)
 		p := splitPayload{head: []byte{byte(i), 0xAA}, body: body, tail: []byte{0x7f}}
 		in = append(in, p)
-		whole, _ := io.ReadAll(io.MultiReader(bytes.NewReader(p.head), bytes.NewReader(p.body), bytes.NewReader(p.tail)))
-		want = append(want, whole)
+		want = append(want, bytes.Join([][]byte{p.head, p.body, p.tail}, nil))
 	}
 	locs, err := l.Append(in)
 	if err != nil {
