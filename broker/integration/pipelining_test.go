@@ -3,8 +3,10 @@ package integration
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +90,59 @@ func TestAnswerIsNotHeldBehindALaterRequest(t *testing.T) {
 	readResponse(t, conn, 2, fetched)
 	if p := fetched.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.HighWatermark != 1 || len(p.RecordBatches) == 0 {
 		t.Fatalf("fetch answered error %d, high watermark %d, %d bytes of records; want the record", p.ErrorCode, p.HighWatermark, len(p.RecordBatches))
+	}
+}
+
+// Produce requests written back to back on one connection, in one write,
+// are appended in the order they were sent and answered in that order.
+func TestPipelinedProducesKeepTheirOrder(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("ordered", 1, 3, nil)
+	cl := brokerClient(context.Background(), t, c)
+	// Leadership settles first, so that no request below is refused.
+	produceRaw(t, cl, "ordered", 0, -1, batch(-1, 0, 0, "first"))
+	leader := c.Brokers[c.LeaderOf("ordered", 0)]
+
+	conn, err := net.Dial("tcp", leader.KafkaAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const requests = 40
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("pipelining"))
+	var frames []byte
+	for i := range requests {
+		produce := kmsg.NewPtrProduceRequest()
+		produce.Version = 9 // topics by name
+		produce.Acks, produce.TimeoutMillis = -1, 10000
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic = "ordered"
+		pp := kmsg.NewProduceRequestTopicPartition()
+		// Batches of different sizes, so that reading one takes longer
+		// than proposing another and the other way round.
+		pp.Records = batch(-1, 0, 0, fmt.Sprintf("%d-%s", i, strings.Repeat("x", (i%4)*20000)))
+		pt.Partitions = append(pt.Partitions, pp)
+		produce.Topics = append(produce.Topics, pt)
+		frames = append(frames, f.AppendRequest(nil, produce, int32(i))...)
+	}
+	if _, err := conn.Write(frames); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range requests {
+		produced := kmsg.NewPtrProduceResponse()
+		produced.Version = 9
+		readResponse(t, conn, int32(i), produced)
+		if p := produced.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != int64(i+1) {
+			t.Fatalf("request %d answered error %d at offset %d, want offset %d", i, p.ErrorCode, p.BaseOffset, i+1)
+		}
+	}
+	for i, r := range consumeAll(t, c, "ordered", requests+1)[1:] {
+		if want := fmt.Sprintf("%d-", i); !strings.HasPrefix(string(r.Value), want) {
+			t.Fatalf("record at offset %d is %.10q, want request %d's", r.Offset, r.Value, i)
+		}
 	}
 }
 

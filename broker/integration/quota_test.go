@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
 )
@@ -30,7 +32,8 @@ func (h *throttleCounter) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration
 // kafka-configs.sh) are described back with Kafka's filters, keys that
 // would go unenforced are refused, and a producer_byte_rate slows the
 // client it names to about its rate while another client of the same
-// broker runs free; measured as ratios, not against a clock.
+// broker runs free, measured as ratios, not against a clock; a request
+// already sent waits out the throttle time of the one before it.
 func TestClientQuotas(t *testing.T) {
 	// Samples of 100 ms: a window of 1.1 s rather than Kafka's 11 s, so
 	// that a few seconds show the rate past the first burst.
@@ -117,6 +120,42 @@ func TestClientQuotas(t *testing.T) {
 	}
 	if n, _ := c.Metric(0, "raftka_client_quota_throttles_total", `quota="producer_byte_rate"`); n < 1 {
 		t.Error("no throttle counted on /metrics")
+	}
+
+	// A produce written right behind one that goes over the quota, in
+	// the same write, is handled only once that one's throttle time is
+	// over: the connection is muted, whatever the socket holds.
+	conn, err := net.Dial("tcp", c.Brokers[0].KafkaAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("slow"))
+	var frames []byte
+	for i := range 2 {
+		produce := kmsg.NewPtrProduceRequest()
+		produce.Version = 9 // topics by name
+		produce.Acks, produce.TimeoutMillis = -1, 10000
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic = "metered"
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Records = batch(-1, 0, 0, strings.Repeat("m", 2*limit))
+		pt.Partitions = append(pt.Partitions, pp)
+		produce.Topics = append(produce.Topics, pt)
+		frames = append(frames, f.AppendRequest(nil, produce, int32(i))...)
+	}
+	sent := time.Now()
+	if _, err := conn.Write(frames); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+	first, second := kmsg.NewPtrProduceResponse(), kmsg.NewPtrProduceResponse()
+	first.Version, second.Version = 9, 9
+	readResponse(t, conn, 0, first)
+	readResponse(t, conn, 1, second)
+	throttle := time.Duration(first.ThrottleMillis) * time.Millisecond
+	if waited := time.Since(sent); throttle == 0 || waited < throttle {
+		t.Errorf("the produce behind one throttled %v was answered after %v", throttle, waited)
 	}
 
 	// A consumer quota: a client over it is answered with no records and

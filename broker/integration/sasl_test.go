@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -53,7 +54,8 @@ func saslClient(t *testing.T, c *brokertest.Cluster, mechanism sasl.Mechanism, o
 // told that listener's addresses, re-authenticate when their session
 // ends (KIP-368), and keep their credentials across a restart of every
 // broker; kafka-python's older exchange (SaslHandshake v0, bare SASL
-// frames) works too; a wrong password and an unknown user are refused alike, PLAIN
+// frames) works too, even with a token written right behind its
+// handshake; a wrong password and an unknown user are refused alike, PLAIN
 // is refused without TLS, and a connection that does not authenticate is
 // closed.
 func TestSASLScramAuthentication(t *testing.T) {
@@ -174,6 +176,33 @@ func TestSASLScramAuthentication(t *testing.T) {
 	}
 	if err := closedAfter(c.Brokers[0].Listeners["CLIENT"], nil); err != nil {
 		t.Errorf("a connection that never authenticates: %v", err)
+	}
+
+	// A bare token written right behind the SaslHandshake v0 that
+	// announces it, in one write, is read as a token, not as a request.
+	conn, err := net.Dial("tcp", c.Brokers[0].Listeners["CLIENT"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	handshake := kmsg.NewPtrSASLHandshakeRequest()
+	handshake.Version, handshake.Mechanism = 0, "SCRAM-SHA-256"
+	clientFirst := "n,,n=bob,r=pipelinednonce"
+	frames := kmsg.NewRequestFormatter().AppendRequest(nil, handshake, 1)
+	frames = binary.BigEndian.AppendUint32(frames, uint32(len(clientFirst)))
+	if _, err := conn.Write(append(frames, clientFirst...)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	handshaken := kmsg.NewPtrSASLHandshakeResponse()
+	readResponse(t, conn, 1, handshaken)
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); handshaken.ErrorCode != 0 || err != nil {
+		t.Fatalf("SaslHandshake v0 answered error %d; the token behind it: %v", handshaken.ErrorCode, err)
+	}
+	serverFirst := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(conn, serverFirst); err != nil || !strings.HasPrefix(string(serverFirst), "r=pipelinednonce") {
+		t.Errorf("the token behind a SaslHandshake v0 was answered %q (%v), want SCRAM's server-first message", serverFirst, err)
 	}
 
 	// kcat (librdkafka) with SCRAM-SHA-512.
