@@ -35,15 +35,7 @@ func TestAnswerIsNotHeldBehindALaterRequest(t *testing.T) {
 	}
 	defer conn.Close()
 
-	produce := kmsg.NewPtrProduceRequest()
-	produce.Version = 9 // topics by name
-	produce.Acks, produce.TimeoutMillis = -1, 10000
-	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic = "answered"
-	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = batch(-1, 0, 0, "second")
-	pt.Partitions = append(pt.Partitions, pp)
-	produce.Topics = append(produce.Topics, pt)
+	produce := produceV9("answered", batch(-1, 0, 0, "second"))
 
 	fetch := kmsg.NewPtrFetchRequest()
 	fetch.Version = 12 // topics by name
@@ -112,18 +104,10 @@ func TestPipelinedProducesKeepTheirOrder(t *testing.T) {
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("pipelining"))
 	var frames []byte
 	for i := range requests {
-		produce := kmsg.NewPtrProduceRequest()
-		produce.Version = 9 // topics by name
-		produce.Acks, produce.TimeoutMillis = -1, 10000
-		pt := kmsg.NewProduceRequestTopic()
-		pt.Topic = "ordered"
-		pp := kmsg.NewProduceRequestTopicPartition()
-		// Batches of different sizes, so that reading one takes longer
-		// than proposing another and the other way round.
-		pp.Records = batch(-1, 0, 0, fmt.Sprintf("%d-%s", i, strings.Repeat("x", (i%4)*20000)))
-		pt.Partitions = append(pt.Partitions, pp)
-		produce.Topics = append(produce.Topics, pt)
-		frames = append(frames, f.AppendRequest(nil, produce, int32(i))...)
+		// Batches of different sizes, so that the requests are not all
+		// as quick to read and to commit.
+		records := batch(-1, 0, 0, fmt.Sprintf("%d-%s", i, strings.Repeat("x", (i%4)*20000)))
+		frames = append(frames, f.AppendRequest(nil, produceV9("ordered", records), int32(i))...)
 	}
 	if _, err := conn.Write(frames); err != nil {
 		t.Fatal(err)
@@ -144,6 +128,21 @@ func TestPipelinedProducesKeepTheirOrder(t *testing.T) {
 			t.Fatalf("record at offset %d is %.10q, want request %d's", r.Offset, r.Value, i)
 		}
 	}
+}
+
+// produceV9 is an acks=all Produce request (v9, topics by name) of
+// records to partition 0 of topic.
+func produceV9(topic string, records []byte) *kmsg.ProduceRequest {
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version = 9
+	produce.Acks, produce.TimeoutMillis = -1, 10000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = topic
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = records
+	pt.Partitions = append(pt.Partitions, pp)
+	produce.Topics = append(produce.Topics, pt)
+	return produce
 }
 
 // readResponse reads one response frame from conn into resp, whose

@@ -133,16 +133,7 @@ func TestClientQuotas(t *testing.T) {
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("slow"))
 	var frames []byte
 	for i := range 2 {
-		produce := kmsg.NewPtrProduceRequest()
-		produce.Version = 9 // topics by name
-		produce.Acks, produce.TimeoutMillis = -1, 10000
-		pt := kmsg.NewProduceRequestTopic()
-		pt.Topic = "metered"
-		pp := kmsg.NewProduceRequestTopicPartition()
-		pp.Records = batch(-1, 0, 0, strings.Repeat("m", 2*limit))
-		pt.Partitions = append(pt.Partitions, pp)
-		produce.Topics = append(produce.Topics, pt)
-		frames = append(frames, f.AppendRequest(nil, produce, int32(i))...)
+		frames = append(frames, f.AppendRequest(nil, produceV9("metered", batch(-1, 0, 0, strings.Repeat("m", 2*limit))), int32(i))...)
 	}
 	sent := time.Now()
 	if _, err := conn.Write(frames); err != nil {
