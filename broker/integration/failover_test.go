@@ -190,14 +190,8 @@ func TestStalledFollowerIsNotInSync(t *testing.T) {
 	// broker would wait for their timeouts.
 	toLeader := c.Client().Broker(leader)
 	produce := func() int16 {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic, rt.TopicID = "three-copies", details["three-copies"].ID
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = batch(-1, 0, 0, "while stalled")
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := produceRequest("three-copies", details["three-copies"].ID, 0, -1, batch(-1, 0, 0, "while stalled"))
+		req.TimeoutMillis = 5000
 		resp, err := toLeader.Request(ctx, req)
 		if err != nil {
 			t.Fatal(err)

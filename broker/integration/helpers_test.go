@@ -19,24 +19,33 @@ type kadmOffset = kadm.ListedOffset
 // batch builds a RecordBatch as a producer sends it.
 var batch = brokertest.RecordBatch
 
+// produceRequest is a Produce request of records to one partition, with a
+// 10 s timeout; its topic is named both ways, by name (up to v12) and by id
+// (v13).
+func produceRequest(topic string, id [16]byte, partition int32, acks int16, records []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = acks, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = topic, id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 // produceRaw sends one Produce request for one partition and returns the
 // partition's response.
 func produceRaw(t *testing.T, cl *kgo.Client, topic string, partition int32, acks int16, records []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = acks, 10000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
 	// Produce v13 names topics by id; unknown topics keep the zero id.
+	var id [16]byte
 	if details, err := kadm.NewClient(cl).ListTopics(ctx, topic); err == nil && details[topic].Err == nil {
-		rt.TopicID = details[topic].ID
+		id = details[topic].ID
 	}
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = partition, records
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := produceRequest(topic, id, partition, acks, records)
 	for {
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {

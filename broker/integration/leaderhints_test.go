@@ -41,14 +41,8 @@ func TestNotLeaderNamesTheLeader(t *testing.T) {
 		return len(p.Replicas) > 0 && p.Leader == p.Replicas[0]
 	})
 	cl := c.Client()
-	produce := kmsg.NewPtrProduceRequest()
-	produce.Acks, produce.TimeoutMillis = -1, 5000
-	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic, pt.TopicID = "hints", topicID
-	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = batch(-1, -1, 0, "x")
-	pt.Partitions = append(pt.Partitions, pp)
-	produce.Topics = append(produce.Topics, pt)
+	produce := produceRequest("hints", topicID, 0, -1, batch(-1, -1, 0, "x"))
+	produce.TimeoutMillis = 5000
 	var (
 		leader   int
 		follower int32

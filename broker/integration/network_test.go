@@ -305,14 +305,8 @@ func produceCode(ctx context.Context, cl *kgo.Client, id int, topicID [16]byte, 
 func produceOne(ctx context.Context, cl *kgo.Client, id int, topicID [16]byte, partition int32, value string) (kmsg.ProduceResponseTopicPartition, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, 2000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic, rt.TopicID = "cut", topicID
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = partition, batch(-1, -1, -1, value)
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := produceRequest("cut", topicID, partition, -1, batch(-1, -1, -1, value))
+	req.TimeoutMillis = 2000
 	resp, err := cl.Broker(id).Request(ctx, req)
 	if err != nil {
 		return kmsg.ProduceResponseTopicPartition{}, err

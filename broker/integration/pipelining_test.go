@@ -130,19 +130,13 @@ func TestPipelinedProducesKeepTheirOrder(t *testing.T) {
 	}
 }
 
-// produceV9 is an acks=all Produce request (v9, topics by name) of
-// records to partition 0 of topic.
+// produceV9 is an acks=all Produce request of records to partition 0 of
+// topic in v9, which names topics by name: for a connection of the test's
+// own, where no client chooses the version.
 func produceV9(topic string, records []byte) *kmsg.ProduceRequest {
-	produce := kmsg.NewPtrProduceRequest()
-	produce.Version = 9
-	produce.Acks, produce.TimeoutMillis = -1, 10000
-	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic = topic
-	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = records
-	pt.Partitions = append(pt.Partitions, pp)
-	produce.Topics = append(produce.Topics, pt)
-	return produce
+	req := produceRequest(topic, [16]byte{}, 0, -1, records)
+	req.Version = 9
+	return req
 }
 
 // readResponse reads one response frame from conn into resp, whose
