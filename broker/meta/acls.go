@@ -20,17 +20,17 @@ type DeleteACLs struct {
 
 func (s *State) createACLs(c *CreateACLs) Outcome {
 	for _, b := range c.Bindings {
-		if !slices.Contains(s.ACLs, b) {
-			s.ACLs = append(s.ACLs, b)
+		if !slices.Contains(s.acls, b) {
+			s.acls = append(s.acls, b)
 		}
 	}
 	return Outcome{}
 }
 
 func (s *State) deleteACLs(c *DeleteACLs) Outcome {
-	s.ACLs = slices.DeleteFunc(s.ACLs, func(b acl.Binding) bool { return slices.Contains(c.Bindings, b) })
-	if len(s.ACLs) == 0 {
-		s.ACLs = nil // as a snapshot restores it
+	s.acls = slices.DeleteFunc(s.acls, func(b acl.Binding) bool { return slices.Contains(c.Bindings, b) })
+	if len(s.acls) == 0 {
+		s.acls = nil // as a snapshot restores it
 	}
 	return Outcome{}
 }

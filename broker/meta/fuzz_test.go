@@ -126,27 +126,27 @@ func FuzzApply(f *testing.F) {
 		if !reflect.DeepEqual(snapshotOf(t, a), snapshotOf(t, b)) {
 			t.Fatalf("replicas diverged:\n%s\n%s", snapshotOf(t, a), snapshotOf(t, b))
 		}
-		for i, b := range a.ACLs {
-			if slices.Contains(a.ACLs[i+1:], b) {
+		for i, b := range a.acls {
+			if slices.Contains(a.acls[i+1:], b) {
 				t.Fatalf("ACL %+v is kept twice", b)
 			}
 		}
-		for i, q := range a.ClientQuotas {
-			if len(q.Values) == 0 || slices.ContainsFunc(a.ClientQuotas[i+1:], func(o quota.Config) bool { return o.Entity.Equal(q.Entity) }) {
-				t.Fatalf("client quota of %s kept empty or twice: %+v", q.Entity, a.ClientQuotas)
+		for i, q := range a.clientQuotas {
+			if len(q.Values) == 0 || slices.ContainsFunc(a.clientQuotas[i+1:], func(o quota.Config) bool { return o.Entity.Equal(q.Entity) }) {
+				t.Fatalf("client quota of %s kept empty or twice: %+v", q.Entity, a.clientQuotas)
 			}
 		}
-		for user, creds := range a.ScramCredentials {
+		for user, creds := range a.scramCredentials {
 			if len(creds) == 0 {
 				t.Fatalf("user %q is kept with no SCRAM credential", user)
 			}
 		}
-		for _, id := range a.MetadataVoters {
-			if _, ok := a.Brokers[id]; !ok {
-				t.Fatalf("metadata voter %d is not a registered broker: %v", id, a.MetadataVoters)
+		for _, id := range a.metadataVoters {
+			if _, ok := a.brokers[id]; !ok {
+				t.Fatalf("metadata voter %d is not a registered broker: %v", id, a.metadataVoters)
 			}
 		}
-		for _, topic := range a.Topics {
+		for _, topic := range a.topics {
 			for _, p := range topic.Partitions {
 				if t2, p2 := a.PartitionOfShard(p.Shard); t2 != topic || p2.Index != p.Index {
 					t.Fatalf("shard %d indexes %v, want %s-%d", p.Shard, p2, topic.Name, p.Index)

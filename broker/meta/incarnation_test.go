@@ -58,12 +58,12 @@ func TestRegistrationAndJoinAssignGenerations(t *testing.T) {
 			t.Fatalf("%s: recorded %+v, want generation %d", st.name, out.Broker, st.wantGen)
 		}
 	}
-	if s.ClusterID == "" {
+	if s.clusterID == "" {
 		t.Fatal("no cluster id after the first registration")
 	}
-	first := s.ClusterID
+	first := s.clusterID
 	apply(100, join(3, "d1"))
-	if s.ClusterID != first {
+	if s.clusterID != first {
 		t.Fatal("the cluster id changed after it was given")
 	}
 }
@@ -90,7 +90,7 @@ func TestNewIncarnationsGetNewNodesInEveryPartition(t *testing.T) {
 	seen := map[uint64]bool{}
 	before := map[uint64][]uint64{}
 	for _, name := range []string{"t", "u"} {
-		for _, p := range s.Topics[name].Partitions {
+		for _, p := range s.topics[name].Partitions {
 			for i, id := range p.Replicas {
 				n := p.NodeOf(id)
 				if BrokerOfNode(n) != id || p.Founders[i] != n || seen[n] && name == "u" {
@@ -104,7 +104,7 @@ func TestNewIncarnationsGetNewNodesInEveryPartition(t *testing.T) {
 	s.Apply(13, &Command{JoinBroker: &Broker{ID: 1, RaftAddr: "r", Incarnation: "new"}}) // retried
 	var renewed uint64
 	for _, name := range []string{"t", "u"} {
-		for _, p := range s.Topics[name].Partitions {
+		for _, p := range s.topics[name].Partitions {
 			for i, id := range p.Replicas {
 				n, old := p.Nodes[i], before[p.Shard][i]
 				switch {
@@ -142,14 +142,14 @@ func TestUnregisterBrokerOnceItHoldsNothing(t *testing.T) {
 		t.Fatalf("unregistering an unknown broker: %v", out.Err)
 	}
 	s.Apply(8, &Command{Reassign: &Reassign{Topic: "t", Partition: 0, Target: []int32{0, 1, 2}}})
-	s.Apply(9, &Command{CompleteReassignment: &CompleteReassignment{Shard: s.Topics["t"].Partitions[0].Shard, Target: []int32{0, 1, 2}}})
+	s.Apply(9, &Command{CompleteReassignment: &CompleteReassignment{Shard: s.topics["t"].Partitions[0].Shard, Target: []int32{0, 1, 2}}})
 	if out := s.Apply(10, &Command{UnregisterBroker: &UnregisterBroker{ID: 3}}); out.Err != nil {
 		t.Fatal(out.Err)
 	}
-	if _, ok := s.Brokers[3]; ok {
+	if _, ok := s.brokers[3]; ok {
 		t.Fatal("broker 3 still registered")
 	}
-	for _, p := range s.placeReplicas(s.Topics["t"], 6, 3) {
+	for _, p := range s.placeReplicas(s.topics["t"], 6, 3) {
 		if slices.Contains(p, 3) {
 			t.Fatalf("a new partition placed on unregistered broker 3: %v", p)
 		}

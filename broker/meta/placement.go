@@ -90,12 +90,12 @@ func (p *Partition) materializeNodes() {
 	}
 }
 
-func (s *State) nextNodeEpoch() uint32 {
-	if s.NextNodeEpoch == 0 {
-		s.NextNodeEpoch = 1
+func (s *State) takeNodeEpoch() uint32 {
+	if s.nextNodeEpoch == 0 {
+		s.nextNodeEpoch = 1
 	}
-	e := s.NextNodeEpoch
-	s.NextNodeEpoch++
+	e := s.nextNodeEpoch
+	s.nextNodeEpoch++
 	return e
 }
 
@@ -103,7 +103,7 @@ func (s *State) nextNodeEpoch() uint32 {
 // new incarnation of it: its old nodes hold nothing any more.
 func (s *State) renewNodes(broker int32) {
 	epoch := uint32(0)
-	for _, t := range s.Topics {
+	for _, t := range s.topics {
 		for i := range t.Partitions {
 			p := &t.Partitions[i]
 			for r, id := range p.Replicas {
@@ -111,7 +111,7 @@ func (s *State) renewNodes(broker int32) {
 					continue
 				}
 				if epoch == 0 {
-					epoch = s.nextNodeEpoch()
+					epoch = s.takeNodeEpoch()
 				}
 				p.materializeNodes()
 				p.Nodes[r] = RaftNodeID(broker, epoch)
@@ -177,7 +177,7 @@ func (p *Partition) TargetReplicas() []int32 {
 }
 
 func (s *State) reassign(r *Reassign) Outcome {
-	t := s.Topics[r.Topic]
+	t := s.topics[r.Topic]
 	if t == nil || r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
 		return Outcome{Err: kerr.UnknownTopicOrPartition}
 	}
@@ -209,7 +209,7 @@ func (s *State) reassign(r *Reassign) Outcome {
 	for _, id := range r.Target {
 		if p.NodeOf(id) == 0 {
 			if epoch == 0 {
-				epoch = s.nextNodeEpoch()
+				epoch = s.takeNodeEpoch()
 			}
 			p.Replicas = append(p.Replicas, id)
 			p.Nodes = append(p.Nodes, RaftNodeID(id, epoch))
@@ -228,7 +228,7 @@ func (s *State) validateAssignment(replicas []int32) error {
 	}
 	seen := map[int32]bool{}
 	for _, id := range replicas {
-		if _, ok := s.Brokers[id]; !ok || seen[id] {
+		if _, ok := s.brokers[id]; !ok || seen[id] {
 			return kerr.InvalidReplicaAssignment
 		}
 		seen[id] = true
@@ -269,7 +269,7 @@ func (s *State) renewReplicaNode(c *RenewReplicaNode) Outcome {
 		return Outcome{} // renewed already
 	}
 	p.materializeNodes()
-	epoch := s.nextNodeEpoch()
+	epoch := s.takeNodeEpoch()
 	for i, id := range p.Replicas {
 		if id == c.Broker {
 			p.Nodes[i] = RaftNodeID(id, epoch)
@@ -342,7 +342,7 @@ func (s *State) validateAssignments(assignment [][]int32, rf int) error {
 func (s *State) placeReplicas(t *Topic, n, rf int) [][]int32 {
 	brokers := s.BrokerIDs()
 	load, leads := map[int32]int{}, map[int32]int{}
-	for _, other := range s.Topics {
+	for _, other := range s.topics {
 		for _, p := range other.Partitions {
 			for i, id := range p.Replicas {
 				load[id]++
@@ -367,12 +367,12 @@ func (s *State) placeReplicas(t *Topic, n, rf int) [][]int32 {
 		// Brokers in the order ties go: from start, round the ring.
 		ring := append(append([]int32(nil), brokers[start:]...), brokers[:start]...)
 		replicas := []int32{pickBroker(ring, nil, func(id int32) [2]int { return [2]int{leads[id], load[id]} }, nil)}
-		racks := map[string]bool{s.Brokers[replicas[0]].Rack: true}
+		racks := map[string]bool{s.brokers[replicas[0]].Rack: true}
 		for len(replicas) < rf {
-			rackUsed := func(id int32) bool { r := s.Brokers[id].Rack; return r != "" && racks[r] }
+			rackUsed := func(id int32) bool { r := s.brokers[id].Rack; return r != "" && racks[r] }
 			next := pickBroker(ring, replicas, func(id int32) [2]int { return [2]int{load[id], 0} }, rackUsed)
 			replicas = append(replicas, next)
-			racks[s.Brokers[next].Rack] = true
+			racks[s.brokers[next].Rack] = true
 		}
 		for i, id := range replicas {
 			load[id]++

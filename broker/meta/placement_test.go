@@ -19,7 +19,7 @@ func TestPlacementSpreadsOverRacksAndLoad(t *testing.T) {
 		t.Fatal(out.Err)
 	}
 	load, leads := map[int32]int{}, map[int32]int{}
-	for _, p := range s.Topics["t"].Partitions {
+	for _, p := range s.topics["t"].Partitions {
 		seen := map[string]bool{}
 		for i, id := range p.Replicas {
 			if seen[racks[id]] {
@@ -44,7 +44,7 @@ func TestPlacementSpreadsOverRacksAndLoad(t *testing.T) {
 	if out := s.Apply(21, &Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "t", Count: 14}}); out.Err != nil {
 		t.Fatal(out.Err)
 	}
-	for _, p := range s.Topics["t"].Partitions[12:] {
+	for _, p := range s.topics["t"].Partitions[12:] {
 		if !slices.Contains(p.Replicas, 6) {
 			t.Errorf("new partition %d on %v leaves out the empty broker 6", p.Index, p.Replicas)
 		}
@@ -59,14 +59,14 @@ func TestManualAssignment(t *testing.T) {
 			t.Errorf("assignment %v: %v, want INVALID_REPLICA_ASSIGNMENT", a, out.Err)
 		}
 	}
-	if s.Topics["m"] != nil {
+	if s.topics["m"] != nil {
 		t.Fatal("a refused assignment created the topic")
 	}
 	out := s.Apply(11, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "m", Assignment: [][]int32{{2, 0}, {1, 2}}}})
 	if out.Err != nil {
 		t.Fatal(out.Err)
 	}
-	m := s.Topics["m"]
+	m := s.topics["m"]
 	if m.ReplicationFactor != 2 || len(m.Partitions) != 2 || m.Partitions[0].Replicas[0] != 2 || m.Partitions[1].Replicas[1] != 2 {
 		t.Fatalf("placed %+v", m.Partitions)
 	}
@@ -92,11 +92,11 @@ func TestCommandsFromBeforeEpochsReplayAsApplied(t *testing.T) {
 		t.Fatal(out.Err)
 	}
 	s.Apply(11, &Command{CreatePartitions: &CreatePartitions{Name: "old", Count: 4}})
-	if s.NextNodeEpoch != 0 {
-		t.Fatalf("legacy commands took node epochs: next %d", s.NextNodeEpoch)
+	if s.nextNodeEpoch != 0 {
+		t.Fatalf("legacy commands took node epochs: next %d", s.nextNodeEpoch)
 	}
-	seed := int(binary.BigEndian.Uint32(s.Topics["old"].ID[:4]) % 3)
-	for _, p := range s.Topics["old"].Partitions {
+	seed := int(binary.BigEndian.Uint32(s.topics["old"].ID[:4]) % 3)
+	for _, p := range s.topics["old"].Partitions {
 		want := []int32{int32((seed + int(p.Index)) % 3), int32((seed + int(p.Index) + 1) % 3)}
 		if !slices.Equal(p.Replicas, want) || p.Nodes != nil || p.Founders != nil || p.NodeOf(want[0]) != RaftNodeID(want[0], 0) {
 			t.Fatalf("partition %d: replicas %v nodes %v founders %v, want %v at epoch 0", p.Index, p.Replicas, p.Nodes, p.Founders, want)

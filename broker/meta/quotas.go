@@ -21,15 +21,15 @@ type AlterClientQuotas struct {
 
 func (s *State) alterClientQuotas(c *AlterClientQuotas) Outcome {
 	for _, ch := range c.Changes {
-		i := slices.IndexFunc(s.ClientQuotas, func(q quota.Config) bool { return q.Entity.Equal(ch.Entity) })
+		i := slices.IndexFunc(s.clientQuotas, func(q quota.Config) bool { return q.Entity.Equal(ch.Entity) })
 		if i < 0 {
 			if len(ch.Set) == 0 {
 				continue
 			}
-			s.ClientQuotas = append(s.ClientQuotas, quota.Config{Entity: ch.Entity, Values: map[string]float64{}})
-			i = len(s.ClientQuotas) - 1
+			s.clientQuotas = append(s.clientQuotas, quota.Config{Entity: ch.Entity, Values: map[string]float64{}})
+			i = len(s.clientQuotas) - 1
 		}
-		values := s.ClientQuotas[i].Values
+		values := s.clientQuotas[i].Values
 		for _, k := range ch.Remove {
 			delete(values, k)
 		}
@@ -37,11 +37,11 @@ func (s *State) alterClientQuotas(c *AlterClientQuotas) Outcome {
 			values[k] = v
 		}
 		if len(values) == 0 {
-			s.ClientQuotas = slices.Delete(s.ClientQuotas, i, i+1)
+			s.clientQuotas = slices.Delete(s.clientQuotas, i, i+1)
 		}
 	}
-	if len(s.ClientQuotas) == 0 {
-		s.ClientQuotas = nil // as a snapshot restores it
+	if len(s.clientQuotas) == 0 {
+		s.clientQuotas = nil // as a snapshot restores it
 	}
 	return Outcome{}
 }

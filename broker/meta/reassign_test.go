@@ -15,7 +15,7 @@ func TestReassignValidatesAndTracksTheMove(t *testing.T) {
 		Configs: map[string]string{ConfigMinInsyncReplicas: "2"}}}); out.Err != nil {
 		t.Fatal(out.Err)
 	}
-	p := &s.Topics["t"].Partitions[0]
+	p := &s.topics["t"].Partitions[0]
 	orig := append([]int32(nil), p.Replicas...)
 	origNodes := append([]uint64(nil), p.Nodes...)
 	refused := []struct {
@@ -71,7 +71,7 @@ func TestReassignValidatesAndTracksTheMove(t *testing.T) {
 	}
 
 	// A cancelled move goes back to the original replicas and nodes.
-	q := &s.Topics["t"].Partitions[1]
+	q := &s.topics["t"].Partitions[1]
 	qOrig, qNodes := append([]int32(nil), q.Replicas...), append([]uint64(nil), q.Nodes...)
 	var grow []int32
 	for id := int32(0); id < 5; id++ {

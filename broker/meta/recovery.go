@@ -106,7 +106,7 @@ func (s *State) recoverPartition(c *RecoverPartition) Outcome {
 		p.reorder(keep)
 		p.Replicas, p.Nodes = p.Replicas[:len(keep)], p.Nodes[:len(keep)]
 	}
-	epoch := s.nextNodeEpoch()
+	epoch := s.takeNodeEpoch()
 	for i, id := range p.Replicas {
 		if p.Nodes[i] != c.Node {
 			p.Nodes[i] = RaftNodeID(id, epoch)

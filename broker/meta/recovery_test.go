@@ -13,7 +13,7 @@ func TestRecoverPartitionNeedsALostQuorum(t *testing.T) {
 	if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "t", Partitions: 1, ReplicationFactor: 3}}); out.Err != nil {
 		t.Fatal(out.Err)
 	}
-	p := &s.Topics["t"].Partitions[0]
+	p := &s.topics["t"].Partitions[0]
 	voters := append([]uint64(nil), p.Nodes...)
 	survivor := p.Nodes[0]
 	before := append([]uint64(nil), p.Nodes...)
@@ -77,7 +77,7 @@ func TestRecoverPartitionNeedsALostQuorum(t *testing.T) {
 func TestRecoverPartitionEndsAMove(t *testing.T) {
 	s := clusterOf(5)
 	s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "t", Partitions: 1, ReplicationFactor: 2}})
-	p := &s.Topics["t"].Partitions[0]
+	p := &s.topics["t"].Partitions[0]
 	orig := append([]int32(nil), p.Replicas...)
 	voters := append([]uint64(nil), p.Nodes...)
 	var target []int32

@@ -44,27 +44,27 @@ type AlterScramCredentials struct {
 
 func (s *State) alterScramCredentials(c *AlterScramCredentials) Outcome {
 	for _, d := range c.Deletions {
-		delete(s.ScramCredentials[d.User], d.Mechanism)
-		if len(s.ScramCredentials[d.User]) == 0 {
-			delete(s.ScramCredentials, d.User)
+		delete(s.scramCredentials[d.User], d.Mechanism)
+		if len(s.scramCredentials[d.User]) == 0 {
+			delete(s.scramCredentials, d.User)
 		}
 	}
 	for _, u := range c.Upserts {
-		if s.ScramCredentials == nil {
-			s.ScramCredentials = map[string]map[string]ScramCredential{}
+		if s.scramCredentials == nil {
+			s.scramCredentials = map[string]map[string]ScramCredential{}
 		}
-		if s.ScramCredentials[u.User] == nil {
-			s.ScramCredentials[u.User] = map[string]ScramCredential{}
+		if s.scramCredentials[u.User] == nil {
+			s.scramCredentials[u.User] = map[string]ScramCredential{}
 		}
-		s.ScramCredentials[u.User][u.Mechanism] = u.Credential
+		s.scramCredentials[u.User][u.Mechanism] = u.Credential
 	}
 	return Outcome{}
 }
 
 // ScramUsers returns the users with a SCRAM credential, sorted.
 func (s *State) ScramUsers() []string {
-	users := make([]string, 0, len(s.ScramCredentials))
-	for u := range s.ScramCredentials {
+	users := make([]string, 0, len(s.scramCredentials))
+	for u := range s.scramCredentials {
 		users = append(users, u)
 	}
 	sort.Strings(users)

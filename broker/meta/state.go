@@ -4,8 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"slices"
-	"sort"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -89,44 +89,88 @@ type GroupOffset struct {
 	Metadata    string `json:",omitempty"`
 }
 
-// State is the whole replicated metadata.
+// State is the whole replicated metadata. Its fields are private: readers
+// ask it named questions (queries.go), so that what the metadata holds can
+// change shape without its readers changing, and no reader can change it
+// outside a command.
 type State struct {
-	// ClusterID is the cluster's id, given at the first registration; a
+	// clusterID is the cluster's id, given at the first registration; a
 	// data directory records the cluster it belongs to.
-	ClusterID string `json:",omitempty"`
-	Brokers   map[int32]Broker
-	Topics    map[string]*Topic
-	NextShard uint64
-	// NextNodeEpoch is the epoch of the next partition replica nodes
+	clusterID string
+	brokers   map[int32]Broker
+	topics    map[string]*Topic
+	nextShard uint64
+	// nextNodeEpoch is the epoch of the next partition replica nodes
 	// placed (RaftNodeID); 0 in a state from before, read as 1.
-	NextNodeEpoch uint32 `json:",omitempty"`
-	// Retired holds the last generation of each unregistered broker id,
+	nextNodeEpoch uint32
+	// retired holds the last generation of each unregistered broker id,
 	// so that a broker given that id again never reuses a metadata node.
-	Retired map[int32]uint32 `json:",omitempty"`
-	// MetadataVoters are the brokers that vote in the metadata group,
+	retired map[int32]uint32
+	// metadataVoters are the brokers that vote in the metadata group,
 	// sorted; nil until a voter was first added or removed, while the
 	// founding voters (--metadata-voters) are the voters.
-	MetadataVoters []int32 `json:",omitempty"`
-	NextProducerID int64
-	// BrokerConfigs are broker configs set at run time: broker id (or ""
+	metadataVoters []int32
+	nextProducerID int64
+	// brokerConfigs are broker configs set at run time: broker id (or ""
 	// for every broker) -> key -> value.
-	BrokerConfigs map[string]map[string]string `json:",omitempty"`
-	// Offsets: group -> topic -> partition -> offset.
-	Offsets map[string]map[string]map[int32]GroupOffset
-	// ScramCredentials: user -> mechanism -> credential (scram.go).
-	ScramCredentials map[string]map[string]ScramCredential `json:",omitempty"`
-	// ACLs are the authorizer's bindings, in the order they were made
+	brokerConfigs map[string]map[string]string
+	// offsets: group -> topic -> partition -> offset.
+	offsets map[string]map[string]map[int32]GroupOffset
+	// scramCredentials: user -> mechanism -> credential (scram.go).
+	scramCredentials map[string]map[string]ScramCredential
+	// acls are the authorizer's bindings, in the order they were made
 	// (acls.go).
-	ACLs []acl.Binding `json:",omitempty"`
-	// ClientQuotas are the client quota configs, in the order their
+	acls []acl.Binding
+	// clientQuotas are the client quota configs, in the order their
 	// entities were first given one (quotas.go).
-	ClientQuotas []quota.Config `json:",omitempty"`
+	clientQuotas []quota.Config
 
-	// topicsByID indexes Topics by id for Fetch and Produce v13+, which
+	// topicsByID indexes topics by id for Fetch and Produce v13+, which
 	// name topics by id in every request; derived, so not in snapshots.
 	topicsByID map[[16]byte]*Topic
 	// shards indexes partitions by their Raft shard; derived too.
 	shards map[uint64]shardRef
+}
+
+// snapshotState is State as snapshots carry it. Its field names are the
+// snapshot format, which data directories hold, so they stay as they are
+// whatever State's own fields are called.
+type snapshotState struct {
+	ClusterID        string `json:",omitempty"`
+	Brokers          map[int32]Broker
+	Topics           map[string]*Topic
+	NextShard        uint64
+	NextNodeEpoch    uint32           `json:",omitempty"`
+	Retired          map[int32]uint32 `json:",omitempty"`
+	MetadataVoters   []int32          `json:",omitempty"`
+	NextProducerID   int64
+	BrokerConfigs    map[string]map[string]string `json:",omitempty"`
+	Offsets          map[string]map[string]map[int32]GroupOffset
+	ScramCredentials map[string]map[string]ScramCredential `json:",omitempty"`
+	ACLs             []acl.Binding                         `json:",omitempty"`
+	ClientQuotas     []quota.Config                        `json:",omitempty"`
+}
+
+func (s *State) snapshot() snapshotState {
+	return snapshotState{ClusterID: s.clusterID, Brokers: s.brokers, Topics: s.topics, NextShard: s.nextShard, NextNodeEpoch: s.nextNodeEpoch,
+		Retired: s.retired, MetadataVoters: s.metadataVoters, NextProducerID: s.nextProducerID, BrokerConfigs: s.brokerConfigs,
+		Offsets: s.offsets, ScramCredentials: s.scramCredentials, ACLs: s.acls, ClientQuotas: s.clientQuotas}
+}
+
+// MarshalJSON writes the state as a snapshot carries it.
+func (s *State) MarshalJSON() ([]byte, error) { return json.Marshal(s.snapshot()) }
+
+// UnmarshalJSON reads a snapshot over the state, as decoding into its
+// fields would: maps it already has are added to.
+func (s *State) UnmarshalJSON(data []byte) error {
+	j := s.snapshot()
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	s.clusterID, s.brokers, s.topics, s.nextShard, s.nextNodeEpoch = j.ClusterID, j.Brokers, j.Topics, j.NextShard, j.NextNodeEpoch
+	s.retired, s.metadataVoters, s.nextProducerID, s.brokerConfigs = j.Retired, j.MetadataVoters, j.NextProducerID, j.BrokerConfigs
+	s.offsets, s.scramCredentials, s.acls, s.clientQuotas = j.Offsets, j.ScramCredentials, j.ACLs, j.ClientQuotas
+	return nil
 }
 
 // shardRef locates a partition: its topic and index.
@@ -137,52 +181,17 @@ type shardRef struct {
 
 // NewState returns an empty cluster.
 func NewState() *State {
-	return &State{Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}, NextShard: FirstPartitionShard,
-		NextProducerID: 1000, Offsets: map[string]map[string]map[int32]GroupOffset{}, topicsByID: map[[16]byte]*Topic{}, shards: map[uint64]shardRef{}}
+	return &State{brokers: map[int32]Broker{}, topics: map[string]*Topic{}, nextShard: FirstPartitionShard,
+		nextProducerID: 1000, offsets: map[string]map[string]map[int32]GroupOffset{}, topicsByID: map[[16]byte]*Topic{}, shards: map[uint64]shardRef{}}
 }
 
 // reindex rebuilds the derived topic-id index, after a snapshot is read.
 func (s *State) reindex() {
-	s.topicsByID = make(map[[16]byte]*Topic, len(s.Topics))
+	s.topicsByID = make(map[[16]byte]*Topic, len(s.topics))
 	s.shards = map[uint64]shardRef{}
-	for _, t := range s.Topics {
+	for _, t := range s.topics {
 		s.topicsByID[t.ID] = t
 		s.indexShards(t)
-	}
-}
-
-// BrokerIDs returns the registered broker ids in ascending order.
-func (s *State) BrokerIDs() []int32 {
-	ids := make([]int32, 0, len(s.Brokers))
-	for id := range s.Brokers {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
-}
-
-// TopicByID finds a topic by its id.
-func (s *State) TopicByID(id [16]byte) *Topic { return s.topicsByID[id] }
-
-// PartitionOfShard finds the partition a Raft shard replicates, or nils.
-// The partition must not be kept past the read that found it.
-func (s *State) PartitionOfShard(shard uint64) (*Topic, *Partition) {
-	ref, ok := s.shards[shard]
-	if !ok {
-		return nil, nil
-	}
-	return ref.topic, &ref.topic.Partitions[ref.index]
-}
-
-// EachPartitionOf calls fn with every partition that has a replica on
-// broker, and its topic; neither may be kept past the read.
-func (s *State) EachPartitionOf(broker int32, fn func(*Topic, *Partition)) {
-	for _, t := range s.Topics {
-		for i := range t.Partitions {
-			if p := &t.Partitions[i]; slices.Contains(p.Replicas, broker) {
-				fn(t, p)
-			}
-		}
 	}
 }
 
@@ -202,11 +211,11 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 	case c.CreateTopic != nil:
 		return s.createTopic(index, c.CreateTopic)
 	case c.DeleteTopic != "":
-		t := s.Topics[c.DeleteTopic]
+		t := s.topics[c.DeleteTopic]
 		if t == nil {
 			return Outcome{Err: kerr.UnknownTopicOrPartition}
 		}
-		delete(s.Topics, c.DeleteTopic)
+		delete(s.topics, c.DeleteTopic)
 		delete(s.topicsByID, t.ID)
 		for _, p := range t.Partitions {
 			delete(s.shards, p.Shard)
@@ -241,15 +250,15 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 	case c.AlterClientQuotas != nil:
 		return s.alterClientQuotas(c.AlterClientQuotas)
 	case c.AllocateProducerIDs:
-		first := s.NextProducerID
-		s.NextProducerID += ProducerIDBlock
+		first := s.nextProducerID
+		s.nextProducerID += ProducerIDBlock
 		return Outcome{ProducerID: first}
 	case c.CommitOffsets != nil:
 		co := c.CommitOffsets
-		g := s.Offsets[co.Group]
+		g := s.offsets[co.Group]
 		if g == nil {
 			g = map[string]map[int32]GroupOffset{}
-			s.Offsets[co.Group] = g
+			s.offsets[co.Group] = g
 		}
 		for topic, parts := range co.Offsets {
 			if g[topic] == nil {
@@ -261,13 +270,13 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		}
 		return Outcome{}
 	case c.DeleteGroup != "":
-		if _, ok := s.Offsets[c.DeleteGroup]; !ok {
+		if _, ok := s.offsets[c.DeleteGroup]; !ok {
 			return Outcome{Err: kerr.GroupIDNotFound}
 		}
-		delete(s.Offsets, c.DeleteGroup)
+		delete(s.offsets, c.DeleteGroup)
 		return Outcome{}
 	case c.DeleteOffsets != nil:
-		g := s.Offsets[c.DeleteOffsets.Group]
+		g := s.offsets[c.DeleteOffsets.Group]
 		for topic, parts := range c.DeleteOffsets.Partitions {
 			for _, p := range parts {
 				delete(g[topic], p)
@@ -287,7 +296,7 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 // is a data directory that a newer incarnation replaced: refused, so that
 // it can never act as the replicas it once was.
 func (s *State) registerBroker(index uint64, b *Broker) Outcome {
-	cur, known := s.Brokers[b.ID]
+	cur, known := s.brokers[b.ID]
 	switch {
 	case !known && b.Generation != 0:
 		return Outcome{Err: kerr.StaleBrokerEpoch}
@@ -296,7 +305,7 @@ func (s *State) registerBroker(index uint64, b *Broker) Outcome {
 	case known && cur.Incarnation != "" && cur.Incarnation != b.Incarnation:
 		return Outcome{Err: kerr.StaleBrokerEpoch}
 	}
-	s.Brokers[b.ID] = *b
+	s.brokers[b.ID] = *b
 	s.foundCluster(index, b)
 	out := *b
 	return Outcome{Broker: &out}
@@ -311,7 +320,7 @@ func (s *State) registerBroker(index uint64, b *Broker) Outcome {
 // Each partition replica of the broker gets a new Raft node: the leaders
 // of those partitions then replace the old nodes by membership change.
 func (s *State) joinBroker(index uint64, b *Broker) Outcome {
-	cur, known := s.Brokers[b.ID]
+	cur, known := s.brokers[b.ID]
 	next := *b
 	switch {
 	case known && cur.Incarnation == b.Incarnation && b.Incarnation != "":
@@ -319,16 +328,16 @@ func (s *State) joinBroker(index uint64, b *Broker) Outcome {
 	case known:
 		next.Generation = cur.Generation + 1
 	default:
-		next.Generation = s.Retired[b.ID] + 1
-		delete(s.Retired, b.ID)
-		if len(s.Retired) == 0 {
-			s.Retired = nil // as a snapshot restores it
+		next.Generation = s.retired[b.ID] + 1
+		delete(s.retired, b.ID)
+		if len(s.retired) == 0 {
+			s.retired = nil // as a snapshot restores it
 		}
 	}
 	if !known || cur.Incarnation != b.Incarnation || b.Incarnation == "" {
 		s.renewNodes(b.ID)
 	}
-	s.Brokers[b.ID] = next
+	s.brokers[b.ID] = next
 	s.foundCluster(index, &next)
 	return Outcome{Broker: &next}
 }
@@ -336,20 +345,20 @@ func (s *State) joinBroker(index uint64, b *Broker) Outcome {
 // unregisterBroker forgets a broker that left for good; refused while it
 // holds a partition replica, a move's target included.
 func (s *State) unregisterBroker(c *UnregisterBroker) Outcome {
-	b, known := s.Brokers[c.ID]
+	b, known := s.brokers[c.ID]
 	if !known {
 		return Outcome{Err: kerr.BrokerIDNotRegistered}
 	}
 	if s.HostsReplicas(c.ID) {
 		return Outcome{Err: kerr.InvalidRequest}
 	}
-	delete(s.Brokers, c.ID)
-	if s.Retired == nil {
-		s.Retired = map[int32]uint32{}
+	delete(s.brokers, c.ID)
+	if s.retired == nil {
+		s.retired = map[int32]uint32{}
 	}
-	s.Retired[c.ID] = b.Generation
-	if s.MetadataVoters != nil {
-		s.MetadataVoters = slices.DeleteFunc(s.MetadataVoters, func(id int32) bool { return id == c.ID })
+	s.retired[c.ID] = b.Generation
+	if s.metadataVoters != nil {
+		s.metadataVoters = slices.DeleteFunc(s.metadataVoters, func(id int32) bool { return id == c.ID })
 	}
 	return Outcome{Broker: &b}
 }
@@ -364,70 +373,30 @@ func (s *State) setMetadataVoters(c *SetMetadataVoters) Outcome {
 		return Outcome{Err: kerr.InvalidRequest}
 	}
 	for _, id := range voters {
-		if _, ok := s.Brokers[id]; !ok {
+		if _, ok := s.brokers[id]; !ok {
 			return Outcome{Err: kerr.BrokerIDNotRegistered}
 		}
 	}
-	s.MetadataVoters = voters
+	s.metadataVoters = voters
 	return Outcome{}
-}
-
-// VotesInMetadata reports whether broker id is one of the metadata
-// group's voters, given the founding voters for a state that has recorded
-// none yet.
-func (s *State) VotesInMetadata(id int32, founding map[int32]string) bool {
-	if s.MetadataVoters == nil {
-		_, ok := founding[id]
-		return ok
-	}
-	return slices.Contains(s.MetadataVoters, id)
-}
-
-// HostsReplicas reports whether a broker holds a replica of any partition.
-func (s *State) HostsReplicas(id int32) bool {
-	for _, t := range s.Topics {
-		for _, p := range t.Partitions {
-			if slices.Contains(p.Replicas, id) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // foundCluster names the cluster at its first registration, from the
 // entry's index and the registering incarnation, since the state machine
 // may not draw random numbers.
 func (s *State) foundCluster(index uint64, b *Broker) {
-	if s.ClusterID != "" {
+	if s.clusterID != "" {
 		return
 	}
 	sum := sha256.Sum256([]byte(b.Incarnation + "\x00" + strconv.FormatUint(index, 10)))
-	s.ClusterID = base64.RawURLEncoding.EncodeToString(sum[:16])
+	s.clusterID = base64.RawURLEncoding.EncodeToString(sum[:16])
 }
-
-// AllBrokersRecordIncarnations reports whether every registered broker
-// registered with an incarnation, which brokers from before incarnations
-// do not: only then do all of them apply the commands that came with
-// incarnations (placement epochs, reassignments) as their proposers do.
-func (s *State) AllBrokersRecordIncarnations() bool {
-	for _, b := range s.Brokers {
-		if b.Incarnation == "" {
-			return false
-		}
-	}
-	return true
-}
-
-// Established reports whether the cluster has ever registered a broker: a
-// metadata replica that has not is at most a founder still starting.
-func (s *State) Established() bool { return len(s.Brokers) > 0 }
 
 func (s *State) createTopic(index uint64, ct *CreateTopic) Outcome {
 	if err := ValidateTopicName(ct.Name); err != nil {
 		return Outcome{Err: err}
 	}
-	if s.Topics[ct.Name] != nil {
+	if s.topics[ct.Name] != nil {
 		return Outcome{Err: kerr.TopicAlreadyExists}
 	}
 	if ct.Assignment != nil {
@@ -447,20 +416,20 @@ func (s *State) createTopic(index uint64, ct *CreateTopic) Outcome {
 		return Outcome{Err: err}
 	}
 	t := &Topic{Name: ct.Name, ID: topicID(ct.Name, index), ReplicationFactor: ct.ReplicationFactor, Configs: ct.Configs}
-	nextShard, nextEpoch := s.NextShard, s.NextNodeEpoch
+	nextShard, nextEpoch := s.nextShard, s.nextNodeEpoch
 	s.addPartitions(t, ct.Partitions, ct.Assignment, ct.Placement)
 	if !ct.ValidateOnly {
-		s.Topics[ct.Name] = t
+		s.topics[ct.Name] = t
 		s.topicsByID[t.ID] = t
 		s.indexShards(t)
 	} else {
-		s.NextShard, s.NextNodeEpoch = nextShard, nextEpoch
+		s.nextShard, s.nextNodeEpoch = nextShard, nextEpoch
 	}
 	return Outcome{Topic: t}
 }
 
 func (s *State) createPartitions(cp *CreatePartitions) Outcome {
-	t := s.Topics[cp.Name]
+	t := s.topics[cp.Name]
 	if t == nil {
 		return Outcome{Err: kerr.UnknownTopicOrPartition}
 	}
@@ -495,14 +464,14 @@ func (s *State) addPartitions(t *Topic, n int32, assignment [][]int32, placement
 	}
 	for _, replicas := range assignment {
 		idx := int32(len(t.Partitions))
-		epoch := s.nextNodeEpoch()
+		epoch := s.takeNodeEpoch()
 		nodes := make([]uint64, len(replicas))
 		for r, id := range replicas {
 			nodes[r] = RaftNodeID(id, epoch)
 		}
-		t.Partitions = append(t.Partitions, Partition{Index: idx, Shard: s.NextShard, Replicas: append([]int32(nil), replicas...), Leader: -1,
+		t.Partitions = append(t.Partitions, Partition{Index: idx, Shard: s.nextShard, Replicas: append([]int32(nil), replicas...), Leader: -1,
 			Nodes: nodes, Founders: append([]uint64(nil), nodes...)})
-		s.NextShard++
+		s.nextShard++
 	}
 }
 
@@ -518,8 +487,8 @@ func (s *State) addLegacyPartitions(t *Topic, n int32) {
 		for r := range replicas {
 			replicas[r] = brokers[(seed+int(idx)+r)%len(brokers)]
 		}
-		t.Partitions = append(t.Partitions, Partition{Index: idx, Shard: s.NextShard, Replicas: replicas, Leader: -1})
-		s.NextShard++
+		t.Partitions = append(t.Partitions, Partition{Index: idx, Shard: s.nextShard, Replicas: replicas, Leader: -1})
+		s.nextShard++
 	}
 }
 
@@ -527,7 +496,7 @@ func (s *State) alterConfigs(ac *AlterConfigs) Outcome {
 	if ac.Broker {
 		return s.alterBrokerConfigs(ac)
 	}
-	t := s.Topics[ac.Name]
+	t := s.topics[ac.Name]
 	if t == nil {
 		return Outcome{Err: kerr.UnknownTopicOrPartition}
 	}
@@ -555,13 +524,13 @@ func (s *State) alterConfigs(ac *AlterConfigs) Outcome {
 func (s *State) alterBrokerConfigs(ac *AlterConfigs) Outcome {
 	if ac.Name != "" {
 		id, err := strconv.ParseInt(ac.Name, 10, 32)
-		if _, known := s.Brokers[int32(id)]; err != nil || !known {
+		if _, known := s.brokers[int32(id)]; err != nil || !known {
 			return Outcome{Err: kerr.InvalidRequest}
 		}
 	}
 	next := map[string]string{}
 	if !ac.Replace {
-		for k, v := range s.BrokerConfigs[ac.Name] {
+		for k, v := range s.brokerConfigs[ac.Name] {
 			next[k] = v
 		}
 	}
@@ -579,25 +548,15 @@ func (s *State) alterBrokerConfigs(ac *AlterConfigs) Outcome {
 	if ac.ValidateOnly {
 		return Outcome{}
 	}
-	if s.BrokerConfigs == nil {
-		s.BrokerConfigs = map[string]map[string]string{}
+	if s.brokerConfigs == nil {
+		s.brokerConfigs = map[string]map[string]string{}
 	}
 	if len(next) == 0 {
-		delete(s.BrokerConfigs, ac.Name)
+		delete(s.brokerConfigs, ac.Name)
 	} else {
-		s.BrokerConfigs[ac.Name] = next
+		s.brokerConfigs[ac.Name] = next
 	}
 	return Outcome{}
-}
-
-// BrokerConfig returns a broker config set at run time for broker id, or
-// for every broker, and whether one is.
-func (s *State) BrokerConfig(id int32, key string) (string, bool) {
-	if v, ok := s.BrokerConfigs[strconv.Itoa(int(id))][key]; ok {
-		return v, true
-	}
-	v, ok := s.BrokerConfigs[""][key]
-	return v, ok
 }
 
 func (s *State) setLeader(l *LeaderChange) Outcome {

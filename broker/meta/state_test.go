@@ -23,7 +23,7 @@ func TestCreateTopicPlacesReplicasOnDistinctBrokersAndSpreadsLeaders(t *testing.
 	}
 	preferred := map[int32]int{}
 	shards := map[uint64]bool{}
-	for _, p := range s.Topics["orders"].Partitions {
+	for _, p := range s.topics["orders"].Partitions {
 		seen := map[int32]bool{}
 		for _, r := range p.Replicas {
 			if seen[r] {
@@ -67,11 +67,11 @@ func TestTopicCommandsValidate(t *testing.T) {
 	for _, c := range cases {
 		s := clusterOf(3)
 		s.Apply(9, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "taken", Partitions: 2, ReplicationFactor: 1}})
-		before := s.NextShard
+		before := s.nextShard
 		if got := s.Apply(10, &c.cmd).Err; got != c.want {
 			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
 		}
-		if s.NextShard != before || len(s.Topics) != 1 {
+		if s.nextShard != before || len(s.topics) != 1 {
 			t.Errorf("%s: a rejected command changed the state", c.name)
 		}
 	}
@@ -82,18 +82,18 @@ func TestValidateOnlyChangesNothing(t *testing.T) {
 	if out := s.Apply(5, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "a", Partitions: 3, ReplicationFactor: 3, ValidateOnly: true}}); out.Err != nil || out.Topic == nil {
 		t.Fatalf("validate only: %+v", out)
 	}
-	if len(s.Topics) != 0 || s.NextShard != FirstPartitionShard {
-		t.Fatalf("validate-only create left state behind: %d topics, next shard %d", len(s.Topics), s.NextShard)
+	if len(s.topics) != 0 || s.nextShard != FirstPartitionShard {
+		t.Fatalf("validate-only create left state behind: %d topics, next shard %d", len(s.topics), s.nextShard)
 	}
 }
 
 func TestLeaderChangesOnlyMoveForward(t *testing.T) {
 	s := clusterOf(3)
 	s.Apply(5, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "a", Partitions: 1, ReplicationFactor: 3}})
-	shard := s.Topics["a"].Partitions[0].Shard
+	shard := s.topics["a"].Partitions[0].Shard
 	s.Apply(6, &Command{Leader: &LeaderChange{Shard: shard, Leader: 2, Epoch: 5}})
 	s.Apply(7, &Command{Leader: &LeaderChange{Shard: shard, Leader: 1, Epoch: 4}}) // late report of an older term
-	if p := s.Topics["a"].Partitions[0]; p.Leader != 2 || p.LeaderEpoch != 5 {
+	if p := s.topics["a"].Partitions[0]; p.Leader != 2 || p.LeaderEpoch != 5 {
 		t.Fatalf("leader %d epoch %d, want 2 at 5", p.Leader, p.LeaderEpoch)
 	}
 }
@@ -132,8 +132,8 @@ func TestMetadataVotersRecordAndFallBackToTheFounders(t *testing.T) {
 	if out := s.Apply(10, &Command{SetMetadataVoters: &SetMetadataVoters{Voters: []int32{2, 0, 2, 1}}}); out.Err != nil {
 		t.Fatal(out.Err)
 	}
-	if !reflect.DeepEqual(s.MetadataVoters, []int32{0, 1, 2}) || !s.VotesInMetadata(2, founding) {
-		t.Fatalf("voters %v", s.MetadataVoters)
+	if !reflect.DeepEqual(s.metadataVoters, []int32{0, 1, 2}) || !s.VotesInMetadata(2, founding) {
+		t.Fatalf("voters %v", s.metadataVoters)
 	}
 	for _, bad := range [][]int32{nil, {0, 7}} {
 		if out := s.Apply(11, &Command{SetMetadataVoters: &SetMetadataVoters{Voters: bad}}); out.Err == nil {
@@ -147,7 +147,7 @@ func TestMetadataVotersRecordAndFallBackToTheFounders(t *testing.T) {
 		t.Fatal("a removed voter still votes")
 	}
 	s.Apply(13, &Command{UnregisterBroker: &UnregisterBroker{ID: 1}})
-	if !reflect.DeepEqual(s.MetadataVoters, []int32{0}) {
-		t.Fatalf("an unregistered broker stays a voter: %v", s.MetadataVoters)
+	if !reflect.DeepEqual(s.metadataVoters, []int32{0}) {
+		t.Fatalf("an unregistered broker stays a voter: %v", s.metadataVoters)
 	}
 }

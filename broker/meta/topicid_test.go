@@ -21,7 +21,7 @@ func TestTopicByIDFollowsCreateSnapshotAndDelete(t *testing.T) {
 		}
 	}
 	var id [16]byte
-	m.Read(func(s *State) { id = s.Topics["orders"].ID })
+	m.Read(func(s *State) { id = s.topics["orders"].ID })
 	found := func(m *StateMachine) (name string) {
 		m.Read(func(s *State) {
 			if tp := s.TopicByID(id); tp != nil {

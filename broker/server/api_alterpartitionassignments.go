@@ -52,7 +52,7 @@ func (b *Broker) reassign(ctx context.Context, req *kmsg.AlterPartitionAssignmen
 	if p.Replicas != nil && req.Version >= 1 && !req.AllowReplicationFactorChange {
 		current := -1
 		b.meta.Read(func(s *meta.State) {
-			if t := s.Topics[topic]; t != nil && p.Partition >= 0 && int(p.Partition) < len(t.Partitions) {
+			if t := s.Topic(topic); t != nil && p.Partition >= 0 && int(p.Partition) < len(t.Partitions) {
 				current = len(t.Partitions[p.Partition].TargetReplicas())
 			}
 		})

@@ -101,7 +101,7 @@ func scramChanges(b *Broker, req *kmsg.AlterUserSCRAMCredentialsRequest) (*meta.
 	b.meta.Read(func(s *meta.State) {
 		existing = map[string]map[string]meta.ScramCredential{}
 		for _, d := range req.Deletions {
-			existing[d.Name] = s.ScramCredentials[d.Name]
+			existing[d.Name] = s.ScramCredentialsOf(d.Name)
 		}
 	})
 	for _, d := range req.Deletions {

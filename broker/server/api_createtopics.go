@@ -164,11 +164,12 @@ func (b *Broker) awaitLeaders(ctx context.Context, topics []string) {
 	b.meta.Read(func(s *meta.State) {
 		seen := map[int32]bool{}
 		for _, name := range topics {
-			if t := s.Topics[name]; t != nil {
+			if t := s.Topic(name); t != nil {
 				for _, p := range t.Partitions {
 					if len(p.Replicas) > 0 && !seen[p.Replicas[0]] {
 						seen[p.Replicas[0]] = true
-						preferredBrokers = append(preferredBrokers, s.Brokers[p.Replicas[0]])
+						br, _ := s.Broker(p.Replicas[0])
+						preferredBrokers = append(preferredBrokers, br)
 					}
 				}
 			}
@@ -181,7 +182,7 @@ func (b *Broker) awaitLeaders(ctx context.Context, topics []string) {
 		led, preferred := true, true
 		b.meta.Read(func(s *meta.State) {
 			for _, name := range topics {
-				if t := s.Topics[name]; t != nil {
+				if t := s.Topic(name); t != nil {
 					for _, p := range t.Partitions {
 						led = led && p.Leader >= 0
 						if len(p.Replicas) > 0 && p.Leader != p.Replicas[0] && b.liveness.isLive(p.Replicas[0]) {

@@ -29,7 +29,7 @@ func handleDeleteACLs(b *Broker, r *request) (kmsg.Response, error) {
 			for i, f := range req.Filters {
 				filter := acl.Filter{ResourceType: f.ResourceType, ResourceName: f.ResourceName, PatternType: f.ResourcePatternType,
 					Principal: f.Principal, Host: f.Host, Operation: f.Operation, Permission: f.PermissionType}
-				for _, binding := range s.ACLs {
+				for _, binding := range s.ACLs() {
 					if !filter.Matches(binding) {
 						continue
 					}

@@ -41,7 +41,7 @@ func handleDeleteRecords(b *Broker, r *request) (kmsg.Response, error) {
 			if offset == -1 {
 				_, offset = rep.sm.Log().Offsets()
 			}
-			res, perr := b.nh.SyncPropose(ctx, b.nh.GetNoOPSession(info.shard), partition.DeleteRecordsCommand(offset))
+			res, perr := b.nh.SyncPropose(ctx, b.nh.GetNoOPSession(info.Shard), partition.DeleteRecordsCommand(offset))
 			if perr != nil {
 				rp.ErrorCode = kerr.RequestTimedOut.Code
 			} else if out := partition.DecodeResult(res); out.Err != nil {

@@ -23,7 +23,7 @@ func handleDescribeACLs(b *Broker, r *request) (kmsg.Response, error) {
 	f := acl.Filter{ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,
 		Principal: req.Principal, Host: req.Host, Operation: req.Operation, Permission: req.PermissionType}
 	b.meta.Read(func(s *meta.State) {
-		for _, binding := range s.ACLs {
+		for _, binding := range s.ACLs() {
 			if !f.Matches(binding) {
 				continue
 			}

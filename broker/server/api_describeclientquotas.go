@@ -31,7 +31,7 @@ func handleDescribeClientQuotas(b *Broker, r *request) (kmsg.Response, error) {
 		filters[c.EntityType] = c
 	}
 	b.meta.Read(func(s *meta.State) {
-		for _, q := range s.ClientQuotas {
+		for _, q := range s.ClientQuotas() {
 			if !quotaEntityMatches(q.Entity, filters, req.Strict) {
 				continue
 			}

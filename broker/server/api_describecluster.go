@@ -25,12 +25,11 @@ func handleDescribeCluster(b *Broker, r *request) (kmsg.Response, error) {
 		resp.ControllerID = id
 	}
 	b.meta.Read(func(s *meta.State) {
-		for _, id := range s.BrokerIDs() {
-			live := b.liveness.isLive(id)
+		for _, br := range s.Brokers() {
+			live := b.liveness.isLive(br.ID)
 			if !live && !req.IncludeFencedBrokers {
 				continue
 			}
-			br := s.Brokers[id]
 			rb := kmsg.NewDescribeClusterResponseBroker()
 			rb.Host, rb.Port = br.Address(r.conn.listener.Name)
 			rb.NodeID, rb.IsFenced = br.ID, !live

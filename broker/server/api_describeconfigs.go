@@ -52,7 +52,7 @@ func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
 		case kmsg.ConfigResourceTypeTopic:
 			var t *meta.Topic
 			b.meta.Read(func(s *meta.State) {
-				if found := s.Topics[res.ResourceName]; found != nil {
+				if found := s.Topic(res.ResourceName); found != nil {
 					cp := *found
 					t = &cp
 				}
@@ -90,9 +90,9 @@ func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
 					if flags[key] == 0 {
 						value, source = "9223372036854775807", kmsg.ConfigSourceDefaultConfig // Kafka's "no bound"
 					}
-					if v, ok := s.BrokerConfigs[strconv.Itoa(int(b.cfg.ID))][key]; ok {
+					if v, ok := s.DynamicBrokerConfig(strconv.Itoa(int(b.cfg.ID)), key); ok {
 						value, source = v, kmsg.ConfigSourceDynamicBrokerConfig
-					} else if v, ok := s.BrokerConfigs[""][key]; ok {
+					} else if v, ok := s.DynamicBrokerConfig("", key); ok {
 						value, source = v, kmsg.ConfigSourceDynamicDefaultBrokerConfig
 					}
 					add(key, value, source, false)

@@ -33,7 +33,7 @@ func handleDescribeGroups(b *Broker, r *request) (kmsg.Response, error) {
 		if !ok {
 			d = groups.Description{State: groups.StateDead}
 			b.meta.Read(func(s *meta.State) {
-				if _, has := s.Offsets[id]; has {
+				if s.HasGroupOffsets(id) {
 					d.State = groups.StateEmpty
 				}
 			})

@@ -24,7 +24,7 @@ func handleDescribeLogDirs(b *Broker, r *request) (kmsg.Response, error) {
 			wanted[t.Topic][p] = true
 		}
 	}
-	all := b.hostedPartitions(func(topic string, index int32) bool { return req.Topics == nil || wanted[topic][index] })
+	all := b.meta.HostedPartitions(b.cfg.ID, func(topic string, index int32) bool { return req.Topics == nil || wanted[topic][index] })
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = b.cfg.DataDir
 	if total, usable, err := b.volumeBytes(); err == nil {
@@ -32,20 +32,20 @@ func handleDescribeLogDirs(b *Broker, r *request) (kmsg.Response, error) {
 	}
 	byTopic := map[string]int{}
 	for _, h := range all {
-		rep := b.replicas.get(h.shard)
+		rep := b.replicas.get(h.Shard)
 		if rep == nil {
 			continue // placed here but not started yet
 		}
-		i, ok := byTopic[h.topic]
+		i, ok := byTopic[h.Topic]
 		if !ok {
 			i = len(dir.Topics)
-			byTopic[h.topic] = i
+			byTopic[h.Topic] = i
 			rt := kmsg.NewDescribeLogDirsResponseDirTopic()
-			rt.Topic = h.topic
+			rt.Topic = h.Topic
 			dir.Topics = append(dir.Topics, rt)
 		}
 		rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		rp.Partition, rp.Size = h.index, rep.sm.Log().SizeBytes()
+		rp.Partition, rp.Size = h.Index, rep.sm.Log().SizeBytes()
 		dir.Topics[i].Partitions = append(dir.Topics[i].Partitions, rp)
 	}
 	resp.Dirs = append(resp.Dirs, dir)

@@ -34,7 +34,7 @@ func handleDescribeUserSCRAMCredentials(b *Broker, r *request) (kmsg.Response, e
 		for i, user := range users {
 			res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
 			res.User = user
-			creds := s.ScramCredentials[user]
+			creds := s.ScramCredentialsOf(user)
 			switch {
 			case slices.Contains(users[:i], user) || slices.Contains(users[i+1:], user):
 				res.ErrorCode, res.ErrorMessage = kerr.DuplicateResource.Code, kmsg.StringPtr("the user is named more than once")

@@ -71,10 +71,10 @@ func handleElectLeaders(b *Broker, r *request) (kmsg.Response, error) {
 func (b *Broker) allPartitions() []kmsg.ElectLeadersRequestTopic {
 	var out []kmsg.ElectLeadersRequestTopic
 	b.meta.Read(func(s *meta.State) {
-		for _, name := range sortedTopicNames(s) {
+		for _, name := range s.TopicNames() {
 			rt := kmsg.NewElectLeadersRequestTopic()
 			rt.Topic = name
-			for _, p := range s.Topics[name].Partitions {
+			for _, p := range s.Topic(name).Partitions {
 				rt.Partitions = append(rt.Partitions, p.Index)
 			}
 			out = append(out, rt)
@@ -90,30 +90,30 @@ func (b *Broker) electPreferred(ctx context.Context, topic string, index int32, 
 	if kerr0 != nil {
 		return kerr0, "unknown topic or partition"
 	}
-	if len(info.replicas) == 0 {
+	if len(info.Replicas) == 0 {
 		return kerr.PreferredLeaderNotAvailable, "the partition has no replicas"
 	}
-	preferred := info.replicas[0]
-	if info.leader == preferred {
+	preferred := info.Replicas[0]
+	if info.Leader == preferred {
 		return kerr.ElectionNotNeeded, "the preferred replica leads already"
 	}
 	if !b.liveness.isLive(preferred) {
 		return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker does not answer"
 	}
-	if b.replicas.get(info.shard) == nil {
+	if b.replicas.get(info.Shard) == nil {
 		return b.forwardElection(ctx, topic, index, version, preferred)
 	}
 	var node uint64
 	b.meta.Read(func(s *meta.State) {
-		if _, p := s.PartitionOfShard(info.shard); p != nil {
+		if _, p := s.PartitionOfShard(info.Shard); p != nil {
 			node = p.NodeOf(preferred)
 		}
 	})
 	for ctx.Err() == nil {
-		if id, ok, err := b.nh.GetLeaderID(info.shard); err == nil && ok && id == node {
+		if id, ok, err := b.nh.GetLeaderID(info.Shard); err == nil && ok && id == node {
 			return nil, ""
 		}
-		_ = b.nh.RequestLeaderTransfer(info.shard, node)
+		_ = b.nh.RequestLeaderTransfer(info.Shard, node)
 		sleep(ctx, 200*time.Millisecond)
 	}
 	return kerr.PreferredLeaderNotAvailable, "the preferred replica did not take the leadership in time: it may be catching up"

@@ -70,7 +70,7 @@ func fetchDenied(b *Broker, r *request, req *kmsg.FetchRequest) map[string]*kerr
 
 func fetchTopicName(b *Broker, req *kmsg.FetchRequest, t kmsg.FetchRequestTopic) (string, bool) {
 	if req.Version >= 13 {
-		return b.topicName(t.TopicID)
+		return b.meta.TopicName(t.TopicID)
 	}
 	return t.Topic, true
 }

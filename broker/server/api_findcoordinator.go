@@ -3,8 +3,6 @@ package server
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/raftka/raftka/broker/meta"
 )
 
 // FindCoordinator v0-v4: groups only (key type 0); v3 flexible; v4 batched.
@@ -28,16 +26,11 @@ func handleFindCoordinator(b *Broker, r *request) (kmsg.Response, error) {
 			c.ErrorCode = err.Code
 		} else if id, ok := b.metaLeader(); !ok {
 			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		} else if br, known := b.meta.Broker(id); !known {
+			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		} else {
-			b.meta.Read(func(s *meta.State) {
-				br, known := s.Brokers[id]
-				if !known {
-					c.ErrorCode = kerr.CoordinatorNotAvailable.Code
-					return
-				}
-				c.Host, c.Port = br.Address(r.conn.listener.Name)
-				c.NodeID = br.ID
-			})
+			c.Host, c.Port = br.Address(r.conn.listener.Name)
+			c.NodeID = br.ID
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}

@@ -77,7 +77,7 @@ func (b *Broker) mayProduceIdempotently(r *request) bool {
 	}
 	found := false
 	b.meta.Read(func(s *meta.State) {
-		found = acl.AllowsAny(s.ACLs, r.conn.principal(), r.conn.host(), kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic)
+		found = acl.AllowsAny(s.ACLs(), r.conn.principal(), r.conn.host(), kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic)
 	})
 	return found
 }

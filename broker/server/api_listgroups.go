@@ -22,7 +22,7 @@ func handleListGroups(b *Broker, r *request) (kmsg.Response, error) {
 	}
 	all := b.groups.List()
 	b.meta.Read(func(s *meta.State) {
-		for id := range s.Offsets {
+		for _, id := range s.GroupsWithOffsets() {
 			if _, live := all[id]; !live {
 				all[id] = [2]string{groups.StateEmpty, "consumer"}
 			}

@@ -40,7 +40,7 @@ func handleListOffsets(b *Broker, r *request) (kmsg.Response, error) {
 			} else {
 				var info partitionInfo
 				rep, info, err = b.actingReplica(t.Topic, p.Partition, true)
-				rp.LeaderEpoch = info.leaderEpoch
+				rp.LeaderEpoch = info.LeaderEpoch
 			}
 			if err != nil {
 				rp.ErrorCode = err.Code

@@ -25,12 +25,12 @@ func handleListPartitionReassignments(b *Broker, r *request) (kmsg.Response, err
 				asked[t.Topic] = append(asked[t.Topic], t.Partitions...)
 			}
 		}
-		for _, name := range sortedTopicNames(s) {
+		for _, name := range s.TopicNames() {
 			partitions, wanted := asked[name]
 			if asked != nil && !wanted {
 				continue
 			}
-			t := s.Topics[name]
+			t := s.Topic(name)
 			rt := kmsg.NewListPartitionReassignmentsResponseTopic()
 			rt.Topic = name
 			for _, p := range t.Partitions {

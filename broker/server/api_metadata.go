@@ -37,9 +37,9 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 		}
 		if req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0) {
 			// Every topic: those the client may describe.
-			for _, name := range sortedTopicNames(s) {
+			for _, name := range s.TopicNames() {
 				if describable(name) {
-					resp.Topics = append(resp.Topics, b.metadataTopic(s.Topics[name]))
+					resp.Topics = append(resp.Topics, b.metadataTopic(s.Topic(name)))
 				}
 			}
 			return
@@ -47,7 +47,7 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 		for _, rt := range req.Topics {
 			var t *meta.Topic
 			if rt.Topic != nil {
-				t = s.Topics[*rt.Topic]
+				t = s.Topic(*rt.Topic)
 			} else {
 				t = s.TopicByID(rt.TopicID)
 			}
@@ -97,11 +97,10 @@ func (b *Broker) metadataBrokers(s *meta.State, resp *kmsg.MetadataResponse, lis
 		}
 	}
 	var out []kmsg.MetadataResponseBroker
-	for _, id := range s.BrokerIDs() {
-		if !named[id] && !b.liveness.isLive(id) {
+	for _, br := range s.Brokers() {
+		if !named[br.ID] && !b.liveness.isLive(br.ID) {
 			continue
 		}
-		br := s.Brokers[id]
 		mb := kmsg.NewMetadataResponseBroker()
 		mb.Host, mb.Port = br.Address(listener)
 		mb.NodeID = br.ID
@@ -147,7 +146,7 @@ func (b *Broker) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index
-		info := partitionInfo{shard: p.Shard, replicas: p.Replicas, leader: p.Leader, leaderEpoch: p.LeaderEpoch, leaderReplaced: leaderReplaced(&p)}
+		info := meta.PartitionView{Shard: p.Shard, Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, LeaderReplaced: p.LeaderReplaced()}
 		mp.Leader, mp.LeaderEpoch = b.currentLeader(info)
 		mp.Replicas = append([]int32(nil), p.Replicas...)
 		mp.ISR = b.inSyncReplicas(p.Shard, p.Replicas)

@@ -28,7 +28,7 @@ func handleOffsetDelete(b *Broker, r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	var known bool
-	b.meta.Read(func(s *meta.State) { _, known = s.Offsets[req.Group] })
+	b.meta.Read(func(s *meta.State) { known = s.HasGroupOffsets(req.Group) })
 	live, alive := b.groups.Describe(req.Group)
 	alive = alive && len(live.Members) > 0
 	switch {

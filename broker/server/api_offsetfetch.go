@@ -97,18 +97,15 @@ type committed struct {
 func (b *Broker) committedOffsets(group string, asked map[string][]int32) map[string][]committed {
 	out := map[string][]committed{}
 	b.meta.Read(func(s *meta.State) {
-		g := s.Offsets[group]
 		if asked == nil {
-			for topic, parts := range g {
-				for p, o := range parts {
-					out[topic] = append(out[topic], committed{partition: p, GroupOffset: o})
-				}
-			}
+			s.EachGroupOffset(group, func(topic string, p int32, o meta.GroupOffset) {
+				out[topic] = append(out[topic], committed{partition: p, GroupOffset: o})
+			})
 			return
 		}
 		for topic, parts := range asked {
 			for _, p := range parts {
-				o, ok := g[topic][p]
+				o, ok := s.GroupOffset(group, topic, p)
 				if !ok {
 					o = meta.GroupOffset{Offset: -1, LeaderEpoch: -1}
 				}

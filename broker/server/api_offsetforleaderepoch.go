@@ -28,9 +28,9 @@ func handleOffsetForLeaderEpoch(b *Broker, r *request) (kmsg.Response, error) {
 				rp.ErrorCode = denied.Code
 			case err != nil:
 				rp.ErrorCode = err.Code
-			case p.CurrentLeaderEpoch >= 0 && p.CurrentLeaderEpoch < info.leaderEpoch:
+			case p.CurrentLeaderEpoch >= 0 && p.CurrentLeaderEpoch < info.LeaderEpoch:
 				rp.ErrorCode = kerr.FencedLeaderEpoch.Code
-			case p.CurrentLeaderEpoch > info.leaderEpoch:
+			case p.CurrentLeaderEpoch > info.LeaderEpoch:
 				rp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
 				rp.LeaderEpoch, rp.EndOffset = rep.sm.Log().EndOffsetForEpoch(p.LeaderEpoch)

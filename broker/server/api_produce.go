@@ -42,7 +42,7 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		name, known := t.Topic, true
 		if req.Version >= 13 {
-			name, known = b.topicName(t.TopicID)
+			name, known = b.meta.TopicName(t.TopicID)
 		}
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		for i, p := range t.Partitions {
@@ -189,7 +189,7 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	// leader, and where this broker stands in (currentLeader) the precise
 	// answer is that replicas are missing. Elsewhere clients are to look
 	// for the leader.
-	if req.Acks == -1 && info.leader == b.cfg.ID && len(b.inSyncReplicas(info.shard, info.replicas)) < info.minISR {
+	if req.Acks == -1 && info.Leader == b.cfg.ID && len(b.inSyncReplicas(info.Shard, info.Replicas)) < info.MinISR {
 		return pendingProduce{}, kerr.NotEnoughReplicas
 	}
 	if notLeader != nil {
@@ -198,11 +198,11 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	if b.diskFull() {
 		return pendingProduce{}, kerr.KafkaStorageError
 	}
-	batches, err := partition.SplitBatches(p.Records, info.maxMessage)
+	batches, err := partition.SplitBatches(p.Records, info.MaxMessage)
 	if err != nil {
 		return pendingProduce{}, kafkaError(err, kerr.CorruptMessage)
 	}
-	if info.compacted {
+	if info.Compacted {
 		// Compaction keeps the newest record of each key; one without a
 		// key could never be compacted away, so Kafka refuses it.
 		if keyless, err := partition.KeylessRecord(batches); errors.Is(err, kgo.ErrMaxDecompress) {
@@ -213,22 +213,22 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 			return pendingProduce{}, kerr.InvalidRecord
 		}
 	}
-	records, err := partition.Recompress(p.Records, batches, info.codec, info.maxMessage)
+	records, err := partition.Recompress(p.Records, batches, info.codec, info.MaxMessage)
 	if err != nil {
 		return pendingProduce{}, kafkaError(err, kerr.UnknownServerError)
 	}
 	var cmd []byte
 	appendTime := int64(-1)
-	if info.appendTime {
+	if info.AppendTime {
 		appendTime = time.Now().UnixMilli()
-		cmd = partition.ProduceAppendTimeCommand(b.leaders.term(info.shard), appendTime, records)
+		cmd = partition.ProduceAppendTimeCommand(b.leaders.term(info.Shard), appendTime, records)
 	} else {
-		cmd = partition.ProduceCommand(b.leaders.term(info.shard), records)
+		cmd = partition.ProduceCommand(b.leaders.term(info.Shard), records)
 	}
-	deposed := b.leaders.deposed(info.shard) // before proposing, to see a step-down that follows
+	deposed := b.leaders.deposed(info.Shard) // before proposing, to see a step-down that follows
 	deadline := time.Now().Add(timeout)
 	for {
-		rs, err := b.nh.Propose(b.nh.GetNoOPSession(info.shard), cmd, time.Until(deadline))
+		rs, err := b.nh.Propose(b.nh.GetNoOPSession(info.Shard), cmd, time.Until(deadline))
 		if err == nil {
 			return pendingProduce{rs: rs, appendTime: appendTime, deposed: deposed}, nil
 		}

@@ -43,14 +43,8 @@ func (b *Broker) unregisterBroker(ctx context.Context, id int32) (*kerr.Error, s
 	if err != nil {
 		return kerr.RequestTimedOut, "the metadata group did not answer: " + err.Error()
 	}
-	var node uint64
-	known := false
-	b.meta.Read(func(s *meta.State) {
-		var br meta.Broker
-		if br, known = s.Brokers[id]; known {
-			node = br.Node()
-		}
-	})
+	br, known := b.meta.Broker(id)
+	node := br.Node()
 	if !known {
 		// A retry after the metadata forgot it: its node may be left.
 		if err := b.removeMetadataNodesOf(ctx, id, mem.Observers, mem.ConfigChangeID); err != nil {

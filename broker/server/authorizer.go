@@ -45,7 +45,7 @@ func (a *authorizer) allows(c *clientConn, op kmsg.ACLOperation, rt kmsg.ACLReso
 
 // allowsIn is allows within a read of the metadata.
 func (a *authorizer) allowsIn(s *meta.State, c *clientConn, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	return a.unchecked(c) || acl.Allowed(s.ACLs, acl.Request{Principal: c.principal(), Host: c.host(), Operation: op, ResourceType: rt, ResourceName: name})
+	return a.unchecked(c) || acl.Allowed(s.ACLs(), acl.Request{Principal: c.principal(), Host: c.host(), Operation: op, ResourceType: rt, ResourceName: name})
 }
 
 // unchecked: the authorizer is off, the connection came through a

@@ -428,7 +428,7 @@ func (b *Broker) register(ctx context.Context) {
 		var current meta.Broker
 		var known bool
 		var clusterID string
-		b.meta.Read(func(s *meta.State) { current, known = s.Brokers[b.cfg.ID]; clusterID = s.ClusterID })
+		b.meta.Read(func(s *meta.State) { current, known = s.Broker(b.cfg.ID); clusterID = s.ClusterID() })
 		if known && reflect.DeepEqual(current, *cmd.RegisterBroker) {
 			b.recordRegistration(clusterID)
 			return

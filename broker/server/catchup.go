@@ -93,15 +93,11 @@ type peerClients struct {
 }
 
 func (c *peerClients) client(id int32) (*kgo.Client, error) {
-	var addr string
-	c.b.meta.Read(func(s *meta.State) {
-		if br, ok := s.Brokers[id]; ok {
-			addr = net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
-		}
-	})
-	if addr == "" {
+	br, ok := c.b.meta.Broker(id)
+	if !ok {
 		return nil, fmt.Errorf("broker %d is not registered", id)
 	}
+	addr := net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl := c.byAddr[addr]; cl != nil {

@@ -85,9 +85,7 @@ func (b *Broker) Readiness() Check {
 	case (err != nil || !ok || leader == 0) && !b.members.electing(meta.MetadataShard, now):
 		reasons = append(reasons, "metadata group has no leader")
 	}
-	registered := false
-	b.meta.Read(func(s *meta.State) { _, registered = s.Brokers[b.cfg.ID] })
-	if !registered {
+	if _, registered := b.meta.Broker(b.cfg.ID); !registered {
 		reasons = append(reasons, "broker not registered yet")
 	}
 	// A replica still joining its group is not ready; a group electing a
@@ -119,7 +117,7 @@ func (b *Broker) SafeToRestart() Check {
 				if ci.Pending {
 					continue
 				}
-				current := func(id int32) uint64 { return s.Brokers[id].Node() }
+				current := func(id int32) uint64 { br, _ := s.Broker(id); return br.Node() }
 				if _, p := s.PartitionOfShard(ci.ClusterID); p != nil {
 					current = p.NodeOf
 				}
@@ -131,13 +129,13 @@ func (b *Broker) SafeToRestart() Check {
 		reasons = append(reasons, "metadata group would lose its quorum")
 	}
 	var lost []string
-	for _, h := range b.hostedPartitions(nil) {
-		members, known := voters[h.shard]
+	for _, h := range b.meta.HostedPartitions(b.cfg.ID, nil) {
+		members, known := voters[h.Shard]
 		if !known {
-			members = h.replicas
+			members = h.Replicas
 		}
 		if !b.keepsQuorumWithoutMe(members) {
-			lost = append(lost, h.topic+"-"+itoa(h.index))
+			lost = append(lost, h.Topic+"-"+itoa(h.Index))
 		}
 	}
 	sort.Strings(lost)
@@ -182,15 +180,6 @@ func containsID(ids []int32, id int32) bool {
 		}
 	}
 	return false
-}
-
-func sortedTopicNames(s *meta.State) []string {
-	names := make([]string, 0, len(s.Topics))
-	for n := range s.Topics {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // metrics are the broker's Prometheus metrics. Partition gauges are read
@@ -290,8 +279,8 @@ func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	b := c.b
 	leaders, under, observers := 0, 0, 0
-	for _, h := range b.hostedPartitions(nil) {
-		rep := b.replicas.get(h.shard)
+	for _, h := range b.meta.HostedPartitions(b.cfg.ID, nil) {
+		rep := b.replicas.get(h.Shard)
 		if rep == nil {
 			continue
 		}
@@ -300,13 +289,13 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		l := rep.sm.Log()
 		start, end := l.Offsets()
-		part := itoa(h.index)
-		ch <- prometheus.MustNewConstMetric(descHighWatermark, prometheus.GaugeValue, float64(end), h.topic, part)
-		ch <- prometheus.MustNewConstMetric(descLogStart, prometheus.GaugeValue, float64(start), h.topic, part)
-		ch <- prometheus.MustNewConstMetric(descSize, prometheus.GaugeValue, float64(l.SizeBytes()), h.topic, part)
-		if b.isLeader(h.shard) {
+		part := itoa(h.Index)
+		ch <- prometheus.MustNewConstMetric(descHighWatermark, prometheus.GaugeValue, float64(end), h.Topic, part)
+		ch <- prometheus.MustNewConstMetric(descLogStart, prometheus.GaugeValue, float64(start), h.Topic, part)
+		ch <- prometheus.MustNewConstMetric(descSize, prometheus.GaugeValue, float64(l.SizeBytes()), h.Topic, part)
+		if b.isLeader(h.Shard) {
 			leaders++
-			if len(b.inSyncReplicas(h.shard, h.replicas)) < len(h.replicas) {
+			if len(b.inSyncReplicas(h.Shard, h.Replicas)) < len(h.Replicas) {
 				under++
 			}
 		}

@@ -75,9 +75,9 @@ func (b *Broker) identityAnswer(asked int32) identityAnswer {
 	b.selfMu.Unlock()
 	b.meta.Read(func(s *meta.State) {
 		a.Established = a.Established || s.Established()
-		if br, ok := s.Brokers[asked]; ok {
+		if br, ok := s.Broker(asked); ok {
 			a.Asked = &br
-		} else if g, ok := s.Retired[asked]; ok {
+		} else if g, ok := s.RetiredGeneration(asked); ok {
 			a.AskedRetired = &g
 		}
 	})
@@ -299,8 +299,7 @@ func (b *Broker) handleJoin(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "add to the metadata group: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	ans := joinAnswer{Generation: joined.Generation, Voter: voter}
-	b.meta.Read(func(s *meta.State) { ans.ClusterID = s.ClusterID })
+	ans := joinAnswer{Generation: joined.Generation, Voter: voter, ClusterID: b.meta.ClusterID()}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(ans)
 }

@@ -46,15 +46,15 @@ func (b *Broker) trackFollowers(ctx context.Context) {
 	for sleep(ctx, followerProbeInterval) {
 		led := map[uint64]int64{}
 		byFollower := map[int32][]probe{}
-		for _, h := range b.hostedPartitions(nil) {
-			rep := b.replicas.get(h.shard)
-			if rep == nil || !b.isLeader(h.shard) {
+		for _, h := range b.meta.HostedPartitions(b.cfg.ID, nil) {
+			rep := b.replicas.get(h.Shard)
+			if rep == nil || !b.isLeader(h.Shard) {
 				continue
 			}
-			_, led[h.shard] = rep.sm.Log().Offsets()
-			for _, id := range h.replicas {
+			_, led[h.Shard] = rep.sm.Log().Offsets()
+			for _, id := range h.Replicas {
 				if id != b.cfg.ID && b.liveness.isLive(id) {
-					byFollower[id] = append(byFollower[id], probe{h.topic, h.index, h.shard})
+					byFollower[id] = append(byFollower[id], probe{h.Topic, h.Index, h.Shard})
 				}
 			}
 		}

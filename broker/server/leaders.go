@@ -91,7 +91,7 @@ func (l leadership) handBack(shard uint64, caughtUp bool) {
 		if _, p := s.PartitionOfShard(shard); p != nil && len(p.Replicas) > 0 {
 			preferred = p.Replicas[0]
 			node = p.NodeOf(preferred)
-			broker = s.Brokers[preferred]
+			broker, _ = s.Broker(preferred)
 		}
 	})
 	if !caughtUp {

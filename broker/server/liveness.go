@@ -44,7 +44,7 @@ func (l *liveness) run(b *Broker) func(context.Context) {
 		for {
 			var peers []meta.Broker
 			b.meta.Read(func(s *meta.State) {
-				for _, br := range s.Brokers {
+				for _, br := range s.Brokers() {
 					if br.ID != l.self {
 						peers = append(peers, br)
 					}

@@ -47,7 +47,7 @@ func (b *Broker) cleanLogs(ctx context.Context) {
 func (b *Broker) compactedReplicas() map[uint64]partition.CleanOptions {
 	out := map[uint64]partition.CleanOptions{}
 	b.meta.Read(func(s *meta.State) {
-		for _, t := range s.Topics {
+		for _, t := range s.Topics() {
 			if !t.HasCleanupPolicy(meta.CleanupCompact) {
 				continue
 			}

@@ -15,47 +15,25 @@ import (
 	"github.com/raftka/raftka/broker/partition"
 )
 
-// partitionInfo is what a handler needs about one partition, copied out of
-// the metadata so no lock is held while serving.
+// partitionInfo is the metadata's view of a partition, with its
+// compression codec and the leader as this broker sees it now.
 type partitionInfo struct {
-	shard       uint64
-	replicas    []int32
-	leader      int32
-	leaderEpoch int32
-	// leaderReplaced: the broker last recorded as leader came back as a
-	// new incarnation since, which holds nothing it can serve as leader.
-	leaderReplaced bool
-	minISR         int
-	maxMessage     int32
-	compacted      bool
-	appendTime     bool                     // message.timestamp.type=LogAppendTime
-	codec          kgo.CompressionCodecType // compression.type; partition.CodecProducer keeps the producer's
+	meta.PartitionView
+	codec kgo.CompressionCodecType // compression.type; partition.CodecProducer keeps the producer's
 }
 
 // partitionFor looks a partition up in the metadata.
 func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.Error) {
-	var info partitionInfo
-	var err *kerr.Error
-	b.meta.Read(func(s *meta.State) {
-		t := s.Topics[topic]
-		if t == nil || index < 0 || int(index) >= len(t.Partitions) {
-			err = kerr.UnknownTopicOrPartition
-			return
-		}
-		p := t.Partitions[index]
-		info = partitionInfo{shard: p.Shard, replicas: append([]int32(nil), p.Replicas...), leader: p.Leader, leaderEpoch: p.LeaderEpoch, leaderReplaced: leaderReplaced(&p),
-			minISR: int(t.Int(meta.ConfigMinInsyncReplicas)), maxMessage: int32(t.Int(meta.ConfigMaxMessageBytes)),
-			compacted: t.HasCleanupPolicy(meta.CleanupCompact), appendTime: t.Value(meta.ConfigTimestampType) == meta.TimestampLogAppendTime}
-		if codec, ok := partition.TopicCodec(t.Value(meta.ConfigCompressionType)); ok {
-			info.codec = codec
-		} else {
-			info.codec = partition.CodecProducer // validated on the way in; never guess a codec
-		}
-	})
-	if err == nil {
-		info.leader, info.leaderEpoch = b.currentLeader(info)
+	view, ok := b.meta.PartitionView(topic, index)
+	if !ok {
+		return partitionInfo{}, kerr.UnknownTopicOrPartition
 	}
-	return info, err
+	info := partitionInfo{PartitionView: view, codec: partition.CodecProducer} // validated on the way in; never guess a codec
+	if codec, ok := partition.TopicCodec(view.Compression); ok {
+		info.codec = codec
+	}
+	info.Leader, info.LeaderEpoch = b.currentLeader(view)
+	return info, nil
 }
 
 // currentLeader prefers this broker's own view of a shard it hosts, which is
@@ -76,37 +54,30 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 // came back on an empty disk) is named by no one: no replica of it holds
 // the partition's records, so clients are told the leader is not
 // available, as for a lost quorum.
-func (b *Broker) currentLeader(info partitionInfo) (int32, int32) {
-	if b.replicas.get(info.shard) != nil {
-		if id, ok, err := b.nh.GetLeaderID(info.shard); err == nil && ok && id != 0 {
-			return brokerOf(id), max(b.leaders.term(info.shard), info.leaderEpoch)
+func (b *Broker) currentLeader(info meta.PartitionView) (int32, int32) {
+	if b.replicas.get(info.Shard) != nil {
+		if id, ok, err := b.nh.GetLeaderID(info.Shard); err == nil && ok && id != 0 {
+			return brokerOf(id), max(b.leaders.term(info.Shard), info.LeaderEpoch)
 		}
-		if info.leaderReplaced {
-			return -1, info.leaderEpoch
+		if info.LeaderReplaced {
+			return -1, info.LeaderEpoch
 		}
-		return info.leader, info.leaderEpoch
+		return info.Leader, info.LeaderEpoch
 	}
-	if info.leaderReplaced {
-		return b.standIn(info), info.leaderEpoch
+	if info.LeaderReplaced {
+		return b.standIn(info), info.LeaderEpoch
 	}
-	if b.liveness.isLive(info.leader) {
-		return info.leader, info.leaderEpoch
+	if b.liveness.isLive(info.Leader) {
+		return info.Leader, info.LeaderEpoch
 	}
-	return b.standIn(info), info.leaderEpoch
-}
-
-// leaderReplaced reports whether the replica last recorded as p's leader
-// is another node now: its broker came back on an empty disk, or the
-// replica left and came back.
-func leaderReplaced(p *meta.Partition) bool {
-	return p.Leader >= 0 && p.LeaderNode != 0 && p.NodeOf(p.Leader) != p.LeaderNode
+	return b.standIn(info), info.LeaderEpoch
 }
 
 // standIn names, for a partition this broker does not host whose leader it
 // does not see live, a replica it does see live, or -1; that replica
 // answers for itself.
-func (b *Broker) standIn(info partitionInfo) int32 {
-	for _, id := range info.replicas {
+func (b *Broker) standIn(info meta.PartitionView) int32 {
+	for _, id := range info.Replicas {
 		if b.liveness.isLive(id) {
 			return id
 		}
@@ -127,14 +98,14 @@ func (b *Broker) actingReplica(topic string, index int32, standIn bool) (*replic
 	if err != nil {
 		return nil, info, err
 	}
-	rep := b.replicas.get(info.shard)
+	rep := b.replicas.get(info.Shard)
 	if rep == nil {
 		return nil, info, kerr.NotLeaderForPartition
 	}
-	if b.isLeader(info.shard) {
+	if b.isLeader(info.Shard) {
 		return rep, info, nil
 	}
-	if standIn && info.leader == b.cfg.ID && !info.leaderReplaced {
+	if standIn && info.Leader == b.cfg.ID && !info.LeaderReplaced {
 		return rep, info, nil
 	}
 	return rep, info, kerr.NotLeaderForPartition
@@ -146,32 +117,10 @@ func (b *Broker) hostedReplica(topic string, index int32) (*replica, *kerr.Error
 	if err != nil {
 		return nil, err
 	}
-	if rep := b.replicas.get(info.shard); rep != nil {
+	if rep := b.replicas.get(info.Shard); rep != nil {
 		return rep, nil
 	}
 	return nil, kerr.NotLeaderForPartition
-}
-
-// hostedPartition is a partition that the metadata places on this broker.
-type hostedPartition struct {
-	topic    string
-	index    int32
-	shard    uint64
-	replicas []int32
-}
-
-// hostedPartitions lists the partitions placed on this broker, only those
-// that want accepts when it is not nil.
-func (b *Broker) hostedPartitions(want func(topic string, index int32) bool) []hostedPartition {
-	var out []hostedPartition
-	b.meta.Read(func(s *meta.State) {
-		s.EachPartitionOf(b.cfg.ID, func(t *meta.Topic, p *meta.Partition) {
-			if want == nil || want(t.Name, p.Index) {
-				out = append(out, hostedPartition{t.Name, p.Index, p.Shard, append([]int32(nil), p.Replicas...)})
-			}
-		})
-	})
-	return out
 }
 
 // liveReplicas counts the replicas on brokers that answer.
@@ -225,17 +174,6 @@ func splitHostPort(addr string) (string, int32, error) {
 	return host, int32(n), err
 }
 
-// topicName resolves a topic id (Produce v13+, Fetch v13+) to its name.
-func (b *Broker) topicName(id [16]byte) (string, bool) {
-	var name string
-	b.meta.Read(func(s *meta.State) {
-		if t := s.TopicByID(id); t != nil {
-			name = t.Name
-		}
-	})
-	return name, name != ""
-}
-
 // leaderHint is KIP-951's addition to NOT_LEADER_OR_FOLLOWER: the leader as
 // this broker knows it, with its endpoint, so that a client redirects at
 // once instead of waiting for a metadata refresh.
@@ -248,30 +186,17 @@ type leaderHint struct {
 
 func (b *Broker) leaderHintFor(topic string, index int32, listener string) (leaderHint, bool) {
 	info, err := b.partitionFor(topic, index)
-	if err != nil || info.leader < 0 || info.leader == b.cfg.ID {
+	if err != nil || info.Leader < 0 || info.Leader == b.cfg.ID {
 		return leaderHint{}, false
 	}
-	h := leaderHint{leader: info.leader, epoch: info.leaderEpoch}
-	found := false
-	b.meta.Read(func(s *meta.State) {
-		if br, ok := s.Brokers[info.leader]; ok {
-			h.host, h.port = br.Address(listener)
-			found = true
-			if br.Rack != "" {
-				h.rack = kmsg.StringPtr(br.Rack)
-			}
-		}
-	})
-	return h, found
-}
-
-// partitionName names a partition shard as topic-index, for logs.
-func (b *Broker) partitionName(shard uint64) string {
-	name := "shard-" + strconv.FormatUint(shard, 10)
-	b.meta.Read(func(s *meta.State) {
-		if t, p := s.PartitionOfShard(shard); t != nil {
-			name = t.Name + "-" + strconv.Itoa(int(p.Index))
-		}
-	})
-	return name
+	h := leaderHint{leader: info.Leader, epoch: info.LeaderEpoch}
+	br, found := b.meta.Broker(info.Leader)
+	if !found {
+		return leaderHint{}, false
+	}
+	h.host, h.port = br.Address(listener)
+	if br.Rack != "" {
+		h.rack = kmsg.StringPtr(br.Rack)
+	}
+	return h, true
 }

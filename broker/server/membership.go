@@ -126,14 +126,14 @@ func (m *memberships) trackLeaderless(now time.Time, infos []dragonboat.ClusterI
 		case err == nil && ok:
 			m.led[ci.ClusterID] = true
 			if partition && was && now.Sub(since) >= after {
-				m.b.log.Info("partition has a leader again", "partition", m.b.partitionName(ci.ClusterID), "shard", ci.ClusterID)
+				m.b.log.Info("partition has a leader again", "partition", m.b.meta.PartitionName(ci.ClusterID), "shard", ci.ClusterID)
 			}
 			delete(m.leaderless, ci.ClusterID)
 		case !was:
 			m.leaderless[ci.ClusterID] = now
 		case partition && now.Sub(since) >= after && now.Sub(since)-membershipInterval < after:
 			m.b.log.Warn("partition has no leader: fewer than a quorum of its replicas are up with their data",
-				"partition", m.b.partitionName(ci.ClusterID), "shard", ci.ClusterID, "since", since)
+				"partition", m.b.meta.PartitionName(ci.ClusterID), "shard", ci.ClusterID, "since", since)
 		}
 	}
 	for shard := range m.leaderless {
@@ -229,7 +229,8 @@ func (m *memberships) plans() map[uint64]groupPlan {
 		s.EachPartitionOf(m.b.cfg.ID, func(_ *meta.Topic, p *meta.Partition) {
 			plan := groupPlan{reassigning: p.Reassignment != nil, observersFirst: m.b.raftLog != nil}
 			for _, id := range p.TargetReplicas() {
-				plan.want = append(plan.want, replicaNode{broker: id, node: p.NodeOf(id), addr: s.Brokers[id].RaftAddr})
+				br, _ := s.Broker(id)
+				plan.want = append(plan.want, replicaNode{broker: id, node: p.NodeOf(id), addr: br.RaftAddr})
 			}
 			out[p.Shard] = plan
 		})
@@ -273,7 +274,7 @@ func (m *memberships) reconcile(ctx context.Context, shard uint64, plan groupPla
 	if change.kind == noChange {
 		return
 	}
-	log := b.log.With("partition", b.partitionName(shard), "shard", shard, "change", change.kind.String(),
+	log := b.log.With("partition", b.meta.PartitionName(shard), "shard", shard, "change", change.kind.String(),
 		"broker", change.broker, "node", change.node, "epoch", meta.EpochOfNode(change.node))
 	switch change.kind {
 	case removeNode:

@@ -54,8 +54,8 @@ func (q quorum) describe(ctx context.Context) (quorumView, error) {
 		v.leader = id
 	}
 	b.meta.Read(func(s *meta.State) {
-		for id, br := range s.Brokers {
-			v.brokers[id] = br
+		for _, br := range s.Brokers() {
+			v.brokers[br.ID] = br
 		}
 	})
 	member := func(n uint64) quorumMember {
@@ -105,8 +105,8 @@ func (q quorum) target(ctx context.Context, c voterChange) (meta.Broker, *dragon
 	var known bool
 	var cluster string
 	q.b.meta.Read(func(s *meta.State) {
-		br, known = s.Brokers[c.broker]
-		cluster = s.ClusterID
+		br, known = s.Broker(c.broker)
+		cluster = s.ClusterID()
 	})
 	switch {
 	case c.clusterID != nil && *c.clusterID != "" && *c.clusterID != cluster:
@@ -190,8 +190,7 @@ func (q quorum) removeVoter(ctx context.Context, c voterChange) (*kerr.Error, st
 	left := slices.DeleteFunc(votingBrokers(mem.Nodes), func(id int32) bool { return id == c.broker })
 	live := 0
 	for _, id := range left {
-		var peer meta.Broker
-		b.meta.Read(func(s *meta.State) { peer = s.Brokers[id] })
+		peer, _ := b.meta.Broker(id)
 		if id == b.cfg.ID || (peer.RaftAddr != "" && b.liveness.probe(peer)) {
 			live++
 		}

@@ -42,8 +42,8 @@ func (q *clientQuotas) record(key, user, clientID string, n int, now time.Time, 
 	var entity quota.Entity
 	var ok bool
 	q.b.meta.Read(func(s *meta.State) {
-		if len(s.ClientQuotas) > 0 {
-			limit, entity, ok = quota.Resolve(s.ClientQuotas, key, user, clientID)
+		if len(s.ClientQuotas()) > 0 {
+			limit, entity, ok = quota.Resolve(s.ClientQuotas(), key, user, clientID)
 		}
 	})
 	if !ok {

@@ -169,14 +169,15 @@ func (r *recoveries) force(ctx context.Context, topic string, index int32) (*ker
 	var replicas []hostedReplica
 	found := false
 	b.meta.Read(func(s *meta.State) {
-		t := s.Topics[topic]
+		t := s.Topic(topic)
 		if t == nil || index < 0 || int(index) >= len(t.Partitions) {
 			return
 		}
 		p := &t.Partitions[index]
 		found, shard = true, p.Shard
 		for _, id := range p.Replicas {
-			replicas = append(replicas, hostedReplica{broker: id, node: p.NodeOf(id), httpAddr: s.Brokers[id].HTTPAddr})
+			br, _ := s.Broker(id)
+			replicas = append(replicas, hostedReplica{broker: id, node: p.NodeOf(id), httpAddr: br.HTTPAddr})
 		}
 	})
 	if !found {
@@ -284,7 +285,7 @@ func (r *recoveries) advance(ctx context.Context, job pendingRecovery) {
 	if rep == nil || rep.node != job.node {
 		return
 	}
-	log := b.log.With("partition", b.partitionName(job.shard), "shard", job.shard, "node", job.node)
+	log := b.log.With("partition", b.meta.PartitionName(job.shard), "shard", job.shard, "node", job.node)
 	leader, ok, err := b.nh.GetLeaderID(job.shard)
 	if err != nil {
 		return

@@ -112,7 +112,8 @@ func (r *replicaSet) desired() map[uint64]placement {
 		s.EachPartitionOf(me, func(t *meta.Topic, p *meta.Partition) {
 			founders := map[uint64]string{}
 			for _, n := range p.FounderNodes() {
-				founders[n] = s.Brokers[meta.BrokerOfNode(n)].RaftAddr
+				br, _ := s.Broker(meta.BrokerOfNode(n))
+				founders[n] = br.RaftAddr
 			}
 			desired[p.Shard] = placement{node: p.NodeOf(me), founders: founders, segmentBytes: t.Int(meta.ConfigSegmentBytes),
 				segmentMs: t.Int(meta.ConfigSegmentMs)}

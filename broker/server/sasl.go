@@ -76,7 +76,7 @@ func (a *authenticator) mechanisms(l Listener) []string {
 func (a *authenticator) credential(mechanism, user string) (meta.ScramCredential, bool) {
 	var cred meta.ScramCredential
 	found := false
-	a.meta.Read(func(s *meta.State) { cred, found = s.ScramCredentials[user][mechanism] })
+	a.meta.Read(func(s *meta.State) { cred, found = s.ScramCredential(user, mechanism) })
 	if !found {
 		return meta.ScramCredential{Salt: hmacOf(sha256.New, a.decoyKey, []byte(mechanism+"\x00"+user))[:20], Iterations: minScramIterations}, false
 	}

@@ -61,7 +61,7 @@ func (u scramUsers) sync(ctx context.Context) error {
 	for user, password := range passwords {
 		var stored meta.ScramCredential
 		var found bool
-		u.b.meta.Read(func(s *meta.State) { stored, found = s.ScramCredentials[user][meta.ScramSHA512] })
+		u.b.meta.Read(func(s *meta.State) { stored, found = s.ScramCredential(user, meta.ScramSHA512) })
 		if found && scramPasswordMatches(meta.ScramSHA512, stored, password) {
 			continue
 		}

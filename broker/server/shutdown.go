@@ -74,7 +74,8 @@ func (b *Broker) handOffTarget(shard uint64) uint64 {
 		if shard == meta.MetadataShard {
 			for _, id := range s.BrokerIDs() {
 				if s.VotesInMetadata(id, b.cfg.MetadataVoters) && id != b.cfg.ID && b.liveness.isLive(id) {
-					target = s.Brokers[id].Node()
+					br, _ := s.Broker(id)
+					target = br.Node()
 					return
 				}
 			}

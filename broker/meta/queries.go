@@ -1,0 +1,312 @@
+package meta
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/raftka/raftka/broker/acl"
+	"github.com/raftka/raftka/broker/quota"
+)
+
+// The named questions readers ask of the metadata, within a Read. What
+// they return that is not a copy (a *Topic, a *Partition, a slice of the
+// state's) must not be kept past the read or changed.
+
+// ClusterID is the cluster's id, or "" before the first registration.
+func (s *State) ClusterID() string { return s.clusterID }
+
+// Broker is a registered broker by id.
+func (s *State) Broker(id int32) (Broker, bool) {
+	b, ok := s.brokers[id]
+	return b, ok
+}
+
+// Brokers are the registered brokers in ascending order of id.
+func (s *State) Brokers() []Broker {
+	out := make([]Broker, 0, len(s.brokers))
+	for _, id := range s.BrokerIDs() {
+		out = append(out, s.brokers[id])
+	}
+	return out
+}
+
+// BrokerIDs returns the registered broker ids in ascending order.
+func (s *State) BrokerIDs() []int32 {
+	ids := make([]int32, 0, len(s.brokers))
+	for id := range s.brokers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// RetiredGeneration is the last generation of an unregistered broker id,
+// if the metadata has one.
+func (s *State) RetiredGeneration(id int32) (uint32, bool) {
+	g, ok := s.retired[id]
+	return g, ok
+}
+
+// Established reports whether the cluster has ever registered a broker: a
+// metadata replica that has not is at most a founder still starting.
+func (s *State) Established() bool { return len(s.brokers) > 0 }
+
+// AllBrokersRecordIncarnations reports whether every registered broker
+// registered with an incarnation, which brokers from before incarnations
+// do not: only then do all of them apply the commands that came with
+// incarnations (placement epochs, reassignments) as their proposers do.
+func (s *State) AllBrokersRecordIncarnations() bool {
+	for _, b := range s.brokers {
+		if b.Incarnation == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// VotesInMetadata reports whether broker id is one of the metadata
+// group's voters, given the founding voters for a state that has recorded
+// none yet.
+func (s *State) VotesInMetadata(id int32, founding map[int32]string) bool {
+	if s.metadataVoters == nil {
+		_, ok := founding[id]
+		return ok
+	}
+	return slices.Contains(s.metadataVoters, id)
+}
+
+// Topic is a topic by name, or nil.
+func (s *State) Topic(name string) *Topic { return s.topics[name] }
+
+// TopicNames are the topics' names, sorted.
+func (s *State) TopicNames() []string {
+	names := make([]string, 0, len(s.topics))
+	for n := range s.topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Topics are the topics in the order of their names.
+func (s *State) Topics() []*Topic {
+	out := make([]*Topic, 0, len(s.topics))
+	for _, n := range s.TopicNames() {
+		out = append(out, s.topics[n])
+	}
+	return out
+}
+
+// TopicByID finds a topic by its id.
+func (s *State) TopicByID(id [16]byte) *Topic { return s.topicsByID[id] }
+
+// Partition is a topic's partition by index, and its topic, or nils.
+func (s *State) Partition(topic string, index int32) (*Topic, *Partition) {
+	t := s.topics[topic]
+	if t == nil || index < 0 || int(index) >= len(t.Partitions) {
+		return nil, nil
+	}
+	return t, &t.Partitions[index]
+}
+
+// PartitionOfShard finds the partition a Raft shard replicates, or nils.
+func (s *State) PartitionOfShard(shard uint64) (*Topic, *Partition) {
+	ref, ok := s.shards[shard]
+	if !ok {
+		return nil, nil
+	}
+	return ref.topic, &ref.topic.Partitions[ref.index]
+}
+
+// PartitionName names a partition shard as topic-index, for logs.
+func (s *State) PartitionName(shard uint64) string {
+	if t, p := s.PartitionOfShard(shard); t != nil {
+		return t.Name + "-" + strconv.Itoa(int(p.Index))
+	}
+	return "shard-" + strconv.FormatUint(shard, 10)
+}
+
+// EachPartitionOf calls fn with every partition that has a replica on
+// broker, and its topic.
+func (s *State) EachPartitionOf(broker int32, fn func(*Topic, *Partition)) {
+	for _, t := range s.topics {
+		for i := range t.Partitions {
+			if p := &t.Partitions[i]; slices.Contains(p.Replicas, broker) {
+				fn(t, p)
+			}
+		}
+	}
+}
+
+// HostsReplicas reports whether a broker holds a replica of any partition.
+func (s *State) HostsReplicas(id int32) bool {
+	found := false
+	s.EachPartitionOf(id, func(*Topic, *Partition) { found = true })
+	return found
+}
+
+// BrokerConfig returns a broker config set at run time for broker id, or
+// for every broker, and whether one is.
+func (s *State) BrokerConfig(id int32, key string) (string, bool) {
+	if v, ok := s.DynamicBrokerConfig(strconv.Itoa(int(id)), key); ok {
+		return v, true
+	}
+	return s.DynamicBrokerConfig("", key)
+}
+
+// DynamicBrokerConfig is a broker config set at run time at one level:
+// for the broker whose id scope names, or for every broker (scope "").
+func (s *State) DynamicBrokerConfig(scope, key string) (string, bool) {
+	v, ok := s.brokerConfigs[scope][key]
+	return v, ok
+}
+
+// ACLs are the authorizer's bindings, in the order they were made.
+func (s *State) ACLs() []acl.Binding { return s.acls }
+
+// ClientQuotas are the client quota configs.
+func (s *State) ClientQuotas() []quota.Config { return s.clientQuotas }
+
+// ScramCredential is a user's credential for a SCRAM mechanism.
+func (s *State) ScramCredential(user, mechanism string) (ScramCredential, bool) {
+	c, ok := s.scramCredentials[user][mechanism]
+	return c, ok
+}
+
+// ScramCredentialsOf are a user's credentials by mechanism, a copy.
+func (s *State) ScramCredentialsOf(user string) map[string]ScramCredential {
+	return maps.Clone(s.scramCredentials[user])
+}
+
+// HasGroupOffsets reports whether a group has committed offsets.
+func (s *State) HasGroupOffsets(group string) bool {
+	_, ok := s.offsets[group]
+	return ok
+}
+
+// GroupsWithOffsets are the groups that have committed offsets, sorted.
+func (s *State) GroupsWithOffsets() []string {
+	return slices.Sorted(maps.Keys(s.offsets))
+}
+
+// GroupOffset is a group's committed offset of one partition.
+func (s *State) GroupOffset(group, topic string, partition int32) (GroupOffset, bool) {
+	o, ok := s.offsets[group][topic][partition]
+	return o, ok
+}
+
+// EachGroupOffset calls fn with every committed offset of a group.
+func (s *State) EachGroupOffset(group string, fn func(topic string, partition int32, o GroupOffset)) {
+	for topic, parts := range s.offsets[group] {
+		for p, o := range parts {
+			fn(topic, p, o)
+		}
+	}
+}
+
+// LeaderReplaced reports whether the replica last recorded as p's leader
+// is another node now: its broker came back on an empty disk, or the
+// replica left and came back. It holds nothing it can serve as leader.
+func (p *Partition) LeaderReplaced() bool {
+	return p.Leader >= 0 && p.LeaderNode != 0 && p.NodeOf(p.Leader) != p.LeaderNode
+}
+
+// PartitionView is what a request handler needs about one partition,
+// copied out of the metadata so that no lock is held while it serves.
+type PartitionView struct {
+	Shard       uint64
+	Replicas    []int32
+	Leader      int32
+	LeaderEpoch int32
+	// LeaderReplaced: see Partition.LeaderReplaced.
+	LeaderReplaced bool
+	MinISR         int
+	MaxMessage     int32
+	Compacted      bool
+	AppendTime     bool   // message.timestamp.type=LogAppendTime
+	Compression    string // compression.type
+}
+
+// View copies what a handler needs of p, of topic t.
+func (p *Partition) View(t *Topic) PartitionView {
+	return PartitionView{Shard: p.Shard, Replicas: slices.Clone(p.Replicas), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, LeaderReplaced: p.LeaderReplaced(),
+		MinISR: int(t.Int(ConfigMinInsyncReplicas)), MaxMessage: int32(t.Int(ConfigMaxMessageBytes)), Compacted: t.HasCleanupPolicy(CleanupCompact),
+		AppendTime: t.Value(ConfigTimestampType) == TimestampLogAppendTime, Compression: t.Value(ConfigCompressionType)}
+}
+
+// HostedPartition is a partition that the metadata places on a broker.
+type HostedPartition struct {
+	Topic    string
+	Index    int32
+	Shard    uint64
+	Replicas []int32
+}
+
+// HostedPartitions lists the partitions placed on broker, only those that
+// want accepts when it is not nil.
+func (s *State) HostedPartitions(broker int32, want func(topic string, index int32) bool) []HostedPartition {
+	var out []HostedPartition
+	s.EachPartitionOf(broker, func(t *Topic, p *Partition) {
+		if want == nil || want(t.Name, p.Index) {
+			out = append(out, HostedPartition{t.Name, p.Index, p.Shard, slices.Clone(p.Replicas)})
+		}
+	})
+	return out
+}
+
+// The questions asked alone, each in a read of its own.
+
+// PartitionView is State.Partition's view, or false for an unknown topic
+// or partition.
+func (m *StateMachine) PartitionView(topic string, index int32) (PartitionView, bool) {
+	var v PartitionView
+	found := false
+	m.Read(func(s *State) {
+		if t, p := s.Partition(topic, index); p != nil {
+			v, found = p.View(t), true
+		}
+	})
+	return v, found
+}
+
+// HostedPartitions is State.HostedPartitions.
+func (m *StateMachine) HostedPartitions(broker int32, want func(topic string, index int32) bool) []HostedPartition {
+	var out []HostedPartition
+	m.Read(func(s *State) { out = s.HostedPartitions(broker, want) })
+	return out
+}
+
+// PartitionName is State.PartitionName.
+func (m *StateMachine) PartitionName(shard uint64) string {
+	var name string
+	m.Read(func(s *State) { name = s.PartitionName(shard) })
+	return name
+}
+
+// TopicName resolves a topic id (Produce and Fetch v13+) to its name.
+func (m *StateMachine) TopicName(id [16]byte) (string, bool) {
+	var name string
+	m.Read(func(s *State) {
+		if t := s.TopicByID(id); t != nil {
+			name = t.Name
+		}
+	})
+	return name, name != ""
+}
+
+// Broker is State.Broker.
+func (m *StateMachine) Broker(id int32) (Broker, bool) {
+	var b Broker
+	var ok bool
+	m.Read(func(s *State) { b, ok = s.Broker(id) })
+	return b, ok
+}
+
+// ClusterID is State.ClusterID.
+func (m *StateMachine) ClusterID() string {
+	var id string
+	m.Read(func(s *State) { id = s.ClusterID() })
+	return id
+}
