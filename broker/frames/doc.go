@@ -14,7 +14,10 @@
 //
 // # The write-once contract
 //
-// A frame log has two users, and a file goes only when neither needs it:
+// A frame log has two users, and a file goes only when neither needs it.
+// Each holds it through the interface of its side (contract.go): Writer
+// for the Raft log store, which finds the frame logs through Logs, and
+// Reader for the partition.
 //
 //   - The Raft log store (raftlog.Store, the writer) appends a group's
 //     entries (Append), makes them durable (Sync) before its own record
@@ -24,7 +27,7 @@
 //     computed with those frames in view. When Raft compacted its log, it
 //     calls ReleaseRaft with the lowest file a live entry is in.
 //   - The partition's state machine (partition.StateMachine, the reader,
-//     through partition.FrameLog) keeps each applied batch where the
+//     through Reader) keeps each applied batch where the
 //     writer put it: the server gives it a Locate that asks the Raft log
 //     store where an entry's command lies (raftlog.Store.EntryCommand).
 //     It reads batches with ReadAt, calls HoldData before a segment comes

@@ -29,18 +29,6 @@ type segmentFile interface {
 
 const framedSuffix = ".framed"
 
-// FrameLog is the partition's side of the write-once contract with its
-// frame log (package frames documents it whole): it reads the batches the
-// Raft log store wrote there, holds the file a segment comes to point
-// into, releases the files its segments no longer point into, and sizes
-// the files as its segments. *frames.Log implements it.
-type FrameLog interface {
-	ReadAt(file uint32, p []byte, off int64) error
-	HoldData(file uint32)
-	ReleaseData(below uint32)
-	SetFileBytes(n int64)
-}
-
 // Locate finds where, in the frame log, the Raft log store wrote the
 // command of a partition's Raft entry at index, whose length is cmdLen;
 // false if it cannot tell (the entry was not framed).
@@ -77,7 +65,7 @@ func (e extent) end() int64 { return e.pos + int64(e.at.Size) }
 // reads the records from the file (the page cache) from there.
 type framedFile struct {
 	f      *os.File
-	frames FrameLog
+	frames frames.Reader
 
 	mu    sync.RWMutex // readers read while the state machine appends
 	count int          // records
@@ -100,7 +88,7 @@ const (
 )
 
 // createFramedFile starts an empty framed segment at path.
-func createFramedFile(path string, fl FrameLog) (*framedFile, error) {
+func createFramedFile(path string, fl frames.Reader) (*framedFile, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -111,7 +99,7 @@ func createFramedFile(path string, fl FrameLog) (*framedFile, error) {
 // openFramedFile reads a framed segment's records up to the first torn or
 // damaged one, which it cuts off: records are fsynced before the checkpoint
 // that counts their batches.
-func openFramedFile(path string, fl FrameLog) (*framedFile, error) {
+func openFramedFile(path string, fl frames.Reader) (*framedFile, error) {
 	if fl == nil {
 		return nil, fmt.Errorf("partition: %s needs the partition's frame log, which is not open", path)
 	}

@@ -73,7 +73,7 @@ type Log struct {
 
 	// frames is the partition's frame log, where the Raft log store puts
 	// its entries; nil keeps every batch in segments of its own.
-	frames FrameLog
+	frames frames.Reader
 
 	mu       sync.RWMutex
 	segs     []*segment
@@ -100,13 +100,13 @@ func newSegment(base int64, path string, f segmentFile) *segment {
 }
 
 // openLog opens the segments of dir as a checkpoint (durable) names them.
-func openLog(dir string, ck checkpoint, fl FrameLog) (*Log, error) {
+func openLog(dir string, ck checkpoint, fl frames.Reader) (*Log, error) {
 	return openLogWith(dir, ck, fl, true)
 }
 
 // openLogWith is openLog; without sidecars it reads every batch header, the
 // reference the sidecars are tested against.
-func openLogWith(dir string, ck checkpoint, fl FrameLog, useSidecars bool) (*Log, error) {
+func openLogWith(dir string, ck checkpoint, fl frames.Reader, useSidecars bool) (*Log, error) {
 	l := &Log{dir: dir, producer: producers{}, changed: make(chan struct{}), frames: fl,
 		next: ck.NextOffset, start: ck.LogStartOffset, horizon: ck.ProducerHorizon}
 	if err := removeCleanerLeftovers(dir); err != nil {
@@ -208,7 +208,7 @@ func openLogWith(dir string, ck checkpoint, fl FrameLog, useSidecars bool) (*Log
 }
 
 // openSegmentFile opens a segment of either kind.
-func openSegmentFile(path string, fl FrameLog) (segmentFile, error) {
+func openSegmentFile(path string, fl frames.Reader) (segmentFile, error) {
 	if strings.HasSuffix(path, framedSuffix) {
 		return openFramedFile(path, fl)
 	}

@@ -135,7 +135,7 @@ type StateMachine struct {
 
 	// frames and locate, when set (UseFrames), keep produced batches where
 	// the Raft log store wrote them.
-	frames FrameLog
+	frames frames.Reader
 	locate Locate
 
 	// Observed by the broker to decide when to compact the Raft log; not
@@ -185,7 +185,7 @@ func NewStateMachine(dir string, segmentBytes int64, source Source, logger *slog
 // batches where the Raft log store wrote its entries, in the partition's
 // frame log fl, instead of writing them again (docs/design/write-once-storage.md).
 // locate gives where an entry's command lies in fl, if it does.
-func (s *StateMachine) UseFrames(fl FrameLog, locate Locate) {
+func (s *StateMachine) UseFrames(fl frames.Reader, locate Locate) {
 	s.frames, s.locate = fl, locate
 	fl.SetFileBytes(s.log.segmentBytes.Load())
 }

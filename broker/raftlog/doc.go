@@ -26,7 +26,7 @@
 // newest file's checkpoint and the records after it, up to the first
 // record that is torn or not the file's own.
 //
-// A Raft group given a frame log (SetFrames: the broker's partitions) has
+// A Raft group given a frame log (OpenFramed: the broker's partitions) has
 // its entries written there instead, made durable side by side with the
 // record that names their locations; a replay drops a record whose frames
 // a crash tore (OpenFramed). Its state machine serves the batches from the

@@ -33,7 +33,7 @@ const (
 	kindRelocated      byte = 8 // entries copied forward; the checkpoint after them points here
 	kindFileHeader     byte = 9 // first in a file with masked CRCs, so a peek tells it can be reused
 	// kindUpdatesFramed is kindUpdates where each update's entries are
-	// either inline or named by their frame locations (SetFrames).
+	// either inline or named by their frame locations (OpenFramed).
 	kindUpdatesFramed byte = 10
 	// kindUpdatesCopied is kindUpdatesFramed whose updates may also be
 	// entriesCopied; a kind of its own, so that a broker too old to know

@@ -54,11 +54,9 @@ type Factory struct {
 	// Opened, if set, is given the store once it is open: Dragonboat
 	// keeps it to itself otherwise, and the broker reports its Stats.
 	Opened func(*Store)
-	// Frames, if set, is given to the store's SetFrames.
-	Frames func(shard uint64) *frames.Log
-	// FramesDir, with Frames, is where a node's frame log lies
-	// (OpenFramed).
-	FramesDir func(shard, node uint64) string
+	// Frames, if set, are the frame logs of the groups that keep their
+	// entries in one (OpenFramed).
+	Frames frames.Logs
 	// Timed, if set, is given to the store's SetTimed.
 	Timed func(stage SaveStage, d time.Duration)
 	// CopyBytes is given to the store's SetCopyBytes: 0 is
@@ -75,10 +73,7 @@ func (f Factory) Create(_ dbconfig.NodeHostConfig, _ dbconfig.LogDBCallback, dir
 	if len(dirs) == 0 {
 		return nil, errors.New("raftlog: no directory")
 	}
-	s, err := OpenFramed(filepath.Join(dirs[0], "raftlog"), f.FileBytes, f.FramesDir)
-	if err == nil && f.Frames != nil {
-		s.SetFrames(f.Frames)
-	}
+	s, err := OpenFramed(filepath.Join(dirs[0], "raftlog"), f.FileBytes, f.Frames)
 	if err == nil && f.CopyBytes != 0 {
 		s.SetCopyBytes(max(f.CopyBytes, 0))
 	}
@@ -163,12 +158,10 @@ type Store struct {
 
 	syncs, syncNanos, relocated, reused atomic.Uint64
 
-	// framesOf gives the frame log that keeps a Raft group's entries in
-	// files of its own (broker/frames), or nil to keep them here.
-	framesOf func(shard uint64) *frames.Log
-	// framesDir is where a node's frame log lies, for the replay to check
-	// the frames a record names before the frame logs are opened.
-	framesDir func(shard, node uint64) string
+	// frameLogs are the frame logs that keep some Raft groups' entries
+	// in files of their own (broker/frames), or nil to keep them all
+	// here; set when the store opens, never changed.
+	frameLogs frames.Logs
 	// dropped counts the records the replay found naming frames a crash
 	// tore: their saves never returned, so they count as never written.
 	dropped int
@@ -178,11 +171,11 @@ type Store struct {
 	// unsynced counts, per frame log, the saves whose frames were appended
 	// and are not yet durable; a checkpoint waits for them (rollLocked).
 	framesMu sync.Mutex
-	unsynced map[*frames.Log]int
+	unsynced map[frames.Writer]int
 	// lazy are the frame logs holding frames of saves that copied them
 	// into their records instead of fsyncing them (copyBytes); guarded by
 	// mu. A checkpoint fsyncs them first, since it drops the copies.
-	lazy map[*frames.Log]bool
+	lazy map[frames.Writer]bool
 	// copyBytes: a save whose entries come to at most this many bytes
 	// copies them into its record and leaves its frames to a later fsync.
 	copyBytes int
@@ -225,26 +218,12 @@ const DefaultCopyBytes = 64 << 10
 // byte once. 0 never copies. It must be set before the store is used.
 func (s *Store) SetCopyBytes(n int) { s.copyBytes = n }
 
-// SetFrames makes the store keep the entries of the Raft groups that
-// framesOf gives a frame log for in that log, and only their locations in
-// its own records: a partition's entries are then written once, into files
-// its state machine reads too. It must be set before any such group saves
-// or reads an entry.
-func (s *Store) SetFrames(framesOf func(shard uint64) *frames.Log) {
-	s.mu.Lock()
-	s.framesOf = framesOf
-	s.mu.Unlock()
-}
-
 // frameLog is the frame log of shard, or nil.
-func (s *Store) frameLog(shard uint64) *frames.Log {
-	s.mu.RLock()
-	framesOf := s.framesOf
-	s.mu.RUnlock()
-	if framesOf == nil {
+func (s *Store) frameLog(shard uint64) frames.Writer {
+	if s.frameLogs == nil {
 		return nil
 	}
-	return framesOf(shard)
+	return s.frameLogs.Writer(shard)
 }
 
 // spare is emptied file no, kept to be written over; w is its retired
@@ -287,7 +266,9 @@ var _ raftio.ILogDB = (*Store)(nil)
 func Open(dir string, fileBytes int64) (*Store, error) { return OpenFramed(dir, fileBytes, nil) }
 
 // OpenFramed is Open for a store whose groups keep their entries in frame
-// logs (SetFrames), framesDir telling where each node's lies: a record
+// logs: a group's entries go into the log logs.Writer gives it, and only
+// their locations into the store's own records. A partition's entries are
+// then written once, into files its state machine reads too. A record
 // and the frames it names are fsynced side by side, so the replay checks
 // a record's frames before it believes it. A record that names a frame a
 // crash tore is dropped whole, as never written: its save never returned,
@@ -295,14 +276,14 @@ func Open(dir string, fileBytes int64) (*Store, error) { return OpenFramed(dir, 
 // record of its groups exists (a group's saves follow one another). The
 // new file Open starts holds a checkpoint without it, so it is never read
 // again once the frame logs write over its frames.
-func OpenFramed(dir string, fileBytes int64, framesDir func(shard, node uint64) string) (*Store, error) {
+func OpenFramed(dir string, fileBytes int64, logs frames.Logs) (*Store, error) {
 	if fileBytes <= 0 {
 		fileBytes = DefaultFileBytes
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, fileBytes: fileBytes, nodes: index{}, files: map[uint32]*walFile{}, framesDir: framesDir, unsynced: map[*frames.Log]int{}, lazy: map[*frames.Log]bool{}, copyBytes: DefaultCopyBytes}
+	s := &Store{dir: dir, fileBytes: fileBytes, nodes: index{}, files: map[uint32]*walFile{}, frameLogs: logs, unsynced: map[frames.Writer]int{}, lazy: map[frames.Writer]bool{}, copyBytes: DefaultCopyBytes}
 	if err := s.findSpares(); err != nil {
 		return nil, err
 	}
@@ -528,7 +509,7 @@ func (s *Store) eachRecord(no uint32, fn func(off int64, payload []byte) error) 
 // alone keeps the open from reading every frame written since the
 // checkpoint.
 func (s *Store) tornRecords(no uint32) (map[int64]bool, error) {
-	if s.framesDir == nil {
+	if s.frameLogs == nil {
 		return nil, nil
 	}
 	last := map[nodeKey]int64{}
@@ -586,7 +567,7 @@ func (s *Store) framesDurable(payload []byte) (bool, error) {
 			if !durable || err != nil || !l.framed() {
 				continue
 			}
-			durable, err = frames.Durable(s.framesDir(u.node.shard, u.node.node), l.frame())
+			durable, err = frames.Durable(s.frameLogs.Dir(u.node.shard, u.node.node), l.frame())
 		}
 	})
 	return durable, err
@@ -600,7 +581,7 @@ func (s *Store) framesDurable(payload []byte) (bool, error) {
 // record never became durable, and the frame log's end, found at its
 // first torn frame when it opens, comes after them.
 func (s *Store) repairCopiedFrames(r *frames.Repairer, payload []byte) error {
-	if payload[0] != kindUpdatesCopied || s.framesDir == nil {
+	if payload[0] != kindUpdatesCopied || s.frameLogs == nil {
 		return nil
 	}
 	d := &decoder{buf: payload, pos: 1}
@@ -608,7 +589,7 @@ func (s *Store) repairCopiedFrames(r *frames.Repairer, payload []byte) error {
 	eachUpdate(d, payload[0], 0, 0, func(u update) {
 		for i := 0; i < len(u.copies) && err == nil; i++ {
 			var wrote bool
-			wrote, err = r.Repair(s.framesDir(u.node.shard, u.node.node), u.locs[i].frame(), u.copies[i])
+			wrote, err = r.Repair(s.frameLogs.Dir(u.node.shard, u.node.node), u.locs[i].frame(), u.copies[i])
 			if wrote {
 				s.repaired++
 			}
@@ -954,7 +935,7 @@ func (s *Store) appendRecord(rec []byte) error {
 // calls it under the lock that orders records, with the index as it
 // stands before rec. lazy are frame logs holding rec's frames unsynced
 // (entriesCopied), for the next checkpoint to fsync.
-func (s *Store) writeRecord(rec []byte, before func(), lazy []*frames.Log) (uint64, error) {
+func (s *Store) writeRecord(rec []byte, before func(), lazy []frames.Writer) (uint64, error) {
 	s.mu.Lock()
 	if s.failed != nil {
 		s.mu.Unlock()
@@ -1142,7 +1123,7 @@ func (s *Store) SaveRaftState(updates []pb.Update, _ uint64) error {
 	// writes them again from the copy.
 	var framesErr error
 	var wg sync.WaitGroup
-	var lazy []*frames.Log
+	var lazy []frames.Writer
 	switch {
 	case copied:
 		lazy = logs
@@ -1214,9 +1195,9 @@ func (s *Store) mustSyncLocked(updates []pb.Update) bool {
 // it, not yet durable (syncFrames): framed[i] holds update i's locations,
 // or nil; logs are the frame logs appended to, counted as unsynced until
 // syncFrames.
-func (s *Store) appendFrames(updates []pb.Update) (framed [][]frames.Loc, logs []*frames.Log, settle func(), err error) {
+func (s *Store) appendFrames(updates []pb.Update) (framed [][]frames.Loc, logs []frames.Writer, settle func(), err error) {
 	type appended struct {
-		log  *frames.Log
+		log  frames.Writer
 		file uint32
 	}
 	var unsettled []appended
@@ -1261,7 +1242,7 @@ func (s *Store) appendFrames(updates []pb.Update) (framed [][]frames.Loc, logs [
 // syncFrames makes the frames appended to logs durable: one fdatasync per
 // partition file, side by side, so that their writes and the disk's
 // flushes overlap (and a journaling file system commits once for several).
-func (s *Store) syncFrames(logs []*frames.Log) error {
+func (s *Store) syncFrames(logs []frames.Writer) error {
 	defer s.framesSynced(logs)
 	errs := make([]error, len(logs))
 	var wg sync.WaitGroup
@@ -1276,7 +1257,7 @@ func (s *Store) syncFrames(logs []*frames.Log) error {
 }
 
 // framesSynced takes a save's frame logs off the unsynced count.
-func (s *Store) framesSynced(logs []*frames.Log) {
+func (s *Store) framesSynced(logs []frames.Writer) {
 	s.framesMu.Lock()
 	defer s.framesMu.Unlock()
 	for _, fl := range logs {
@@ -1290,7 +1271,7 @@ func (s *Store) framesSynced(logs []*frames.Log) {
 // fsyncing them (a frame log's Sync covers what was appended before it).
 func (s *Store) syncUnsyncedFrames() error {
 	s.framesMu.Lock()
-	logs := make([]*frames.Log, 0, len(s.unsynced))
+	logs := make([]frames.Writer, 0, len(s.unsynced))
 	for fl := range s.unsynced {
 		logs = append(logs, fl)
 	}
@@ -1422,7 +1403,6 @@ func (s *Store) IterateEntries(ents []pb.Entry, size uint64, shard, nodeID, low,
 		}
 		files = append(files, w)
 	}
-	framesOf := s.framesOf
 	s.mu.RUnlock()
 	defer func() {
 		for _, w := range files {
@@ -1435,7 +1415,7 @@ func (s *Store) IterateEntries(ents []pb.Entry, size uint64, shard, nodeID, low,
 		var buf []byte
 		var err error
 		if l.framed() {
-			buf, err = readFrame(framesOf, shard, l)
+			buf, err = s.readFrame(shard, l)
 		} else {
 			buf = make([]byte, l.size)
 			_, err = files[i].f.ReadAt(buf, l.off)
@@ -1483,11 +1463,8 @@ func CommandIn(entry frames.Loc, cmdLen int) (frames.Loc, bool) {
 }
 
 // readFrame reads a framed entry from its group's frame log.
-func readFrame(framesOf func(uint64) *frames.Log, shard uint64, l loc) ([]byte, error) {
-	var fl *frames.Log
-	if framesOf != nil {
-		fl = framesOf(shard)
-	}
+func (s *Store) readFrame(shard uint64, l loc) ([]byte, error) {
+	fl := s.frameLog(shard)
 	if fl == nil {
 		return nil, errors.New("its frame log is not open")
 	}
@@ -1520,10 +1497,8 @@ func (s *Store) RemoveEntriesTo(shard, nodeID, index uint64) error {
 	defer s.mu.Unlock()
 	if n := s.nodes[nodeKey{shard, nodeID}]; n != nil {
 		n.removeBefore(index)
-		if s.framesOf != nil {
-			if fl := s.framesOf(shard); fl != nil {
-				fl.ReleaseRaft(n.firstFrameFile())
-			}
+		if fl := s.frameLog(shard); fl != nil {
+			fl.ReleaseRaft(n.firstFrameFile())
 		}
 	}
 	return nil

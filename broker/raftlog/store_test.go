@@ -44,12 +44,68 @@ func mustOpen(t *testing.T, dir string, fileBytes int64) *Store {
 	return s
 }
 
+// reopen opens the store again, with the frame logs it had.
 func reopen(t *testing.T, s *Store) *Store {
 	t.Helper()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return mustOpen(t, s.dir, s.fileBytes)
+	s, err := OpenFramed(s.dir, s.fileBytes, s.frameLogs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// testFrames is frames.Logs over the frame logs a test opened, each in
+// root's frames-SHARD-NODE.
+type testFrames struct {
+	root string
+	mu   sync.Mutex
+	logs map[uint64]*frames.Log
+}
+
+func newTestFrames(root string) *testFrames {
+	return &testFrames{root: root, logs: map[uint64]*frames.Log{}}
+}
+
+func (f *testFrames) Writer(shard uint64) frames.Writer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl := f.logs[shard]; fl != nil {
+		return fl
+	}
+	return nil // not a nil *frames.Log, which would be a Writer
+}
+
+func (f *testFrames) Dir(shard, node uint64) string {
+	return filepath.Join(f.root, fmt.Sprintf("frames-%d-%d", shard, node))
+}
+
+// open opens shard's frame log for node 1 and gives it to the store.
+func (f *testFrames) open(t *testing.T, shard uint64, fileBytes int64) *frames.Log {
+	t.Helper()
+	fl, err := frames.Open(f.Dir(shard, 1), fileBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fl.Close)
+	f.mu.Lock()
+	f.logs[shard] = fl
+	f.mu.Unlock()
+	return fl
+}
+
+// mustOpenFramed opens a store in dir whose frame logs are logs.
+func mustOpenFramed(t *testing.T, dir string, fileBytes int64, logs frames.Logs) *Store {
+	t.Helper()
+	s, err := OpenFramed(dir, fileBytes, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 func save(t *testing.T, s *Store, uds ...pb.Update) {
@@ -467,28 +523,17 @@ func TestStoreMatchesAModel(t *testing.T) { storeMatchesAModel(t, nil) }
 // Groups 2 and 4 keep their entries in frame logs, beside groups that
 // keep them in the store, in the same records.
 func TestStoreWithFramedGroupsMatchesAModel(t *testing.T) {
-	logs := map[uint64]*frames.Log{}
+	logs := newTestFrames(t.TempDir())
 	for _, c := range []uint64{2, 4} {
-		fl, err := frames.Open(t.TempDir(), 64<<10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(fl.Close)
-		logs[c] = fl
+		logs.open(t, c, 64<<10)
 	}
-	storeMatchesAModel(t, func(c uint64) *frames.Log { return logs[c] })
+	storeMatchesAModel(t, logs)
 }
 
-func storeMatchesAModel(t *testing.T, framesOf func(uint64) *frames.Log) {
+func storeMatchesAModel(t *testing.T, logs frames.Logs) {
 	rng := rand.New(rand.NewSource(1))
 	dir := t.TempDir()
-	s := mustOpen(t, dir, 32<<10)
-	s.SetFrames(framesOf)
-	reopen := func(t *testing.T, s *Store) *Store {
-		s = reopen(t, s)
-		s.SetFrames(framesOf)
-		return s
-	}
+	s := mustOpenFramed(t, dir, 32<<10, logs)
 	models := map[uint64]*model{}
 	for c := uint64(1); c <= 4; c++ {
 		models[c] = &model{ents: map[uint64]pb.Entry{}}
@@ -640,20 +685,10 @@ func TestReclaimAfterTheGroupsPinningOldFilesCompacted(t *testing.T) {
 // store's records hold only where they are, and a reopened store reads
 // them back from there.
 func TestFramedEntriesAreWrittenOnce(t *testing.T) {
-	framesDir := t.TempDir()
-	fl, err := frames.Open(framesDir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fl.Close)
-	framesOf := func(c uint64) *frames.Log {
-		if c == 5 {
-			return fl
-		}
-		return nil
-	}
-	s := mustOpen(t, t.TempDir(), 0)
-	s.SetFrames(framesOf)
+	logs := newTestFrames(t.TempDir())
+	logs.open(t, 5, 0)
+	framesDir := logs.Dir(5, 1)
+	s := mustOpenFramed(t, t.TempDir(), 0, logs)
 	const size = 10 << 10
 	for i := uint64(0); i < 100; i += 10 {
 		save(t, s, pb.Update{ClusterID: 5, NodeID: 1, State: pb.State{Term: 2, Commit: i}, EntriesToSave: entries(i+1, i+10, 2, size)},
@@ -669,7 +704,6 @@ func TestFramedEntriesAreWrittenOnce(t *testing.T) {
 			t.Fatalf("the store's files hold %d bytes for 1 MB of framed entries", st.Bytes)
 		}
 		s = reopen(t, s)
-		s.SetFrames(framesOf)
 	}
 	var framed int64
 	files, _ := filepath.Glob(filepath.Join(framesDir, "*"))
@@ -682,7 +716,9 @@ func TestFramedEntriesAreWrittenOnce(t *testing.T) {
 	}
 	// Without its frame log, a framed group's entries cannot be read, and
 	// the store says so rather than answering without them.
-	s.SetFrames(nil)
+	logs.mu.Lock()
+	delete(logs.logs, 5)
+	logs.mu.Unlock()
 	if _, _, err := s.IterateEntries(nil, 0, 5, 1, 1, 10, 1<<40); err == nil {
 		t.Fatal("framed entries read without their frame log")
 	}
@@ -691,13 +727,9 @@ func TestFramedEntriesAreWrittenOnce(t *testing.T) {
 // EntryCommand names the command's own bytes inside a framed entry, which
 // a partition's state machine serves its batches from.
 func TestEntryCommandIsTheCommandsBytes(t *testing.T) {
-	fl, err := frames.Open(t.TempDir(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fl.Close)
-	s := mustOpen(t, t.TempDir(), 0)
-	s.SetFrames(func(uint64) *frames.Log { return fl })
+	logs := newTestFrames(t.TempDir())
+	fl := logs.open(t, 3, 0)
+	s := mustOpenFramed(t, t.TempDir(), 0, logs)
 	ents := []pb.Entry{entry(1, 1, 0), entry(2, 1, 1), entry(3, 1, 127), entry(4, 1, 128), entry(5, 1, 70000)}
 	save(t, s, pb.Update{ClusterID: 3, NodeID: 1, State: pb.State{Term: 1}, EntriesToSave: ents})
 	for _, e := range ents {
@@ -767,24 +799,19 @@ func TestRestartAloneKeepsTheLogUpToAMembershipChange(t *testing.T) {
 // log under root, saves of at most copyBytes copying them (SetCopyBytes).
 func framedStore(t *testing.T, root, walDir string, copyBytes int) (*Store, *frames.Log) {
 	t.Helper()
-	dirOf := func(shard, node uint64) string { return filepath.Join(root, fmt.Sprintf("frames-%d-%d", shard, node)) }
+	logs := newTestFrames(root)
 	// The store first, as in the broker: its replay checks and repairs
 	// the frames before the frame log finds its end.
-	s, err := OpenFramed(walDir, 0, dirOf)
+	s, err := OpenFramed(walDir, 0, logs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fl, err := frames.Open(dirOf(5, 1), 0)
+	fl, err := frames.Open(logs.Dir(5, 1), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	logs.logs[5] = fl
 	s.SetCopyBytes(copyBytes)
-	s.SetFrames(func(c uint64) *frames.Log {
-		if c == 5 {
-			return fl
-		}
-		return nil
-	})
 	return s, fl
 }
 

@@ -20,7 +20,6 @@ import (
 	sm "github.com/lni/dragonboat/v3/statemachine"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/raftka/raftka/broker/frames"
 	"github.com/raftka/raftka/broker/groups"
 	"github.com/raftka/raftka/broker/identity"
 	"github.com/raftka/raftka/broker/meta"
@@ -182,8 +181,7 @@ func Start(cfg Config) (*Broker, error) {
 			}
 		}
 		expert.LogDBFactory = raftlog.Factory{FileBytes: cfg.RaftLogFileBytes, CopyBytes: cfg.RaftLogCopyBytes, Opened: opened,
-			Frames:    func(shard uint64) *frames.Log { return b.replicas.frameLog(shard) },
-			FramesDir: func(shard, node uint64) string { return framesDir(cfg.DataDir, shard, node) }, Timed: b.metrics.timedSave}
+			Frames: b.replicas, Timed: b.metrics.timedSave}
 	}
 	// A step worker saves the Raft state of all its groups in one call, so
 	// a group's proposals and its followers' answers wait behind the saves

@@ -345,13 +345,19 @@ func (r *replicaSet) forget(shard uint64) {
 	r.b.leaders.forget(shard)
 }
 
-// frameLog is the frame log of a partition's Raft group, or nil (the
-// Raft log store's Frames).
-func (r *replicaSet) frameLog(shard uint64) *frames.Log {
+// Writer implements frames.Logs for the Raft log store: the frame log of
+// a partition's Raft group, or nil.
+func (r *replicaSet) Writer(shard uint64) frames.Writer {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.frames[shard]
+	if fl := r.frames[shard]; fl != nil {
+		return fl
+	}
+	return nil // not a nil *frames.Log, which would be a Writer
 }
+
+// Dir implements frames.Logs.
+func (r *replicaSet) Dir(shard, node uint64) string { return framesDir(r.b.cfg.DataDir, shard, node) }
 
 func (r *replicaSet) closeAll() {
 	r.mu.Lock()
