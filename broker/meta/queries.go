@@ -310,3 +310,29 @@ func (m *StateMachine) ClusterID() string {
 	m.Read(func(s *State) { id = s.ClusterID() })
 	return id
 }
+
+// ACLsAllow reports whether the ACL bindings allow a request.
+func (m *StateMachine) ACLsAllow(r acl.Request) bool {
+	allowed := false
+	m.Read(func(s *State) { allowed = acl.Allowed(s.acls, r) })
+	return allowed
+}
+
+// ResolveClientQuota is the quota of key that holds for a client, and
+// the entity its use counts against (quota.Resolve); false without one.
+func (m *StateMachine) ResolveClientQuota(key, user, clientID string) (limit float64, bucket quota.Entity, ok bool) {
+	m.Read(func(s *State) {
+		if len(s.clientQuotas) > 0 {
+			limit, bucket, ok = quota.Resolve(s.clientQuotas, key, user, clientID)
+		}
+	})
+	return limit, bucket, ok
+}
+
+// ScramCredential is State.ScramCredential.
+func (m *StateMachine) ScramCredential(user, mechanism string) (ScramCredential, bool) {
+	var c ScramCredential
+	var ok bool
+	m.Read(func(s *State) { c, ok = s.ScramCredential(user, mechanism) })
+	return c, ok
+}

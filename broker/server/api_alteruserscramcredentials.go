@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/meta"
+	"github.com/raftka/raftka/broker/security"
 )
 
 // AlterUserScramCredentials v0 (flexible): sets and deletes users' SCRAM
@@ -126,15 +127,15 @@ func scramChanges(b *Broker, req *kmsg.AlterUserSCRAMCredentialsRequest) (*meta.
 		case !ok:
 			refuse(u.Name, kerr.UnsupportedSaslMechanism, "unknown SCRAM mechanism")
 		case !once(u.Name, mechanism):
-		case u.Iterations < minScramIterations:
+		case u.Iterations < security.MinScramIterations:
 			refuse(u.Name, kerr.UnacceptableCredential, "too few iterations: at least 4096")
-		case u.Iterations > maxScramIterations:
+		case u.Iterations > security.MaxScramIterations:
 			refuse(u.Name, kerr.UnacceptableCredential, "too many iterations: at most 16384")
 		case len(u.Salt) == 0 || len(u.SaltedPassword) == 0:
 			refuse(u.Name, kerr.UnacceptableCredential, "the salt and the salted password must not be empty")
 		default:
 			out.Upserts = append(out.Upserts, meta.ScramUpsert{User: u.Name, Mechanism: mechanism,
-				Credential: scramCredential(mechanism, u.Salt, u.SaltedPassword, u.Iterations)})
+				Credential: security.SaltedCredential(mechanism, u.Salt, u.SaltedPassword, u.Iterations)})
 		}
 	}
 	out.Deletions = slices.DeleteFunc(out.Deletions, func(d meta.ScramDeletion) bool { _, no := refused[d.User]; return no })

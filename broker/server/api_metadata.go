@@ -30,10 +30,11 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 		resp.ControllerID = id
 	}
 	var missing []string
+	who := r.conn.client()
 	b.meta.Read(func(s *meta.State) {
 		defer func() { resp.Brokers = b.metadataBrokers(s, resp, r.conn.listener.Name) }()
 		describable := func(name string) bool {
-			return b.authz.allowsIn(s, r.conn, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name)
+			return b.authz.AllowsIn(s.ACLs(), who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name)
 		}
 		if req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0) {
 			// Every topic: those the client may describe.
@@ -64,8 +65,8 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 				mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, kerr.UnknownTopicOrPartition.Code
 				if rt.Topic != nil && meta.ValidateTopicName(*rt.Topic) != nil {
 					mt.ErrorCode = kerr.InvalidTopicException.Code
-				} else if rt.Topic != nil && (b.authz.allowsIn(s, r.conn, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, acl.ClusterName) ||
-					b.authz.allowsIn(s, r.conn, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, *rt.Topic)) {
+				} else if rt.Topic != nil && (b.authz.AllowsIn(s.ACLs(), who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, acl.ClusterName) ||
+					b.authz.AllowsIn(s.ACLs(), who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, *rt.Topic)) {
 					missing = append(missing, *rt.Topic) // auto-created below, if on
 				}
 				resp.Topics = append(resp.Topics, mt)

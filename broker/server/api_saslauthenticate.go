@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/security"
 )
 
 // SaslAuthenticate v0-2: one message of the exchange a SaslHandshake v1
@@ -20,22 +22,22 @@ func handleSASLAuthenticate(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.SASLAuthenticateRequest)
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	s := r.conn.sasl
-	if s == nil || s.mechanism == "" {
-		resp.ErrorCode, resp.ErrorMessage = kerr.IllegalSaslState.Code, kmsg.StringPtr(errIllegalSASLState.Error())
+	if s == nil || s.Mechanism() == "" {
+		resp.ErrorCode, resp.ErrorMessage = kerr.IllegalSaslState.Code, kmsg.StringPtr(security.ErrIllegalSASLState.Error())
 		r.closeAfter = true
 		return resp, nil
 	}
-	mechanism := s.mechanism
+	mechanism := s.Mechanism()
 	now := time.Now()
 	answer, done, ok := r.conn.saslStep(req.SASLAuthBytes, now)
 	if !ok {
-		resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(authenticationFailed(mechanism))
+		resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(security.AuthenticationFailed(mechanism))
 		r.closeAfter = true
 		return resp, nil
 	}
 	resp.SASLAuthBytes = answer
-	if done && !s.expires.IsZero() {
-		resp.SessionLifetimeMillis = s.expires.Sub(now).Milliseconds()
+	if done && !s.Expires().IsZero() {
+		resp.SessionLifetimeMillis = s.Expires().Sub(now).Milliseconds()
 	}
 	return resp, nil
 }
@@ -45,8 +47,8 @@ func handleSASLAuthenticate(b *Broker, r *request) (kmsg.Response, error) {
 // close.
 func (c *clientConn) saslStep(msg []byte, now time.Time) (answer []byte, done, ok bool) {
 	s := c.sasl
-	mechanism, reauthentication := s.mechanism, s.principal != ""
-	answer, done, err := s.step(msg, now)
+	mechanism, reauthentication := s.Mechanism(), s.Principal() != ""
+	answer, done, err := s.Step(msg, now)
 	switch {
 	case err != nil:
 		c.b.metrics.authentications.WithLabelValues(mechanism, "failure").Inc()
@@ -66,12 +68,9 @@ func (c *clientConn) saslStep(msg []byte, now time.Time) (answer []byte, done, o
 // goes back as a bare token too, in request order. It returns false when
 // the connection must close.
 func (c *clientConn) rawSASLToken(token []byte) bool {
-	answer, done, ok := c.saslStep(token, time.Now())
+	answer, _, ok := c.saslStep(token, time.Now())
 	if !ok {
 		return false
-	}
-	if done {
-		c.sasl.raw = false
 	}
 	f := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(answer)), uint32(len(answer)))
 	c.out <- ready(append(f, answer...))

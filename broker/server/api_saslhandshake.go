@@ -24,7 +24,7 @@ func handleSASLHandshake(b *Broker, r *request) (kmsg.Response, error) {
 		r.closeAfter = true
 		return resp, nil
 	}
-	resp.SupportedMechanisms = b.auth.mechanisms(r.conn.listener.Listener)
+	resp.SupportedMechanisms = b.auth.Mechanisms(r.conn.listener.Listener)
 	offered := false
 	for _, m := range resp.SupportedMechanisms {
 		offered = offered || m == req.Mechanism
@@ -34,12 +34,11 @@ func handleSASLHandshake(b *Broker, r *request) (kmsg.Response, error) {
 		r.closeAfter = true
 		return resp, nil
 	}
-	if err := s.begin(req.Mechanism); err != nil {
+	if err := s.Begin(req.Mechanism, req.GetVersion() == 0); err != nil {
 		b.log.Warn("closing connection: SASL handshake in the middle of an exchange", "remote", r.conn.nc.RemoteAddr().String(), "error", err)
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		r.closeAfter = true
 		return resp, nil
 	}
-	s.raw = req.GetVersion() == 0
 	return resp, nil
 }

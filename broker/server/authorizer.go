@@ -7,68 +7,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/acl"
-	"github.com/raftka/raftka/broker/meta"
+	"github.com/raftka/raftka/broker/security"
 )
 
-// AuthorizerConfig turns ACLs on (Kafka's authorizer.class.name).
-type AuthorizerConfig struct {
-	// Enabled checks every request against the ACLs in the metadata;
-	// off, every request is allowed and the ACL APIs answer
-	// SECURITY_DISABLED, as Kafka's brokers without an authorizer.
-	Enabled bool
-	// SuperUsers ("User:admin") may do anything (Kafka's super.users).
-	SuperUsers []string
-}
-
-// ParseSuperUsers reads Kafka's super.users: "User:a;User:b".
-func ParseSuperUsers(s string) []string { return splitOn(s, ";") }
-
-// authorizer decides requests from the ACL bindings in the metadata.
-type authorizer struct {
-	cfg  AuthorizerConfig
-	meta *meta.StateMachine
-}
-
-// allows tells whether the connection may do op on a resource. A
-// PLAINTEXT inter-broker listener is trusted: the other brokers (fetching
-// for their replicas) and the operator use it, and it must be reachable
-// by them alone; clients use the other listeners. A SASL_PLAINTEXT one
-// is checked as any other: the brokers authenticate on it as a super user.
-func (a *authorizer) allows(c *clientConn, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	if a.unchecked(c) {
-		return true
-	}
-	allowed := false
-	a.meta.Read(func(s *meta.State) { allowed = a.allowsIn(s, c, op, rt, name) })
-	return allowed
-}
-
-// allowsIn is allows within a read of the metadata.
-func (a *authorizer) allowsIn(s *meta.State, c *clientConn, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	return a.unchecked(c) || acl.Allowed(s.ACLs(), acl.Request{Principal: c.principal(), Host: c.host(), Operation: op, ResourceType: rt, ResourceName: name})
-}
-
-// unchecked: the authorizer is off, the connection came through a
-// PLAINTEXT inter-broker listener, or its principal is a super user.
-func (a *authorizer) unchecked(c *clientConn) bool {
-	if !a.cfg.Enabled || c.listener == c.b.listeners[0] && c.listener.Protocol == Plaintext {
-		return true
-	}
-	principal := c.principal()
-	for _, su := range a.cfg.SuperUsers {
-		if su == principal {
-			return true
-		}
-	}
-	return false
+// client is the connection as the authorizer sees it. A PLAINTEXT
+// inter-broker listener is trusted: the other brokers and the operator
+// use it, and it must be reachable by them alone.
+func (c *clientConn) client() security.Client {
+	return security.Client{Principal: c.principal(), Host: c.host(),
+		Trusted: c.listener == c.b.listeners[0] && c.listener.Protocol == security.Plaintext}
 }
 
 // principal is who the connection is, as Kafka names it: the SASL user,
 // the subject of a verified client certificate, or User:ANONYMOUS.
 func (c *clientConn) principal() string {
 	switch {
-	case c.sasl != nil && c.sasl.principal != "":
-		return "User:" + c.sasl.principal
+	case c.sasl != nil && c.sasl.Principal() != "":
+		return "User:" + c.sasl.Principal()
 	case c.tlsPrincipal != "":
 		return "User:" + c.tlsPrincipal
 	}
@@ -76,17 +31,20 @@ func (c *clientConn) principal() string {
 }
 
 // host is the client's address, which ACLs may name.
-func (c *clientConn) host() string {
-	host, _, err := net.SplitHostPort(c.nc.RemoteAddr().String())
+func (c *clientConn) host() string { return c.remoteHost }
+
+// remoteHost is a connection's client address without its port.
+func remoteHost(nc net.Conn) string {
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
 	if err != nil {
-		return c.nc.RemoteAddr().String()
+		return nc.RemoteAddr().String()
 	}
 	return host
 }
 
 // allowed asks the authorizer about the request's connection.
 func (r *request) allowed(b *Broker, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	return b.authz.allows(r.conn, op, rt, name)
+	return b.authz.Allows(r.conn.client(), op, rt, name)
 }
 
 // onTopic, onGroup and onCluster are the common questions, with the
@@ -127,9 +85,9 @@ var clusterGated = map[kmsg.Key]kmsg.ACLOperation{
 	kmsg.UnregisterBroker:           kmsg.ACLOperationAlter,
 }
 
-// admitsAPI tells whether a connection may send a request of this API at
-// all: false for a clusterGated one without its cluster operation.
-func (a *authorizer) admitsAPI(c *clientConn, key int16) bool {
+// admitsAPI tells whether the connection may send a request of this API
+// at all: false for a clusterGated one without its cluster operation.
+func (c *clientConn) admitsAPI(key int16) bool {
 	op, gated := clusterGated[kmsg.Key(key)]
-	return !gated || a.allows(c, op, kmsg.ACLResourceTypeCluster, acl.ClusterName)
+	return !gated || c.b.authz.Allows(c.client(), op, kmsg.ACLResourceTypeCluster, acl.ClusterName)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/raftka/raftka/broker/identity"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/raftlog"
+	"github.com/raftka/raftka/broker/security"
 )
 
 // Broker is one running Raftka broker.
@@ -69,9 +70,9 @@ type Broker struct {
 	progress followerProgress
 
 	listeners []*kafkaListener
-	auth      *authenticator
-	authz     *authorizer
-	quotas    *clientQuotas
+	auth      *security.Authenticator
+	authz     *security.Authorizer
+	quotas    *security.Quotas
 	conns     sync.WaitGroup
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -125,7 +126,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.recoveries = newRecoveries(b)
 	b.throttle = newReplicationThrottle(b)
 	b.peers.b = b
-	if cfg.Listeners[0].Protocol.tls() {
+	if cfg.Listeners[0].Protocol.TLS() {
 		if _, err := b.peers.dialTLS(); err != nil {
 			cancel()
 			return nil, err
@@ -134,9 +135,9 @@ func Start(cfg Config) (*Broker, error) {
 	b.liveness = newLiveness(cfg.ID)
 	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
 	b.metrics = newMetrics(b)
-	b.auth = newAuthenticator(cfg.SASL, b.meta)
-	b.authz = &authorizer{cfg: cfg.Authorizer, meta: b.meta}
-	b.quotas = newClientQuotas(b)
+	b.auth = security.NewAuthenticator(cfg.SASL, b.meta)
+	b.authz = security.NewAuthorizer(cfg.Authorizer, b.meta)
+	b.quotas = security.NewQuotas(b.meta, cfg.QuotaWindowing, func(key string) { b.metrics.throttled.WithLabelValues(key).Inc() })
 	self, found, err := identity.Load(cfg.DataDir, filepath.Join(cfg.DataDir, "raft"), cfg.ID)
 	if err != nil {
 		cancel()
@@ -219,16 +220,16 @@ func Start(cfg Config) (*Broker, error) {
 		nh.Stop()
 		return fail(fmt.Errorf("start metadata group: %w", err))
 	}
-	certs := map[TLSConfig]*tlsFiles{}
+	certs := map[security.TLSConfig]*security.Files{}
 	for _, l := range cfg.Listeners {
-		var served *tlsFiles
-		if l.Protocol.tls() {
+		var served *security.Files
+		if l.Protocol.TLS() {
 			files, own := cfg.ListenerTLS[l.Name]
 			if !own {
 				files = cfg.TLS
 			}
 			if served = certs[files]; served == nil {
-				if served, err = newTLSFiles(files, b.log); err != nil {
+				if served, err = security.NewFiles(files, b.log); err != nil {
 					nh.Stop()
 					return fail(fmt.Errorf("listener %s: %w", l.Name, err))
 				}
@@ -245,7 +246,7 @@ func Start(cfg Config) (*Broker, error) {
 		}
 		kl := &kafkaListener{Listener: l, ln: ln}
 		if served != nil {
-			kl.tls = served.serverConfig(l)
+			kl.tls = served.ServerConfig(l)
 		}
 		b.listeners = append(b.listeners, kl)
 	}
@@ -265,7 +266,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.goBackground(leadership{b}.balanceLeaders)
 	b.goBackground(b.members.run)
 	if cfg.ScramUsersDir != "" {
-		b.goBackground(scramUsers{b: b, dir: cfg.ScramUsersDir}.run)
+		b.goBackground(security.ScramUsers{Dir: cfg.ScramUsersDir, Credentials: b.meta, Propose: b.proposeMeta, Log: b.log}.Run)
 	}
 	b.goBackground(b.recoveries.run)
 	b.goBackground(b.serve)

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/raftka/raftka/broker/meta"
+	"github.com/raftka/raftka/broker/security"
 )
 
 // A replica recovering from a snapshot fetches the records it lacks from
@@ -109,7 +110,7 @@ func (c *peerClients) client(id int32) (*kgo.Client, error) {
 		// Read at each authentication: a rotated password holds for the
 		// next connection.
 		opts = append(opts, kgo.SASL(scram.Sha512(func(context.Context) (scram.Auth, error) {
-			passwords, err := readScramUsers(c.b.cfg.ScramUsersDir)
+			passwords, err := security.ReadScramUsers(c.b.cfg.ScramUsersDir)
 			if err != nil {
 				return scram.Auth{}, err
 			}
@@ -119,7 +120,7 @@ func (c *peerClients) client(id int32) (*kgo.Client, error) {
 			return scram.Auth{User: user, Pass: passwords[user]}, nil
 		})))
 	}
-	if c.b.cfg.Listeners[0].Protocol.tls() {
+	if c.b.cfg.Listeners[0].Protocol.TLS() {
 		config, err := c.dialTLS()
 		if err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker/quota"
+	"github.com/raftka/raftka/broker/security"
 )
 
 // RaftTLS is the Raft transport's mutual TLS, from PEM files; Dragonboat
@@ -29,23 +30,24 @@ const (
 type Config struct {
 	ID      int32
 	DataDir string
-	// Listeners are the Kafka listeners (ParseListeners); the first is the
-	// inter-broker one, whose advertised address peers and the operator
-	// use.
-	Listeners []Listener
-	// SASL configures authentication on SASL_* listeners (sasl.go).
-	SASL SASLConfig
-	// TLS configures SSL and SASL_SSL listeners (tls.go).
-	TLS TLSConfig
+	// Listeners are the Kafka listeners (security.ParseListeners); the
+	// first is the inter-broker one, whose advertised address peers and
+	// the operator use.
+	Listeners []security.Listener
+	// SASL configures authentication on SASL_* listeners
+	// (security.Authenticator).
+	SASL security.SASLConfig
+	// TLS configures SSL and SASL_SSL listeners (security.Files).
+	TLS security.TLSConfig
 	// ListenerTLS replaces TLS for the listeners it names.
-	ListenerTLS map[string]TLSConfig
+	ListenerTLS map[string]security.TLSConfig
 	// QuotaWindowing is how client quotas measure rates; Kafka's when
 	// zero.
 	QuotaWindowing quota.Windowing
-	// Authorizer turns ACLs on (authorizer.go).
-	Authorizer AuthorizerConfig
+	// Authorizer turns ACLs on (security.Authorizer).
+	Authorizer security.AuthorizerConfig
 	// ScramUsersDir names users and holds their passwords, one file each
-	// (scramusers.go); empty: none.
+	// (security.ScramUsers); empty: none.
 	ScramUsersDir string
 	// InterBrokerUser is who the brokers authenticate as on a
 	// SASL_PLAINTEXT or SASL_SSL inter-broker listener (SCRAM-SHA-512,
@@ -183,15 +185,15 @@ func (c *Config) validate() error {
 		return fmt.Errorf("a Kafka listener is required")
 	}
 	switch inter, p := c.Listeners[0].Name, c.Listeners[0].Protocol; {
-	case p == SSL:
+	case p == security.SSL:
 		return fmt.Errorf("the inter-broker listener %s (the first) must be PLAINTEXT, SASL_PLAINTEXT or SASL_SSL: brokers do not authenticate to each other with certificates", inter)
-	case p.sasl() && (c.InterBrokerUser == "" || c.ScramUsersDir == ""):
+	case p.SASL() && (c.InterBrokerUser == "" || c.ScramUsersDir == ""):
 		return fmt.Errorf("the inter-broker listener %s (the first) is %s: the brokers authenticate on it as --inter-broker-user, whose password is in --scram-users-dir", inter, p)
-	case p == SASLSSL && c.InterBrokerCAFile == "":
+	case p == security.SASLSSL && c.InterBrokerCAFile == "":
 		return fmt.Errorf("the inter-broker listener %s (the first) is SASL_SSL: --inter-broker-ssl-ca-file names the CA the brokers trust for its certificate", inter)
-	case p != SASLSSL && c.InterBrokerCAFile != "":
+	case p != security.SASLSSL && c.InterBrokerCAFile != "":
 		return fmt.Errorf("--inter-broker-ssl-ca-file needs a SASL_SSL inter-broker listener (the first); %s is %s", inter, p)
-	case p.sasl():
+	case p.SASL():
 	case c.InterBrokerUser != "":
 		return fmt.Errorf("--inter-broker-user needs a SASL_PLAINTEXT or SASL_SSL inter-broker listener (the first); %s is PLAINTEXT", inter)
 	case c.Authorizer.Enabled && len(c.Listeners) < 2:

@@ -3,6 +3,8 @@ package server
 import (
 	"strings"
 	"testing"
+
+	"github.com/raftka/raftka/broker/security"
 )
 
 // The inter-broker listener (the first) is one the brokers can reach each
@@ -11,23 +13,23 @@ import (
 func TestInterBrokerListenerSettings(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		protocol SecurityProtocol
+		protocol security.SecurityProtocol
 		user, ca string
 		refused  string // part of the error; empty when accepted
 	}{
-		{"plaintext", Plaintext, "", "", ""},
-		{"scram", SASLPlaintext, "raftka-broker", "", ""},
-		{"scram without a user", SASLPlaintext, "", "", "--inter-broker-user"},
-		{"scram over TLS", SASLSSL, "raftka-broker", "ca.crt", ""},
-		{"TLS without a CA to trust", SASLSSL, "raftka-broker", "", "--inter-broker-ssl-ca-file"},
-		{"TLS without a user", SASLSSL, "", "ca.crt", "--inter-broker-user"},
-		{"certificates", SSL, "", "ca.crt", "do not authenticate to each other with certificates"},
-		{"a CA for a plaintext listener", SASLPlaintext, "raftka-broker", "ca.crt", "needs a SASL_SSL inter-broker listener"},
-		{"a user for a plaintext listener", Plaintext, "raftka-broker", "", "needs a SASL_PLAINTEXT or SASL_SSL"},
+		{"plaintext", security.Plaintext, "", "", ""},
+		{"scram", security.SASLPlaintext, "raftka-broker", "", ""},
+		{"scram without a user", security.SASLPlaintext, "", "", "--inter-broker-user"},
+		{"scram over TLS", security.SASLSSL, "raftka-broker", "ca.crt", ""},
+		{"TLS without a CA to trust", security.SASLSSL, "raftka-broker", "", "--inter-broker-ssl-ca-file"},
+		{"TLS without a user", security.SASLSSL, "", "ca.crt", "--inter-broker-user"},
+		{"certificates", security.SSL, "", "ca.crt", "do not authenticate to each other with certificates"},
+		{"a CA for a plaintext listener", security.SASLPlaintext, "raftka-broker", "ca.crt", "needs a SASL_SSL inter-broker listener"},
+		{"a user for a plaintext listener", security.Plaintext, "raftka-broker", "", "needs a SASL_PLAINTEXT or SASL_SSL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Config{ID: 0, DataDir: t.TempDir(), MetadataVoters: map[int32]string{0: "127.0.0.1:1"},
-				Listeners:       []Listener{{Name: "REPLICATION", Listen: "127.0.0.1:0", Advertised: "127.0.0.1:1", Protocol: tc.protocol}, {Name: "CLIENTS", Protocol: Plaintext}},
+				Listeners:       []security.Listener{{Name: "REPLICATION", Listen: "127.0.0.1:0", Advertised: "127.0.0.1:1", Protocol: tc.protocol}, {Name: "CLIENTS", Protocol: security.Plaintext}},
 				InterBrokerUser: tc.user, InterBrokerCAFile: tc.ca, ScramUsersDir: "users"}
 			err := c.validate()
 			switch {

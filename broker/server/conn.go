@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/quota"
+	"github.com/raftka/raftka/broker/security"
 )
 
 // maxInFlight bounds the requests a connection may have waiting for their
@@ -31,7 +32,7 @@ const closingFlushTimeout = time.Second
 
 // kafkaListener is a bound Kafka listener.
 type kafkaListener struct {
-	Listener
+	security.Listener
 	ln  net.Listener
 	tls *tls.Config // SSL and SASL_SSL listeners
 }
@@ -44,10 +45,13 @@ type clientConn struct {
 	done     chan struct{}
 	// sasl is the connection's authentication, on a SASL listener; nil
 	// on others. Only the read loop touches it.
-	sasl *saslSession
+	sasl *security.Session
 	// tlsPrincipal is the subject of the client's verified certificate on
-	// an SSL listener (tlsPrincipal), set once the handshake is done.
+	// an SSL listener (security.Principal), set once the handshake is
+	// done.
 	tlsPrincipal string
+	// remoteHost is the client's address, which ACLs may name.
+	remoteHost string
 	// mutedUntil (Unix nanoseconds) holds the next request back while the
 	// client pays a quota's throttle time (quotas.go).
 	mutedUntil atomic.Int64
@@ -91,9 +95,9 @@ func (b *Broker) accept(ctx context.Context, l *kafkaListener) {
 		if l.tls != nil {
 			nc = tls.Server(nc, l.tls)
 		}
-		c := &clientConn{b: b, listener: l, nc: nc, out: make(chan chan reply, maxInFlight), done: make(chan struct{})}
-		if l.Protocol.sasl() {
-			c.sasl = b.auth.newSession(nc)
+		c := &clientConn{b: b, listener: l, nc: nc, out: make(chan chan reply, maxInFlight), done: make(chan struct{}), remoteHost: remoteHost(nc)}
+		if l.Protocol.SASL() {
+			c.sasl = b.auth.NewSession(nc)
 		}
 		b.conns.Add(2)
 		go c.readLoop()
@@ -188,7 +192,7 @@ func (c *clientConn) readLoop() {
 		}
 		arrived := time.Now()
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		raw := c.sasl != nil && c.sasl.raw
+		raw := c.sasl != nil && c.sasl.Raw()
 		if (size < 8 && !raw) || size < 0 || size > c.b.cfg.MaxRequestBytes {
 			c.b.log.Warn("closing connection: bad request size", "remote", c.nc.RemoteAddr().String(), "size", size)
 			return
@@ -227,7 +231,7 @@ func (c *clientConn) handshake(tc *tls.Conn) bool {
 	}
 	if c.sasl == nil {
 		_ = tc.SetReadDeadline(time.Time{})
-		c.tlsPrincipal = tlsPrincipal(tc.ConnectionState())
+		c.tlsPrincipal = security.Principal(tc.ConnectionState())
 		c.b.log.Debug("TLS client connected", "remote", tc.RemoteAddr().String(), "listener", c.listener.Name, "principal", c.tlsPrincipal)
 	}
 	return true
@@ -263,14 +267,14 @@ func (c *clientConn) handle(body []byte, arrived time.Time) (keep bool) {
 	}
 	key, version, corr, kreq, h := parsed.key, parsed.version, parsed.corr, parsed.kreq, handlers[parsed.key]
 	clientID := parsed.clientID
-	if c.sasl != nil && !c.sasl.admits(key, time.Now()) {
+	if c.sasl != nil && !c.sasl.Admits(key, time.Now()) {
 		// Kafka's brokers too close a connection whose first request is
 		// not part of the SASL exchange, or whose session ended.
 		c.b.log.Warn("closing connection: request without authentication", "remote", c.nc.RemoteAddr().String(), "api", kmsg.NameForKey(key),
-			"listener", c.listener.Name, "session_ended", c.sasl.principal != "")
+			"listener", c.listener.Name, "session_ended", c.sasl.Principal() != "")
 		return false
 	}
-	if !c.b.authz.admitsAPI(c, key) {
+	if !c.admitsAPI(key) {
 		c.b.log.Warn("closing connection: API needs an operation on the cluster the principal lacks", "remote", c.nc.RemoteAddr().String(),
 			"api", kmsg.NameForKey(key), "principal", c.principal())
 		return false
@@ -282,7 +286,7 @@ func (c *clientConn) handle(body []byte, arrived time.Time) (keep bool) {
 	use := quotaUse{user: c.quotaUser(), clientID: clientID, exempt: isReplicaFetch(kreq)}
 	pr, produce := kreq.(*kmsg.ProduceRequest)
 	if produce {
-		use.throttle = c.b.quotas.record(quota.ProducerByteRate, use.user, clientID, len(body), start, false)
+		use.throttle = c.b.quotas.Record(quota.ProducerByteRate, use.user, clientID, len(body), start, false)
 		c.mute(use.throttle)
 	}
 	// Produce with acks=0 expects no answer at all.
@@ -330,7 +334,7 @@ func (c *clientConn) throttled(corr int32, flexible bool, resp kmsg.Response, us
 	f := frame(corr, flexible, resp)
 	fetched, fetch := resp.(*kmsg.FetchResponse)
 	if fetch && !use.exempt {
-		use.throttle = c.b.quotas.record(quota.ConsumerByteRate, use.user, use.clientID, len(f), time.Now(), true)
+		use.throttle = c.b.quotas.Record(quota.ConsumerByteRate, use.user, use.clientID, len(f), time.Now(), true)
 		c.mute(use.throttle)
 		if use.throttle > 0 {
 			empty := fetched.RequestKind().ResponseKind().(*kmsg.FetchResponse)

@@ -12,9 +12,7 @@
 // up from a snapshot gets the records it lacks from its peers through
 // follower fetches (catchup.go).
 //
-// And who may connect: named Kafka listeners (listeners.go), each
-// PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; TLS from PEM files that are
-// read again when they change (tls.go); SASL with SCRAM, whose exchange is
-// ours (scram.go), and PLAIN, checked against the SCRAM credentials the
-// metadata group keeps (sasl.go).
+// Who may connect, and what they may do, is package security's: the
+// server binds its listeners, runs each connection's SASL session and asks
+// its authorizer and quotas.
 package server

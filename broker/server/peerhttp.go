@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/raftka/raftka/broker/security"
 )
 
 // peerHTTP is how brokers reach each other's HTTP endpoint, and which of
@@ -31,7 +33,7 @@ import (
 // endpoints are as open as it is, over plain HTTP.
 type peerHTTP struct {
 	// files are the Raft certificate, key and CA; nil without RaftTLS.
-	files *tlsFiles
+	files *security.Files
 }
 
 // peerHandshakeTimeout bounds how long a connection to the HTTP endpoint
@@ -42,7 +44,7 @@ func newPeerHTTP(raft *RaftTLS, log *slog.Logger) (*peerHTTP, error) {
 	if raft == nil {
 		return &peerHTTP{}, nil
 	}
-	files, err := newTLSFiles(TLSConfig{CertFile: raft.CertFile, KeyFile: raft.KeyFile, CAFile: raft.CAFile, ClientAuth: "requested"}, log)
+	files, err := security.NewFiles(security.TLSConfig{CertFile: raft.CertFile, KeyFile: raft.KeyFile, CAFile: raft.CAFile, ClientAuth: "requested"}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +66,7 @@ func (p *peerHTTP) client(timeout time.Duration) *http.Client {
 	if p.files == nil {
 		return &http.Client{Timeout: timeout}
 	}
-	cert, roots := p.files.current()
+	cert, roots := p.files.Current()
 	transport := &http.Transport{
 		TLSClientConfig:   &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*cert}, RootCAs: roots},
 		DisableKeepAlives: true,
@@ -96,7 +98,7 @@ func (p *peerHTTP) listen(ln net.Listener) net.Listener {
 	config := &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			cert, cas := p.files.current()
+			cert, cas := p.files.Current()
 			// A certificate is verified when given (for client
 			// authentication, which a listener certificate of the
 			// same CA lacks) and not asked for: the probes have none.

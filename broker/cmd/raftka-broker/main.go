@@ -17,6 +17,7 @@ import (
 
 	"github.com/raftka/raftka/broker/quota"
 	"github.com/raftka/raftka/broker/raftlog"
+	"github.com/raftka/raftka/broker/security"
 	"github.com/raftka/raftka/broker/server"
 )
 
@@ -133,7 +134,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	tlsConfig := server.TLSConfig{CertFile: *sslCert, KeyFile: *sslKey, CAFile: *sslCA, ClientAuth: *sslClientAuth}
+	tlsConfig := security.TLSConfig{CertFile: *sslCert, KeyFile: *sslKey, CAFile: *sslCA, ClientAuth: *sslClientAuth}
 	listenerTLS, err := parseListenerSSLDirs(*listenerSSL, kafkaListeners, tlsConfig)
 	if err != nil {
 		return err
@@ -157,8 +158,8 @@ func run(args []string) error {
 	}
 	b, err := server.Start(server.Config{
 		ID: int32(*id), DataDir: *dataDir, Listeners: kafkaListeners,
-		SASL:       server.SASLConfig{PlainWithoutTLS: *plainNoTLS, AuthenticationTimeout: *authTimeout, SessionLifetime: *sessionLife},
-		Authorizer: server.AuthorizerConfig{Enabled: *authorizerOn == "acl", SuperUsers: server.ParseSuperUsers(*superUsers)}, ScramUsersDir: *scramUsersDir, InterBrokerUser: *interUser, InterBrokerCAFile: *interCA,
+		SASL:       security.SASLConfig{PlainWithoutTLS: *plainNoTLS, AuthenticationTimeout: *authTimeout, SessionLifetime: *sessionLife},
+		Authorizer: security.AuthorizerConfig{Enabled: *authorizerOn == "acl", SuperUsers: security.ParseSuperUsers(*superUsers)}, ScramUsersDir: *scramUsersDir, InterBrokerUser: *interUser, InterBrokerCAFile: *interCA,
 		QuotaWindowing: quota.Windowing{Samples: *quotaSamples, Length: *quotaSample},
 		TLS:            tlsConfig, ListenerTLS: listenerTLS, RaftAddr: *raftAddr, RaftListen: *raftListen, RaftTLS: raftTLS,
 		HTTPListen: *httpListen, MetadataVoters: voterMap, JoinAddresses: splitList(*join), RTT: *rtt, Rack: *rack, AutoCreateTopics: *autoCreate,
@@ -184,7 +185,7 @@ func run(args []string) error {
 // parseListenerFlags reads the Kafka listeners: --listeners and its
 // companions, or the single PLAINTEXT listener of --listen and
 // --advertised-address.
-func parseListenerFlags(fs *flag.FlagSet, listen, advertised, listeners, advertisedListeners, protocolMap string) ([]server.Listener, error) {
+func parseListenerFlags(fs *flag.FlagSet, listen, advertised, listeners, advertisedListeners, protocolMap string) ([]security.Listener, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if listeners == "" {
@@ -194,12 +195,12 @@ func parseListenerFlags(fs *flag.FlagSet, listen, advertised, listeners, adverti
 		if advertised == "" {
 			advertised = listen
 		}
-		return server.ParseListeners("PLAINTEXT://"+listen, "PLAINTEXT://"+advertised, "")
+		return security.ParseListeners("PLAINTEXT://"+listen, "PLAINTEXT://"+advertised, "")
 	}
 	if set["listen"] || set["advertised-address"] {
 		return nil, fmt.Errorf("--listen and --advertised-address name a single listener: give --listeners or them, not both")
 	}
-	return server.ParseListeners(listeners, advertisedListeners, protocolMap)
+	return security.ParseListeners(listeners, advertisedListeners, protocolMap)
 }
 
 // applyEnv sets every flag not given on the command line from RAFTKA_<NAME>.
@@ -246,15 +247,15 @@ func ordinal(host string) (int, error) {
 // parseListenerSSLDirs reads --listener-ssl-dirs: each named listener
 // serves the tls.crt and tls.key of its directory, and checks client
 // certificates against its ca.crt when there is one (else --ssl-ca-file's).
-func parseListenerSSLDirs(s string, listeners []server.Listener, shared server.TLSConfig) (map[string]server.TLSConfig, error) {
-	out := map[string]server.TLSConfig{}
+func parseListenerSSLDirs(s string, listeners []security.Listener, shared security.TLSConfig) (map[string]security.TLSConfig, error) {
+	out := map[string]security.TLSConfig{}
 	for _, part := range splitList(s) {
 		name, dir, ok := strings.Cut(part, "=")
 		name = strings.ToUpper(strings.TrimSpace(name))
 		if !ok || name == "" || dir == "" {
 			return nil, fmt.Errorf("--listener-ssl-dirs %q: want NAME=DIR", part)
 		}
-		if !slices.ContainsFunc(listeners, func(l server.Listener) bool { return l.Name == name }) {
+		if !slices.ContainsFunc(listeners, func(l security.Listener) bool { return l.Name == name }) {
 			return nil, fmt.Errorf("--listener-ssl-dirs: %s is not a listener", name)
 		}
 		if _, dup := out[name]; dup {
@@ -273,18 +274,18 @@ func parseListenerSSLDirs(s string, listeners []server.Listener, shared server.T
 // parseListenerClientAuth reads --listener-ssl-client-auth into the
 // listeners' TLS settings: a listener without settings of its own gets the
 // shared files with its own client authentication.
-func parseListenerClientAuth(s string, listeners []server.Listener, shared server.TLSConfig, perListener map[string]server.TLSConfig) error {
+func parseListenerClientAuth(s string, listeners []security.Listener, shared security.TLSConfig, perListener map[string]security.TLSConfig) error {
 	seen := map[string]bool{}
 	for _, part := range splitList(s) {
 		name, mode, ok := strings.Cut(part, "=")
 		name = strings.ToUpper(strings.TrimSpace(name))
-		i := slices.IndexFunc(listeners, func(l server.Listener) bool { return l.Name == name })
+		i := slices.IndexFunc(listeners, func(l security.Listener) bool { return l.Name == name })
 		switch {
 		case !ok || name == "" || mode == "":
 			return fmt.Errorf("--listener-ssl-client-auth %q: want NAME=MODE", part)
 		case i < 0:
 			return fmt.Errorf("--listener-ssl-client-auth: %s is not a listener", name)
-		case listeners[i].Protocol != server.SSL:
+		case listeners[i].Protocol != security.SSL:
 			return fmt.Errorf("--listener-ssl-client-auth: %s is not an SSL listener (SASL_SSL listeners authenticate with SASL)", name)
 		case seen[name]:
 			return fmt.Errorf("--listener-ssl-client-auth: listener %s is named twice", name)

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/raftka/raftka/broker/server"
+	"github.com/raftka/raftka/broker/security"
 )
 
 func TestAdvertisedListenersByID(t *testing.T) {
@@ -29,11 +29,11 @@ func TestAdvertisedListenersByID(t *testing.T) {
 }
 
 func TestListenerClientAuth(t *testing.T) {
-	listeners := []server.Listener{{Name: "REPLICATION", Protocol: server.SASLPlaintext}, {Name: "MTLS", Protocol: server.SSL},
-		{Name: "TLS", Protocol: server.SSL}, {Name: "SCRAM", Protocol: server.SASLSSL}}
-	shared := server.TLSConfig{CertFile: "/shared/tls.crt", KeyFile: "/shared/tls.key", ClientAuth: "none"}
-	own := server.TLSConfig{CertFile: "/mtls/tls.crt", KeyFile: "/mtls/tls.key", CAFile: "/mtls/ca.crt", ClientAuth: "none"}
-	perListener := map[string]server.TLSConfig{"MTLS": own}
+	listeners := []security.Listener{{Name: "REPLICATION", Protocol: security.SASLPlaintext}, {Name: "MTLS", Protocol: security.SSL},
+		{Name: "TLS", Protocol: security.SSL}, {Name: "SCRAM", Protocol: security.SASLSSL}}
+	shared := security.TLSConfig{CertFile: "/shared/tls.crt", KeyFile: "/shared/tls.key", ClientAuth: "none"}
+	own := security.TLSConfig{CertFile: "/mtls/tls.crt", KeyFile: "/mtls/tls.key", CAFile: "/mtls/ca.crt", ClientAuth: "none"}
+	perListener := map[string]security.TLSConfig{"MTLS": own}
 	if err := parseListenerClientAuth("mtls=required", listeners, shared, perListener); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestListenerClientAuth(t *testing.T) {
 		t.Errorf("TLS: %+v, want the shared files asking for a certificate", got)
 	}
 	for _, bad := range []string{"SCRAM=required", "REPLICATION=required", "NOPE=required", "MTLS", "TLS=required,TLS=none"} {
-		if err := parseListenerClientAuth(bad, listeners, shared, map[string]server.TLSConfig{}); err == nil {
+		if err := parseListenerClientAuth(bad, listeners, shared, map[string]security.TLSConfig{}); err == nil {
 			t.Errorf("%q was taken", bad)
 		}
 	}

@@ -1,4 +1,4 @@
-package server
+package security
 
 import (
 	"crypto/tls"
@@ -19,7 +19,7 @@ func TestTLSFilesRefuseIncompleteSettings(t *testing.T) {
 		{CertFile: "c.pem", KeyFile: "k.pem", ClientAuth: "sometimes"},
 		{CertFile: "missing.pem", KeyFile: "missing-key.pem"},
 	} {
-		if _, err := newTLSFiles(cfg, slog.Default()); err == nil {
+		if _, err := NewFiles(cfg, slog.Default()); err == nil {
 			t.Errorf("%+v was accepted", cfg)
 		}
 	}
@@ -36,14 +36,14 @@ func TestTLSFilesKeepTheLastWholePair(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	serial := func(f *tlsFiles) string {
-		cert, _ := f.current()
+	serial := func(f *Files) string {
+		cert, _ := f.Current()
 		return cert.Leaf.SerialNumber.String()
 	}
 	cert, key := ca.Issue(t, 1, "broker", false)
 	write("cert.pem", cert)
 	write("key.pem", key)
-	f, err := newTLSFiles(TLSConfig{CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem")}, slog.Default())
+	f, err := NewFiles(TLSConfig{CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem")}, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestTLSFilesKeepTheLastWholePair(t *testing.T) {
 	if got := serial(f); got != "2" {
 		t.Fatalf("once the pair is whole, serving serial %s, want 2", got)
 	}
-	cfg, err := f.serverConfig(Listener{Protocol: SSL}).GetConfigForClient(&tls.ClientHelloInfo{})
+	cfg, err := f.ServerConfig(Listener{Protocol: SSL}).GetConfigForClient(&tls.ClientHelloInfo{})
 	if err != nil || len(cfg.Certificates) != 1 || cfg.ClientAuth != tls.NoClientCert {
 		t.Fatalf("listener config: %v, %d certificates, client auth %v", err, len(cfg.Certificates), cfg.ClientAuth)
 	}

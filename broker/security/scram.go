@@ -1,4 +1,4 @@
-package server
+package security
 
 import (
 	"crypto/hmac"
@@ -174,11 +174,11 @@ func hmacOf(h func() hash.Hash, key, data []byte) []byte {
 	return m.Sum(nil)
 }
 
-// scramCredential derives what a broker keeps of a SCRAM credential from
+// SaltedCredential derives what a broker keeps of a SCRAM credential from
 // a salted password, as AlterUserScramCredentials carries it:
 // StoredKey = H(HMAC(salted, "Client Key")), ServerKey = HMAC(salted,
 // "Server Key") (RFC 5802).
-func scramCredential(mechanism string, salt, salted []byte, iterations int32) meta.ScramCredential {
+func SaltedCredential(mechanism string, salt, salted []byte, iterations int32) meta.ScramCredential {
 	h, _ := scramHash(mechanism)
 	stored := h()
 	stored.Write(hmacOf(h, salted, []byte("Client Key")))

@@ -1,4 +1,4 @@
-package server
+package security
 
 import (
 	"crypto/pbkdf2"
@@ -24,7 +24,7 @@ var clients = map[string]scram.HashGeneratorFcn{meta.ScramSHA256: scram.SHA256, 
 // authWithUser is an authenticator whose metadata holds alice's
 // credentials for both SCRAM mechanisms, set as AlterUserScramCredentials
 // sets them: from a salted password.
-func authWithUser(t testing.TB, cfg SASLConfig) *authenticator {
+func authWithUser(t testing.TB, cfg SASLConfig) *Authenticator {
 	m := meta.NewStateMachine()
 	alter := &meta.AlterScramCredentials{}
 	for _, mechanism := range []string{meta.ScramSHA256, meta.ScramSHA512} {
@@ -37,25 +37,25 @@ func authWithUser(t testing.TB, cfg SASLConfig) *authenticator {
 		if err != nil {
 			t.Fatal(err)
 		}
-		alter.Upserts = append(alter.Upserts, meta.ScramUpsert{User: "alice", Mechanism: mechanism, Credential: scramCredential(mechanism, salt, salted, 4096)})
+		alter.Upserts = append(alter.Upserts, meta.ScramUpsert{User: "alice", Mechanism: mechanism, Credential: SaltedCredential(mechanism, salt, salted, 4096)})
 	}
 	if _, err := m.Update([]sm.Entry{{Index: 1, Cmd: (&meta.Command{AlterScramCredentials: alter}).Encode()}}); err != nil {
 		t.Fatal(err)
 	}
-	return newAuthenticator(cfg, m)
+	return NewAuthenticator(cfg, m)
 }
 
-func newTestSession(a *authenticator) *saslSession {
+func newTestSession(a *Authenticator) *Session {
 	client, server := net.Pipe()
 	_ = client.Close()
-	return a.newSession(server)
+	return a.NewSession(server)
 }
 
 // scramLogin runs a SCRAM exchange of a real client (xdg-go's) against a
 // session and returns the step at which the server refused, 0 if none.
-func scramLogin(t *testing.T, s *saslSession, mechanism, user, password string) (refusedAt int) {
+func scramLogin(t *testing.T, s *Session, mechanism, user, password string) (refusedAt int) {
 	t.Helper()
-	if err := s.begin(mechanism); err != nil {
+	if err := s.Begin(mechanism, false); err != nil {
 		t.Fatal(err)
 	}
 	client, err := clients[mechanism].NewClient(user, password, "")
@@ -68,7 +68,7 @@ func scramLogin(t *testing.T, s *saslSession, mechanism, user, password string) 
 		t.Fatal(err)
 	}
 	for step := 1; ; step++ {
-		answer, done, err := s.step([]byte(msg), time.Now())
+		answer, done, err := s.Step([]byte(msg), time.Now())
 		if err != nil {
 			return step
 		}
@@ -88,16 +88,16 @@ func TestScramExchanges(t *testing.T) {
 	a := authWithUser(t, SASLConfig{SessionLifetime: time.Minute})
 	for _, mechanism := range []string{meta.ScramSHA256, meta.ScramSHA512} {
 		s := newTestSession(a)
-		if s.admits(3, time.Now()) {
+		if s.Admits(3, time.Now()) {
 			t.Fatal("Metadata admitted before authentication")
 		}
 		if step := scramLogin(t, s, mechanism, "alice", "wonderland"); step != 0 {
 			t.Fatalf("%s: the right password was refused at step %d", mechanism, step)
 		}
-		if s.principal != "alice" || !s.admits(3, time.Now()) {
-			t.Fatalf("%s: authenticated as %q, admits Metadata: %v", mechanism, s.principal, s.admits(3, time.Now()))
+		if s.principal != "alice" || !s.Admits(3, time.Now()) {
+			t.Fatalf("%s: authenticated as %q, admits Metadata: %v", mechanism, s.principal, s.Admits(3, time.Now()))
 		}
-		if s.admits(3, time.Now().Add(2*time.Minute)) {
+		if s.Admits(3, time.Now().Add(2*time.Minute)) {
 			t.Fatalf("%s: Metadata admitted after the session ended", mechanism)
 		}
 		if step := scramLogin(t, s, mechanism, "alice", "wonderland"); step != 0 {
@@ -141,10 +141,10 @@ func TestPlainChecksTheScramCredential(t *testing.T) {
 		{"\x00\x00wonderland", false},
 	} {
 		s := newTestSession(a)
-		if err := s.begin(mechanismPlain); err != nil {
+		if err := s.Begin(mechanismPlain, false); err != nil {
 			t.Fatal(err)
 		}
-		_, done, err := s.step([]byte(tc.msg), time.Now())
+		_, done, err := s.Step([]byte(tc.msg), time.Now())
 		if got := err == nil && done; got != tc.want {
 			t.Errorf("PLAIN %q: authenticated %v, want %v (%v)", tc.msg, got, tc.want, err)
 		}
@@ -160,7 +160,7 @@ func TestScramCredentialMatchesTheRFC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := scramCredential(mechanism, []byte("salt"), salted, 4096)
+		got := SaltedCredential(mechanism, []byte("salt"), salted, 4096)
 		client, _ := clients[mechanism].NewClient("u", "pw", "")
 		want, err := client.GetStoredCredentialsWithError(scram.KeyFactors{Salt: "salt", Iters: 4096})
 		if err != nil {
@@ -184,11 +184,11 @@ func FuzzSASLExchange(f *testing.F) {
 	mechanisms := []string{meta.ScramSHA256, meta.ScramSHA512, mechanismPlain}
 	f.Fuzz(func(t *testing.T, m uint8, first, second []byte) {
 		s := newTestSession(a)
-		if err := s.begin(mechanisms[int(m)%len(mechanisms)]); err != nil {
+		if err := s.Begin(mechanisms[int(m)%len(mechanisms)], false); err != nil {
 			t.Fatal(err)
 		}
 		for _, msg := range [][]byte{first, second} {
-			if _, _, err := s.step(msg, time.Now()); err != nil {
+			if _, _, err := s.Step(msg, time.Now()); err != nil {
 				break
 			}
 		}
@@ -204,13 +204,13 @@ func FuzzSASLExchange(f *testing.F) {
 func TestScramAcceptsLibrdkafkasNonce(t *testing.T) {
 	a := authWithUser(t, SASLConfig{})
 	s := newTestSession(a)
-	if err := s.begin(meta.ScramSHA256); err != nil {
+	if err := s.Begin(meta.ScramSHA256, false); err != nil {
 		t.Fatal(err)
 	}
 	client, _ := clients[meta.ScramSHA256].NewClient("alice", "wonderland", "")
 	conv := client.WithNonceGenerator(func() string { return "cnonce" }).NewConversation()
 	first, _ := conv.Step("")
-	serverFirst, _, err := s.step([]byte(first), time.Now())
+	serverFirst, _, err := s.Step([]byte(first), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestScramAcceptsLibrdkafkasNonce(t *testing.T) {
 	for i := range proof {
 		proof[i] = clientKey[i] ^ signature[i]
 	}
-	if _, done, err := s.step([]byte(withoutProof+",p="+base64.StdEncoding.EncodeToString(proof)), time.Now()); err != nil || !done {
+	if _, done, err := s.Step([]byte(withoutProof+",p="+base64.StdEncoding.EncodeToString(proof)), time.Now()); err != nil || !done {
 		t.Fatalf("librdkafka's final message: done %v, %v", done, err)
 	}
 	if s.principal != "alice" {

@@ -1,4 +1,4 @@
-package server
+package security
 
 import (
 	"bytes"
@@ -29,9 +29,9 @@ type TLSConfig struct {
 // to new connections within it, with no restart.
 const tlsReloadInterval = time.Second
 
-// tlsFiles serves the certificate, key and client CAs in the PEM files,
+// Files serve the certificate, key and client CAs in the PEM files,
 // reading them again when they change.
-type tlsFiles struct {
+type Files struct {
 	cfg TLSConfig
 	log *slog.Logger
 
@@ -44,9 +44,9 @@ type tlsFiles struct {
 	clientCAs *x509.CertPool
 }
 
-// newTLSFiles reads the files once, so that a broker with a missing or
+// NewFiles reads the files once, so that a broker with a missing or
 // broken certificate does not start.
-func newTLSFiles(cfg TLSConfig, log *slog.Logger) (*tlsFiles, error) {
+func NewFiles(cfg TLSConfig, log *slog.Logger) (*Files, error) {
 	switch cfg.ClientAuth {
 	case "", "none", "requested", "required":
 	default:
@@ -58,7 +58,7 @@ func newTLSFiles(cfg TLSConfig, log *slog.Logger) (*tlsFiles, error) {
 	if (cfg.ClientAuth == "requested" || cfg.ClientAuth == "required") && cfg.CAFile == "" {
 		return nil, fmt.Errorf("TLS client auth %s needs a CA file to check client certificates", cfg.ClientAuth)
 	}
-	f := &tlsFiles{cfg: cfg, log: log}
+	f := &Files{cfg: cfg, log: log}
 	if err := f.reload(); err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func newTLSFiles(cfg TLSConfig, log *slog.Logger) (*tlsFiles, error) {
 
 // reload reads the files and, if they changed, parses them; on an error
 // the certificate served so far stays.
-func (f *tlsFiles) reload() error {
+func (f *Files) reload() error {
 	certPEM, err := os.ReadFile(f.cfg.CertFile)
 	if err != nil {
 		return err
@@ -104,9 +104,9 @@ func (f *tlsFiles) reload() error {
 	return nil
 }
 
-// current returns the certificate and client CAs, read again from the
+// Current returns the certificate and client CAs, read again from the
 // files at most once per tlsReloadInterval.
-func (f *tlsFiles) current() (*tls.Certificate, *x509.CertPool) {
+func (f *Files) Current() (*tls.Certificate, *x509.CertPool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if now := time.Now(); now.Sub(f.checked) >= tlsReloadInterval {
@@ -118,12 +118,12 @@ func (f *tlsFiles) current() (*tls.Certificate, *x509.CertPool) {
 	return f.cert, f.clientCAs
 }
 
-// serverConfig is the TLS configuration of a listener.
-func (f *tlsFiles) serverConfig(l Listener) *tls.Config {
+// ServerConfig is the TLS configuration of a listener.
+func (f *Files) ServerConfig(l Listener) *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			cert, cas := f.current()
+			cert, cas := f.Current()
 			c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*cert}}
 			if l.Protocol == SSL {
 				switch f.cfg.ClientAuth {
@@ -138,10 +138,10 @@ func (f *tlsFiles) serverConfig(l Listener) *tls.Config {
 	}
 }
 
-// tlsPrincipal is the principal of a TLS connection with a verified
+// Principal is the principal of a TLS connection with a verified
 // client certificate, as Kafka names it: the certificate's subject
 // ("CN=carol,OU=..."); ANONYMOUS without one.
-func tlsPrincipal(cs tls.ConnectionState) string {
+func Principal(cs tls.ConnectionState) string {
 	if len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
 		return "ANONYMOUS"
 	}

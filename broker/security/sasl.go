@@ -1,4 +1,4 @@
-package server
+package security
 
 import (
 	"bytes"
@@ -34,36 +34,42 @@ type SASLConfig struct {
 const (
 	mechanismPlain = "PLAIN"
 	// Kafka's bounds on SCRAM iterations (ScramMechanism).
-	minScramIterations = 4096
-	maxScramIterations = 16384
+	MinScramIterations = 4096
+	MaxScramIterations = 16384
 )
 
-// authenticationFailed is the one message a failed authentication gets,
+// AuthenticationFailed is the one message a failed authentication gets,
 // whichever part was wrong, so that it tells an unknown user from a wrong
 // password to no one.
-func authenticationFailed(mechanism string) string {
+func AuthenticationFailed(mechanism string) string {
 	return "Authentication failed: invalid credentials with SASL mechanism " + mechanism
 }
 
-// authenticator checks SASL exchanges against the SCRAM credentials in
+// Credentials is where SCRAM credentials are found: the metadata.
+type Credentials interface {
+	ScramCredential(user, mechanism string) (meta.ScramCredential, bool)
+}
+
+// Authenticator checks SASL exchanges against the SCRAM credentials in
 // the metadata.
-type authenticator struct {
-	cfg  SASLConfig
-	meta *meta.StateMachine
+type Authenticator struct {
+	cfg   SASLConfig
+	creds Credentials
 	// decoyKey derives the salt of a made-up credential for a user that
 	// has none, so that an exchange for an unknown user runs as one for a
 	// known user with a wrong password and fails at the same step.
 	decoyKey []byte
 }
 
-func newAuthenticator(cfg SASLConfig, m *meta.StateMachine) *authenticator {
+// NewAuthenticator checks exchanges with cfg against creds.
+func NewAuthenticator(cfg SASLConfig, creds Credentials) *Authenticator {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	return &authenticator{cfg: cfg, meta: m, decoyKey: key}
+	return &Authenticator{cfg: cfg, creds: creds, decoyKey: key}
 }
 
-// mechanisms are the SASL mechanisms a listener offers.
-func (a *authenticator) mechanisms(l Listener) []string {
+// Mechanisms are the SASL mechanisms a listener offers.
+func (a *Authenticator) Mechanisms(l Listener) []string {
 	out := []string{meta.ScramSHA256, meta.ScramSHA512}
 	if l.Protocol == SASLSSL || a.cfg.PlainWithoutTLS {
 		out = append(out, mechanismPlain)
@@ -73,12 +79,10 @@ func (a *authenticator) mechanisms(l Listener) []string {
 
 // credential is user's credential for a SCRAM mechanism, or a decoy with
 // a salt of its own and no key that any proof matches.
-func (a *authenticator) credential(mechanism, user string) (meta.ScramCredential, bool) {
-	var cred meta.ScramCredential
-	found := false
-	a.meta.Read(func(s *meta.State) { cred, found = s.ScramCredential(user, mechanism) })
+func (a *Authenticator) credential(mechanism, user string) (meta.ScramCredential, bool) {
+	cred, found := a.creds.ScramCredential(user, mechanism)
 	if !found {
-		return meta.ScramCredential{Salt: hmacOf(sha256.New, a.decoyKey, []byte(mechanism+"\x00"+user))[:20], Iterations: minScramIterations}, false
+		return meta.ScramCredential{Salt: hmacOf(sha256.New, a.decoyKey, []byte(mechanism+"\x00"+user))[:20], Iterations: MinScramIterations}, false
 	}
 	return cred, true
 }
@@ -86,7 +90,7 @@ func (a *authenticator) credential(mechanism, user string) (meta.ScramCredential
 // checkPlain checks a PLAIN password against the user's SCRAM
 // credential, the stronger mechanism's first; against a decoy for a user
 // with none, so that an unknown user costs the same key derivation.
-func (a *authenticator) checkPlain(user, password string) bool {
+func (a *Authenticator) checkPlain(user, password string) bool {
 	mechanism := meta.ScramSHA512
 	stored, found := a.credential(mechanism, user)
 	if !found {
@@ -94,37 +98,50 @@ func (a *authenticator) checkPlain(user, password string) bool {
 			mechanism, stored, found = meta.ScramSHA256, weaker, true
 		}
 	}
-	return scramPasswordMatches(mechanism, stored, password) && found
+	return ScramPasswordMatches(mechanism, stored, password) && found
 }
 
-// newSession starts the authentication of a connection to a SASL
+// NewSession starts the authentication of a connection to a SASL
 // listener: it has AuthenticationTimeout to finish.
-func (a *authenticator) newSession(nc net.Conn) *saslSession {
+func (a *Authenticator) NewSession(nc net.Conn) *Session {
 	if a.cfg.AuthenticationTimeout > 0 {
 		_ = nc.SetReadDeadline(time.Now().Add(a.cfg.AuthenticationTimeout))
 	}
-	return &saslSession{auth: a, nc: nc}
+	return &Session{auth: a, nc: nc}
 }
 
-// saslSession is one connection's authentication: the mechanism its
+// Session is one connection's authentication: the mechanism its
 // handshake chose, the exchange in progress, and once it succeeded, the
 // principal and when the session ends.
-type saslSession struct {
-	auth      *authenticator
+type Session struct {
+	auth      *Authenticator
 	nc        net.Conn
 	mechanism string
 	scram     *scramExchange
 	principal string
 	expires   time.Time
 	// raw: a SaslHandshake v0 began the exchange, whose messages come as
-	// bare tokens (rawSASLToken).
+	// bare tokens, not Kafka requests, until it ends.
 	raw bool
 }
 
-// admits tells whether the connection may send a request of this API:
+// Mechanism is the mechanism of the exchange in progress, or "".
+func (s *Session) Mechanism() string { return s.mechanism }
+
+// Principal is the user the connection authenticated as, or "".
+func (s *Session) Principal() string { return s.principal }
+
+// Expires is when the session ends; zero if never.
+func (s *Session) Expires() time.Time { return s.expires }
+
+// Raw tells whether the exchange in progress runs in bare tokens (a
+// SaslHandshake v0 began it).
+func (s *Session) Raw() bool { return s.raw }
+
+// Admits tells whether the connection may send a request of this API:
 // before authentication (and after the session ended) only the SASL
 // exchange and ApiVersions, as Kafka's brokers allow.
-func (s *saslSession) admits(key int16, now time.Time) bool {
+func (s *Session) Admits(key int16, now time.Time) bool {
 	switch kmsg.Key(key) {
 	case kmsg.ApiVersions, kmsg.SASLHandshake, kmsg.SASLAuthenticate:
 		return true
@@ -132,11 +149,14 @@ func (s *saslSession) admits(key int16, now time.Time) bool {
 	return s.principal != "" && (s.expires.IsZero() || now.Before(s.expires))
 }
 
-var errIllegalSASLState = errors.New("no SASL handshake precedes this authentication")
+// ErrIllegalSASLState: an authentication message came with no exchange in
+// progress.
+var ErrIllegalSASLState = errors.New("no SASL handshake precedes this authentication")
 
-// begin starts an exchange with the mechanism a handshake chose; an
-// authenticated connection may start one again to re-authenticate.
-func (s *saslSession) begin(mechanism string) error {
+// Begin starts an exchange with the mechanism a handshake chose, in bare
+// tokens if raw; an authenticated connection may start one again to
+// re-authenticate.
+func (s *Session) Begin(mechanism string, raw bool) error {
 	if s.mechanism != "" {
 		return fmt.Errorf("a %s exchange is in progress", s.mechanism)
 	}
@@ -146,16 +166,16 @@ func (s *saslSession) begin(mechanism string) error {
 			return cred
 		}}
 	}
-	s.mechanism = mechanism
+	s.mechanism, s.raw = mechanism, raw
 	return nil
 }
 
-// step takes the client's next SASL message and returns the server's
+// Step takes the client's next SASL message and returns the server's
 // answer; done once the exchange succeeded. An error ends the exchange,
 // and the connection with it.
-func (s *saslSession) step(msg []byte, now time.Time) (answer []byte, done bool, err error) {
+func (s *Session) Step(msg []byte, now time.Time) (answer []byte, done bool, err error) {
 	if s.mechanism == "" {
-		return nil, false, errIllegalSASLState
+		return nil, false, ErrIllegalSASLState
 	}
 	var user string
 	if s.mechanism == mechanismPlain {
@@ -177,7 +197,7 @@ func (s *saslSession) step(msg []byte, now time.Time) (answer []byte, done bool,
 	if s.principal != "" && s.principal != user {
 		return nil, false, errors.New("re-authentication as another user")
 	}
-	s.principal, s.mechanism, s.scram = user, "", nil
+	s.principal, s.mechanism, s.scram, s.raw = user, "", nil, false
 	if lifetime := s.auth.cfg.SessionLifetime; lifetime > 0 {
 		s.expires = now.Add(lifetime)
 	}
@@ -189,7 +209,7 @@ func (s *saslSession) step(msg []byte, now time.Time) (answer []byte, done bool,
 
 // plain reads a PLAIN message (RFC 4616: authzid NUL user NUL password)
 // and checks it.
-func (s *saslSession) plain(msg []byte) (string, bool) {
+func (s *Session) plain(msg []byte) (string, bool) {
 	parts := bytes.Split(msg, []byte{0})
 	if len(parts) != 3 || len(parts[1]) == 0 {
 		return "", false

@@ -1,4 +1,4 @@
-package server
+package security
 
 import (
 	"fmt"
@@ -17,11 +17,11 @@ const (
 	SASLSSL       SecurityProtocol = "SASL_SSL"
 )
 
-// sasl tells whether a connection must authenticate with SASL first.
-func (p SecurityProtocol) sasl() bool { return p == SASLPlaintext || p == SASLSSL }
+// SASL tells whether a connection must authenticate with SASL first.
+func (p SecurityProtocol) SASL() bool { return p == SASLPlaintext || p == SASLSSL }
 
-// tls tells whether a connection runs over TLS.
-func (p SecurityProtocol) tls() bool { return p == SSL || p == SASLSSL }
+// TLS tells whether a connection runs over TLS.
+func (p SecurityProtocol) TLS() bool { return p == SSL || p == SASLSSL }
 
 // Listener is one named Kafka listener: where it binds, what clients that
 // connect to it are told to use (Metadata, FindCoordinator and
@@ -48,7 +48,7 @@ func ParseListeners(listeners, advertised, protocolMap string) ([]Listener, erro
 		protocolMap = defaultProtocolMap
 	}
 	protocols := map[string]SecurityProtocol{}
-	for _, part := range splitOn(protocolMap, ",") {
+	for _, part := range SplitList(protocolMap, ",") {
 		name, proto, ok := strings.Cut(part, ":")
 		p := SecurityProtocol(strings.ToUpper(proto))
 		if !ok || name == "" {
@@ -63,7 +63,7 @@ func ParseListeners(listeners, advertised, protocolMap string) ([]Listener, erro
 	}
 	parse := func(what, s string) ([]Listener, error) {
 		var out []Listener
-		for _, part := range splitOn(s, ",") {
+		for _, part := range SplitList(s, ",") {
 			name, addr, ok := strings.Cut(part, "://")
 			name = strings.ToUpper(name)
 			if !ok || name == "" {
@@ -119,8 +119,8 @@ func listenerIndex(ls []Listener, name string) int {
 	return -1
 }
 
-// splitOn splits a list at sep, trimmed, without empty parts.
-func splitOn(s, sep string) []string {
+// SplitList splits a list at sep, trimmed, without empty parts.
+func SplitList(s, sep string) []string {
 	var out []string
 	for _, part := range strings.Split(s, sep) {
 		if part = strings.TrimSpace(part); part != "" {

@@ -1,4 +1,4 @@
-package server
+package security
 
 import (
 	"reflect"

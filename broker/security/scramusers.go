@@ -1,4 +1,4 @@
-package server
+package security
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"crypto/pbkdf2"
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,51 +19,63 @@ import (
 // rotated Secret reaches the metadata within it.
 const scramUsersInterval = 10 * time.Second
 
+// scramUsersWait bounds the wait for the metadata to take a change.
+const scramUsersWait = 10 * time.Second
+
 // scramUsersIterations is the iteration count of the credentials derived
 // from the users directory, Kafka's default for SCRAM.
 const scramUsersIterations = 4096
 
-// scramUsers keeps the SCRAM-SHA-512 credentials of the users a directory
+// ScramUsers keeps the SCRAM-SHA-512 credentials of the users a directory
 // names (--scram-users-dir) in step with the passwords in it: one file per
 // user, named after it and holding its password, as a mounted Kubernetes
 // Secret lays them out. It is how the operator's own credential reaches a
 // cluster that no one can alter yet without one. A credential that no
 // longer matches its file (deleted, or changed with
 // AlterUserScramCredentials) is set again; the directory wins.
-type scramUsers struct {
-	b   *Broker
-	dir string
+type ScramUsers struct {
+	// Dir is the users directory.
+	Dir string
+	// Credentials are the credentials the metadata holds.
+	Credentials Credentials
+	// Propose proposes a metadata command and waits for its outcome.
+	Propose func(ctx context.Context, cmd *meta.Command) (meta.Outcome, error)
+	Log     *slog.Logger
 }
 
-func (u scramUsers) run(ctx context.Context) {
+// Run keeps the credentials in step with the directory until ctx ends.
+func (u ScramUsers) Run(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
 	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 		wait := scramUsersInterval
 		if err := u.sync(ctx); err != nil {
 			// Soon again: at start, the metadata group may not have
 			// elected its leader yet, and the brokers wait for these
 			// credentials to reach each other.
-			u.b.log.Warn("SCRAM users directory not applied", "dir", u.dir, "error", err)
+			u.Log.Warn("SCRAM users directory not applied", "dir", u.Dir, "error", err)
 			wait = time.Second
 		}
-		if !sleep(ctx, wait) {
-			return
-		}
+		t.Reset(wait)
 	}
 }
 
 // sync sets the credential of every user whose file's password does not
 // match it.
-func (u scramUsers) sync(ctx context.Context) error {
-	passwords, err := readScramUsers(u.dir)
+func (u ScramUsers) sync(ctx context.Context) error {
+	passwords, err := ReadScramUsers(u.Dir)
 	if err != nil {
 		return err
 	}
 	change := &meta.AlterScramCredentials{}
 	for user, password := range passwords {
-		var stored meta.ScramCredential
-		var found bool
-		u.b.meta.Read(func(s *meta.State) { stored, found = s.ScramCredential(user, meta.ScramSHA512) })
-		if found && scramPasswordMatches(meta.ScramSHA512, stored, password) {
+		stored, found := u.Credentials.ScramCredential(user, meta.ScramSHA512)
+		if found && ScramPasswordMatches(meta.ScramSHA512, stored, password) {
 			continue
 		}
 		cred, err := deriveScramCredential(meta.ScramSHA512, password)
@@ -74,9 +87,9 @@ func (u scramUsers) sync(ctx context.Context) error {
 	if len(change.Upserts) == 0 {
 		return nil
 	}
-	pctx, cancel := context.WithTimeout(ctx, alterScramWait)
+	pctx, cancel := context.WithTimeout(ctx, scramUsersWait)
 	defer cancel()
-	out, err := u.b.proposeMeta(pctx, &meta.Command{AlterScramCredentials: change})
+	out, err := u.Propose(pctx, &meta.Command{AlterScramCredentials: change})
 	if err == nil {
 		err = out.Err
 	}
@@ -84,14 +97,14 @@ func (u scramUsers) sync(ctx context.Context) error {
 		return err
 	}
 	for _, up := range change.Upserts {
-		u.b.log.Info("SCRAM credential set from the users directory", "user", up.User, "mechanism", up.Mechanism)
+		u.Log.Info("SCRAM credential set from the users directory", "user", up.User, "mechanism", up.Mechanism)
 	}
 	return nil
 }
 
-// readScramUsers reads the directory's user files. Names starting with a
+// ReadScramUsers reads the directory's user files. Names starting with a
 // dot are skipped: a mounted Secret keeps its versions there.
-func readScramUsers(dir string) (map[string]string, error) {
+func ReadScramUsers(dir string) (map[string]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -134,12 +147,12 @@ func deriveScramCredential(mechanism, password string) (meta.ScramCredential, er
 	if err != nil {
 		return meta.ScramCredential{}, err
 	}
-	return scramCredential(mechanism, salt, salted, scramUsersIterations), nil
+	return SaltedCredential(mechanism, salt, salted, scramUsersIterations), nil
 }
 
-// scramPasswordMatches tells whether a password is the one a credential
+// ScramPasswordMatches tells whether a password is the one a credential
 // was derived from.
-func scramPasswordMatches(mechanism string, stored meta.ScramCredential, password string) bool {
+func ScramPasswordMatches(mechanism string, stored meta.ScramCredential, password string) bool {
 	h, ok := scramHash(mechanism)
 	if !ok {
 		return false
@@ -148,5 +161,5 @@ func scramPasswordMatches(mechanism string, stored meta.ScramCredential, passwor
 	if err != nil {
 		return false
 	}
-	return hmac.Equal(scramCredential(mechanism, stored.Salt, salted, stored.Iterations).StoredKey, stored.StoredKey)
+	return hmac.Equal(SaltedCredential(mechanism, stored.Salt, salted, stored.Iterations).StoredKey, stored.StoredKey)
 }
