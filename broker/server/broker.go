@@ -109,7 +109,9 @@ func (b *Broker) nodeIn(shard uint64) uint64 {
 
 func brokerOf(node uint64) int32 { return meta.BrokerOfNode(node) }
 
-// Start opens the broker's storage, joins Raft and starts serving Kafka.
+// Start opens the broker's storage, joins Raft and starts serving Kafka,
+// one named step after another; a step that fails undoes what the ones
+// before it started.
 func Start(cfg Config) (*Broker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -117,6 +119,37 @@ func Start(cfg Config) (*Broker, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
 	}
+	b, found, err := newBroker(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range []struct {
+		name string
+		run  func() error
+	}{
+		// The HTTP endpoints start first: voters starting on empty disks
+		// ask each other whether the cluster exists before any of them
+		// starts Raft.
+		{"http listener", b.serveHTTPEndpoint},
+		{"start raft", b.startNodeHost},
+		{"settle this broker's incarnation", func() error { return b.settleIncarnation(b.ctx, found) }},
+		{"start metadata group", b.startMetadata},
+		{"bind kafka listeners", b.bindListeners},
+	} {
+		if err := step.run(); err != nil {
+			b.abortStart()
+			return nil, fmt.Errorf("%s: %w", step.name, err)
+		}
+	}
+	close(b.started)
+	b.startLoops()
+	b.log.Info("broker started", "kafka", b.Addr().String(), "listeners", len(b.listeners), "raft", cfg.RaftAddr, "generation", b.self.Generation)
+	return b, nil
+}
+
+// newBroker builds the broker's parts and reads its identity from the data
+// directory; nothing runs yet.
+func newBroker(cfg Config) (*Broker, identity.State, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", cfg.ID), meta: meta.NewStateMachine(),
 		leaders: newLeaderEvents(), ctx: ctx, cancel: cancel,
@@ -129,7 +162,7 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.Listeners[0].Protocol.TLS() {
 		if _, err := b.peers.dialTLS(); err != nil {
 			cancel()
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	b.liveness = newLiveness(cfg.ID)
@@ -141,37 +174,79 @@ func Start(cfg Config) (*Broker, error) {
 	self, found, err := identity.Load(cfg.DataDir, filepath.Join(cfg.DataDir, "raft"), cfg.ID)
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, 0, err
 	}
 	b.self = self
 	b.legacyData = found == identity.Legacy
-	// The HTTP endpoints start first: voters starting on empty disks ask
-	// each other whether the cluster exists before any of them starts Raft.
 	if b.peerHTTP, err = newPeerHTTP(cfg.RaftTLS, b.log); err != nil {
 		cancel()
-		return nil, fmt.Errorf("raft TLS files: %w", err)
+		return nil, 0, fmt.Errorf("raft TLS files: %w", err)
 	}
-	if cfg.HTTPListen != "" {
-		hl, err := net.Listen("tcp", cfg.HTTPListen)
-		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("http listener: %w", err)
-		}
-		b.goBackground(func(ctx context.Context) { b.serveHTTP(ctx, hl) })
-	}
-	fail := func(err error) (*Broker, error) {
-		cancel()
-		b.bg.Wait()
-		return nil, err
-	}
+	return b, found, nil
+}
 
+// abortStart undoes a start that failed: it closes the listeners bound,
+// stops Raft if it runs, and ends the loops started.
+func (b *Broker) abortStart() {
+	for _, l := range b.listeners {
+		l.ln.Close()
+	}
+	if b.nh != nil {
+		b.nh.Stop()
+	}
+	b.cancel()
+	b.bg.Wait()
+}
+
+// serveHTTPEndpoint binds the HTTP endpoint, if the broker has one, and
+// serves it.
+func (b *Broker) serveHTTPEndpoint() error {
+	if b.cfg.HTTPListen == "" {
+		return nil
+	}
+	hl, err := net.Listen("tcp", b.cfg.HTTPListen)
+	if err != nil {
+		return err
+	}
+	b.goBackground(func(ctx context.Context) { b.serveHTTP(ctx, hl) })
+	return nil
+}
+
+// startNodeHost starts Dragonboat's NodeHost over the Raft log store
+// --raft-log-store chose.
+func (b *Broker) startNodeHost() error {
+	nhConfig := dbconfig.NodeHostConfig{
+		NodeHostDir:       filepath.Join(b.cfg.DataDir, "raft"),
+		RTTMillisecond:    uint64(b.cfg.RTT / time.Millisecond),
+		RaftAddress:       b.cfg.RaftAddr,
+		ListenAddress:     b.cfg.RaftListen,
+		RaftEventListener: b,
+		Expert:            b.expertConfig(),
+	}
+	if t := b.cfg.RaftTLS; t != nil {
+		nhConfig.MutualTLS, nhConfig.CAFile, nhConfig.CertFile, nhConfig.KeyFile = true, t.CAFile, t.CertFile, t.KeyFile
+	}
+	nh, err := dragonboat.NewNodeHost(nhConfig)
+	if err != nil {
+		if strings.Contains(err.Error(), "logdb type changed") { // Dragonboat's error is in an internal package
+			return fmt.Errorf("%w: %s was written with a Raft log store other than --raft-log-store %s", err, b.cfg.DataDir, b.cfg.RaftLogStore)
+		}
+		return err
+	}
+	b.nh = nh
+	return nil
+}
+
+// expertConfig is Dragonboat's engine and log store as the broker runs
+// them.
+func (b *Broker) expertConfig() dbconfig.ExpertConfig {
 	logdb := dbconfig.GetTinyMemLogDBConfig()
 	logdb.Shards = 1
-	logdb.KVWriteBufferSize = uint64(cfg.RaftLogWriteBuffer)
+	logdb.KVWriteBufferSize = uint64(b.cfg.RaftLogWriteBuffer)
 	logdb.KVMaxWriteBufferNumber = 4
 	expert := dbconfig.GetDefaultExpertConfig()
 	expert.LogDB = logdb
-	if cfg.RaftLogStore == RaftLogWAL {
+	if b.cfg.RaftLogStore == RaftLogWAL {
 		opened := func(s *raftlog.Store) {
 			b.raftLog = s
 			if n := s.Dropped(); n > 0 {
@@ -181,7 +256,7 @@ func Start(cfg Config) (*Broker, error) {
 				b.log.Warn("raft log replay wrote partition frames a crash tore again from the copies in its records", "frames", n)
 			}
 		}
-		expert.LogDBFactory = raftlog.Factory{FileBytes: cfg.RaftLogFileBytes, CopyBytes: cfg.RaftLogCopyBytes, Opened: opened,
+		expert.LogDBFactory = raftlog.Factory{FileBytes: b.cfg.RaftLogFileBytes, CopyBytes: b.cfg.RaftLogCopyBytes, Opened: opened,
 			Frames: b.replicas, Timed: b.metrics.timedSave}
 	}
 	// A step worker saves the Raft state of all its groups in one call, so
@@ -193,56 +268,31 @@ func Start(cfg Config) (*Broker, error) {
 	expert.Engine.ApplyShards = 4
 	expert.Engine.SnapshotShards = 4
 	expert.Engine.CloseShards = 4
-	nhConfig := dbconfig.NodeHostConfig{
-		NodeHostDir:       filepath.Join(cfg.DataDir, "raft"),
-		RTTMillisecond:    uint64(cfg.RTT / time.Millisecond),
-		RaftAddress:       cfg.RaftAddr,
-		ListenAddress:     cfg.RaftListen,
-		RaftEventListener: b,
-		Expert:            expert,
-	}
-	if t := cfg.RaftTLS; t != nil {
-		nhConfig.MutualTLS, nhConfig.CAFile, nhConfig.CertFile, nhConfig.KeyFile = true, t.CAFile, t.CertFile, t.KeyFile
-	}
-	nh, err := dragonboat.NewNodeHost(nhConfig)
-	if err != nil {
-		if strings.Contains(err.Error(), "logdb type changed") { // Dragonboat's error is in an internal package
-			return fail(fmt.Errorf("start raft: %w: %s was written with a Raft log store other than --raft-log-store %s", err, cfg.DataDir, cfg.RaftLogStore))
-		}
-		return fail(fmt.Errorf("start raft: %w", err))
-	}
-	b.nh = nh
-	if err := b.settleIncarnation(ctx, found); err != nil {
-		nh.Stop()
-		return fail(fmt.Errorf("settle this broker's incarnation: %w", err))
-	}
-	if err := b.startMetadata(); err != nil {
-		nh.Stop()
-		return fail(fmt.Errorf("start metadata group: %w", err))
-	}
+	return expert
+}
+
+// bindListeners binds the Kafka listeners, each SSL or SASL_SSL one with
+// its TLS files (a listener's own, or the broker's).
+func (b *Broker) bindListeners() error {
 	certs := map[security.TLSConfig]*security.Files{}
-	for _, l := range cfg.Listeners {
+	for _, l := range b.cfg.Listeners {
 		var served *security.Files
 		if l.Protocol.TLS() {
-			files, own := cfg.ListenerTLS[l.Name]
+			files, own := b.cfg.ListenerTLS[l.Name]
 			if !own {
-				files = cfg.TLS
+				files = b.cfg.TLS
 			}
 			if served = certs[files]; served == nil {
+				var err error
 				if served, err = security.NewFiles(files, b.log); err != nil {
-					nh.Stop()
-					return fail(fmt.Errorf("listener %s: %w", l.Name, err))
+					return fmt.Errorf("listener %s: %w", l.Name, err)
 				}
 				certs[files] = served
 			}
 		}
 		ln, err := net.Listen("tcp", l.Listen)
 		if err != nil {
-			for _, open := range b.listeners {
-				open.ln.Close()
-			}
-			nh.Stop()
-			return fail(fmt.Errorf("listener %s: %w", l.Name, err))
+			return fmt.Errorf("listener %s: %w", l.Name, err)
 		}
 		kl := &kafkaListener{Listener: l, ln: ln}
 		if served != nil {
@@ -250,7 +300,12 @@ func Start(cfg Config) (*Broker, error) {
 		}
 		b.listeners = append(b.listeners, kl)
 	}
-	close(b.started)
+	return nil
+}
+
+// startLoops starts the broker's background loops, each owning one
+// concern, and the Kafka listeners' accept loops last.
+func (b *Broker) startLoops() {
 	b.goBackground(b.register)
 	b.goBackground(b.replicas.run)
 	b.goBackground(leadership{b}.reportLeaders)
@@ -265,13 +320,11 @@ func Start(cfg Config) (*Broker, error) {
 	b.goBackground(b.groups.Run)
 	b.goBackground(leadership{b}.balanceLeaders)
 	b.goBackground(b.members.run)
-	if cfg.ScramUsersDir != "" {
-		b.goBackground(security.ScramUsers{Dir: cfg.ScramUsersDir, Credentials: b.meta, Propose: b.proposeMeta, Log: b.log}.Run)
+	if b.cfg.ScramUsersDir != "" {
+		b.goBackground(security.ScramUsers{Dir: b.cfg.ScramUsersDir, Credentials: b.meta, Propose: b.proposeMeta, Log: b.log}.Run)
 	}
 	b.goBackground(b.recoveries.run)
 	b.goBackground(b.serve)
-	b.log.Info("broker started", "kafka", b.Addr().String(), "listeners", len(b.listeners), "raft", cfg.RaftAddr, "generation", b.self.Generation)
-	return b, nil
 }
 
 // startMetadata starts this broker's member of the metadata group in the

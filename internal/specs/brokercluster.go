@@ -286,7 +286,32 @@ func BuildPodDisruptionBudget(c *raftkav1.BrokerCluster) *policyv1.PodDisruption
 // metadata group needs a quorum before any broker is ready) and are replaced
 // by the operator, one at a time (OnDelete), when the safe-restart check allows.
 func BuildStatefulSet(c *raftkav1.BrokerCluster, founding Founding, replicas int32, configHash string, external ExternalAddresses) *appsv1.StatefulSet {
-	voters := founding.Voters
+	labels := Labels(c)
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName(c), Namespace: c.Namespace, Labels: labels},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:             ptr.To(replicas),
+			ServiceName:          HeadlessServiceName(c),
+			Selector:             &metav1.LabelSelector{MatchLabels: labels},
+			PodManagementPolicy:  appsv1.ParallelPodManagement,
+			UpdateStrategy:       appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+			Template:             brokerPodTemplate(c, founding, replicas, configHash, external),
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{dataVolumeClaim(c)},
+			// A broker a scale-in removed held no replica and was
+			// unregistered: its volume would only be refused if the
+			// cluster grew again, so it goes; deleting the cluster keeps
+			// the volumes.
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
+			},
+		},
+	}
+}
+
+// brokerPodTemplate is the brokers' pod: the user's pod template's
+// labels, annotations and scheduling, spread over racks and nodes.
+func brokerPodTemplate(c *raftkav1.BrokerCluster, founding Founding, replicas int32, configHash string, external ExternalAddresses) corev1.PodTemplateSpec {
 	labels := Labels(c)
 	podLabels := map[string]string{}
 	podAnnotations := map[string]string{AnnotationConfigHash: configHash}
@@ -303,40 +328,49 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, founding Founding, replicas int
 	for k, v := range pt.Annotations {
 		podAnnotations[k] = v
 	}
-	// The founding voters are fixed at the cluster's creation; the voters
-	// the operator adds as the cluster grows are the next brokers, so a
-	// broker back on an empty disk asks all of the first brokers whether
-	// the cluster exists: those the StatefulSet runs. A broker it does not
-	// run has no DNS name, and where the cluster's DNS cannot say so (no
-	// upstream to deny the bare .svc name), asking it would hold a new
-	// one-broker cluster forever.
-	var voterList, joinList []string
-	for id := int32(0); id < MaxMetadataVoters; id++ {
-		if id < voters {
-			voterList = append(voterList, fmt.Sprintf("%d=%s:%d", id, BrokerHost(c, id), RaftPort))
-		}
-		if id < max(replicas, voters) {
-			joinList = append(joinList, fmt.Sprintf("%s:%d", BrokerHost(c, id), HTTPPort))
-		}
+	secretVolumes, secretMounts := listenerVolumes(c)
+	raftVolumes, raftMounts := raftTLSVolume(c, founding)
+	secretVolumes, secretMounts = append(secretVolumes, raftVolumes...), append(secretMounts, raftMounts...)
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{brokerContainer(c, founding, replicas, external, secretMounts)},
+			Volumes:                       secretVolumes,
+			ServiceAccountName:            pt.ServiceAccountName,
+			NodeSelector:                  pt.NodeSelector,
+			Tolerations:                   pt.Tolerations,
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			// The image runs as 65532; the volume must be writable by it.
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), FSGroup: ptr.To[int64](65532)},
+			// Spread over racks where the scheduler can; a cluster
+			// whose nodes lack the label still schedules.
+			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: RackLabel(c), WhenUnsatisfiable: corev1.ScheduleAnyway,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+			}},
+			Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+					Weight: 100,
+					PodAffinityTerm: corev1.PodAffinityTerm{
+						TopologyKey:   "kubernetes.io/hostname",
+						LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+					},
+				}},
+			}},
+		},
 	}
+}
+
+// brokerContainer is the broker's container: its flags, environment,
+// ports, probes and volumes.
+func brokerContainer(c *raftkav1.BrokerCluster, founding Founding, replicas int32, external ExternalAddresses, secretMounts []corev1.VolumeMount) corev1.Container {
 	self := fmt.Sprintf("$(POD_NAME).%s.$(POD_NAMESPACE).svc", HeadlessServiceName(c))
 	pullPolicy := c.Spec.ImagePullPolicy
 	if pullPolicy == "" {
 		pullPolicy = corev1.PullIfNotPresent
 	}
-	secretVolumes, secretMounts := listenerVolumes(c)
-	raftVolumes, raftMounts := raftTLSVolume(c, founding)
-	secretVolumes, secretMounts = append(secretVolumes, raftVolumes...), append(secretMounts, raftMounts...)
-	env := []corev1.EnvVar{
-		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-		// Empty where the node has no such label: no rack.
-		{Name: "RAFTKA_RACK", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fmt.Sprintf("metadata.labels['%s']", RackLabel(c))}}},
-	}
-	if hasNodePortListener(c) {
-		env = append(env, corev1.EnvVar{Name: nodeIPVar, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}})
-	}
-	container := corev1.Container{
+	voterList, joinList := metadataPeers(c, founding.Voters, replicas)
+	return corev1.Container{
 		Name:            "broker",
 		Image:           c.Spec.Image,
 		ImagePullPolicy: pullPolicy,
@@ -350,7 +384,7 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, founding Founding, replicas int
 			"--metadata-voters=" + strings.Join(voterList, ","),
 			"--join=" + strings.Join(joinList, ","),
 		}, raftTLSArgs(founding)),
-		Env:       env,
+		Env:       brokerEnv(c),
 		EnvFrom:   []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(c)}}}},
 		Ports:     containerPorts(c),
 		Resources: c.Spec.Resources,
@@ -364,63 +398,57 @@ func BuildStatefulSet(c *raftkav1.BrokerCluster, founding Founding, replicas int
 		},
 		VolumeMounts: append([]corev1.VolumeMount{{Name: "data", MountPath: dataPath}}, secretMounts...),
 	}
-	sts := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName(c), Namespace: c.Namespace, Labels: labels},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:            ptr.To(replicas),
-			ServiceName:         HeadlessServiceName(c),
-			Selector:            &metav1.LabelSelector{MatchLabels: labels},
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
-				Spec: corev1.PodSpec{
-					Containers:                    []corev1.Container{container},
-					Volumes:                       secretVolumes,
-					ServiceAccountName:            pt.ServiceAccountName,
-					NodeSelector:                  pt.NodeSelector,
-					Tolerations:                   pt.Tolerations,
-					TerminationGracePeriodSeconds: ptr.To[int64](30),
-					// The image runs as 65532; the volume must be writable by it.
-					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), FSGroup: ptr.To[int64](65532)},
-					// Spread over racks where the scheduler can; a cluster
-					// whose nodes lack the label still schedules.
-					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
-						MaxSkew: 1, TopologyKey: RackLabel(c), WhenUnsatisfiable: corev1.ScheduleAnyway,
-						LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
-					}},
-					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-							Weight: 100,
-							PodAffinityTerm: corev1.PodAffinityTerm{
-								TopologyKey:   "kubernetes.io/hostname",
-								LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
-							},
-						}},
-					}},
-				},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: labels},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					StorageClassName: c.Spec.Storage.StorageClassName,
-					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceStorage: storageSize(c),
-					}},
-				},
+}
+
+// metadataPeers are the founding voters (--metadata-voters) and the
+// brokers a broker asks whether the cluster exists (--join).
+//
+// The founding voters are fixed at the cluster's creation; the voters
+// the operator adds as the cluster grows are the next brokers, so a
+// broker back on an empty disk asks all of the first brokers whether
+// the cluster exists: those the StatefulSet runs. A broker it does not
+// run has no DNS name, and where the cluster's DNS cannot say so (no
+// upstream to deny the bare .svc name), asking it would hold a new
+// one-broker cluster forever.
+func metadataPeers(c *raftkav1.BrokerCluster, voters, replicas int32) (voterList, joinList []string) {
+	for id := int32(0); id < MaxMetadataVoters; id++ {
+		if id < voters {
+			voterList = append(voterList, fmt.Sprintf("%d=%s:%d", id, BrokerHost(c, id), RaftPort))
+		}
+		if id < max(replicas, voters) {
+			joinList = append(joinList, fmt.Sprintf("%s:%d", BrokerHost(c, id), HTTPPort))
+		}
+	}
+	return voterList, joinList
+}
+
+// brokerEnv is the pod's own name, namespace and rack, and its node's
+// address where a NodePort listener advertises it.
+func brokerEnv(c *raftkav1.BrokerCluster) []corev1.EnvVar {
+	env := []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		// Empty where the node has no such label: no rack.
+		{Name: "RAFTKA_RACK", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fmt.Sprintf("metadata.labels['%s']", RackLabel(c))}}},
+	}
+	if hasNodePortListener(c) {
+		env = append(env, corev1.EnvVar{Name: nodeIPVar, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}})
+	}
+	return env
+}
+
+// dataVolumeClaim is each broker's data volume.
+func dataVolumeClaim(c *raftkav1.BrokerCluster) corev1.PersistentVolumeClaim {
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: Labels(c)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: c.Spec.Storage.StorageClassName,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: storageSize(c),
 			}},
-			// A broker a scale-in removed held no replica and was
-			// unregistered: its volume would only be refused if the
-			// cluster grew again, so it goes; deleting the cluster keeps
-			// the volumes.
-			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
-				WhenScaled:  appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
-			},
 		},
 	}
-	return sts
 }
 
 func storageSize(c *raftkav1.BrokerCluster) resource.Quantity {
