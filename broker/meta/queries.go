@@ -336,3 +336,10 @@ func (m *StateMachine) ScramCredential(user, mechanism string) (ScramCredential,
 	m.Read(func(s *State) { c, ok = s.ScramCredential(user, mechanism) })
 	return c, ok
 }
+
+// Brokers is State.Brokers.
+func (m *StateMachine) Brokers() []Broker {
+	var out []Broker
+	m.Read(func(s *State) { out = s.Brokers() })
+	return out
+}

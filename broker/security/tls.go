@@ -147,3 +147,10 @@ func Principal(cs tls.ConnectionState) string {
 	}
 	return cs.PeerCertificates[0].Subject.String()
 }
+
+// RaftTLS is the Raft transport's mutual TLS, from PEM files; Dragonboat
+// reads the server's once, at start, and a client's at each connection.
+// The brokers' HTTP calls to each other use the same files.
+type RaftTLS struct {
+	CAFile, CertFile, KeyFile string
+}

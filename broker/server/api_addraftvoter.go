@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/cluster"
 )
 
 // AddRaftVoter v0-1 (flexible): makes a running broker a voter of the
@@ -25,8 +27,8 @@ func handleAddRaftVoter(b *Broker, r *request) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
 		ctx, cancel := context.WithTimeout(b.ctx, voterChangeWait)
 		defer cancel()
-		change := voterChange{clusterID: req.ClusterID, broker: req.VoterID, key: req.VoterDirectoryID}
-		if err, msg := (quorum{b}).addVoter(ctx, change); err != nil {
+		change := cluster.VoterChange{ClusterID: req.ClusterID, Broker: req.VoterID, Key: req.VoterDirectoryID}
+		if err, msg := b.quorum().AddVoter(ctx, change); err != nil {
 			resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(msg)
 		}
 		return resp

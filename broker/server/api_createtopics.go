@@ -175,7 +175,7 @@ func (b *Broker) awaitLeaders(ctx context.Context, topics []string) {
 			}
 		}
 	})
-	b.liveness.confirm(preferredBrokers)
+	b.liveness.Confirm(preferredBrokers)
 	var allLedSince time.Time
 	for len(topics) > 0 {
 		changed := b.meta.Changed()
@@ -185,7 +185,7 @@ func (b *Broker) awaitLeaders(ctx context.Context, topics []string) {
 				if t := s.Topic(name); t != nil {
 					for _, p := range t.Partitions {
 						led = led && p.Leader >= 0
-						if len(p.Replicas) > 0 && p.Leader != p.Replicas[0] && b.liveness.isLive(p.Replicas[0]) {
+						if len(p.Replicas) > 0 && p.Leader != p.Replicas[0] && b.liveness.IsLive(p.Replicas[0]) {
 							preferred = false
 						}
 					}

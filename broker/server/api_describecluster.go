@@ -26,7 +26,7 @@ func handleDescribeCluster(b *Broker, r *request) (kmsg.Response, error) {
 	}
 	b.meta.Read(func(s *meta.State) {
 		for _, br := range s.Brokers() {
-			live := b.liveness.isLive(br.ID)
+			live := b.liveness.IsLive(br.ID)
 			if !live && !req.IncludeFencedBrokers {
 				continue
 			}

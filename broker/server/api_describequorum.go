@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftka/raftka/broker/cluster"
 	"github.com/raftka/raftka/broker/meta"
 )
 
@@ -32,7 +33,7 @@ func handleDescribeQuorum(b *Broker, r *request) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 		defer cancel()
-		view, err := quorum{b}.describe(ctx)
+		view, err := b.quorum().Describe(ctx)
 		switch {
 		case errors.Is(err, dragonboat.ErrClusterNotFound):
 			// Retriable: the client asks the metadata group's leader.
@@ -54,21 +55,21 @@ func handleDescribeQuorum(b *Broker, r *request) (kmsg.Response, error) {
 					t.Partitions = append(t.Partitions, p)
 					continue
 				}
-				p.LeaderID, p.LeaderEpoch, p.HighWatermark = view.leader, view.term, int64(view.applied)
-				for _, m := range view.voters {
+				p.LeaderID, p.LeaderEpoch, p.HighWatermark = view.Leader, view.Term, int64(view.Applied)
+				for _, m := range view.Voters {
 					p.CurrentVoters = append(p.CurrentVoters, quorumReplicaState(b, m))
-					listed[m.broker] = true
+					listed[m.Broker] = true
 				}
-				for _, m := range view.observers {
+				for _, m := range view.Observers {
 					p.Observers = append(p.Observers, quorumReplicaState(b, m))
-					listed[m.broker] = true
+					listed[m.Broker] = true
 				}
 				t.Partitions = append(t.Partitions, p)
 			}
 			resp.Topics = append(resp.Topics, t)
 		}
 		for _, id := range slices.Sorted(maps.Keys(listed)) {
-			br, ok := view.brokers[id]
+			br, ok := view.Brokers[id]
 			if !ok {
 				continue
 			}
@@ -90,10 +91,10 @@ func handleDescribeQuorum(b *Broker, r *request) (kmsg.Response, error) {
 	return nil, nil
 }
 
-func quorumReplicaState(b *Broker, m quorumMember) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
+func quorumReplicaState(b *Broker, m cluster.Member) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
 	s := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-	s.ReplicaID, s.ReplicaDirectoryID, s.LogEndOffset = m.broker, m.incarnation, -1
-	if m.broker == b.cfg.ID {
+	s.ReplicaID, s.ReplicaDirectoryID, s.LogEndOffset = m.Broker, m.Incarnation, -1
+	if m.Broker == b.cfg.ID {
 		s.LogEndOffset = int64(b.meta.Applied())
 	}
 	return s

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
 )
 
@@ -97,7 +98,7 @@ func (b *Broker) electPreferred(ctx context.Context, topic string, index int32, 
 	if info.Leader == preferred {
 		return kerr.ElectionNotNeeded, "the preferred replica leads already"
 	}
-	if !b.liveness.isLive(preferred) {
+	if !b.liveness.IsLive(preferred) {
 		return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker does not answer"
 	}
 	if b.replicas.get(info.Shard) == nil {
@@ -114,7 +115,7 @@ func (b *Broker) electPreferred(ctx context.Context, topic string, index int32, 
 			return nil, ""
 		}
 		_ = b.nh.RequestLeaderTransfer(info.Shard, node)
-		sleep(ctx, 200*time.Millisecond)
+		wait.Sleep(ctx, 200*time.Millisecond)
 	}
 	return kerr.PreferredLeaderNotAvailable, "the preferred replica did not take the leadership in time: it may be catching up"
 }

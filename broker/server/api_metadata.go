@@ -99,7 +99,7 @@ func (b *Broker) metadataBrokers(s *meta.State, resp *kmsg.MetadataResponse, lis
 	}
 	var out []kmsg.MetadataResponseBroker
 	for _, br := range s.Brokers() {
-		if !named[br.ID] && !b.liveness.isLive(br.ID) {
+		if !named[br.ID] && !b.liveness.IsLive(br.ID) {
 			continue
 		}
 		mb := kmsg.NewMetadataResponseBroker()
@@ -152,7 +152,7 @@ func (b *Broker) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
 		mp.Replicas = append([]int32(nil), p.Replicas...)
 		mp.ISR = b.inSyncReplicas(p.Shard, p.Replicas)
 		for _, id := range p.Replicas {
-			if !b.liveness.isLive(id) {
+			if !b.liveness.IsLive(id) {
 				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
 			}
 		}

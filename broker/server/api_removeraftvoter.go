@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/cluster"
 )
 
 // RemoveRaftVoter v0 (flexible): takes a leaving broker out of the
@@ -19,8 +21,8 @@ func handleRemoveRaftVoter(b *Broker, r *request) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
 		ctx, cancel := context.WithTimeout(b.ctx, voterChangeWait)
 		defer cancel()
-		change := voterChange{clusterID: req.ClusterID, broker: req.VoterID, key: req.VoterDirectoryID}
-		if err, msg := (quorum{b}).removeVoter(ctx, change); err != nil {
+		change := cluster.VoterChange{ClusterID: req.ClusterID, Broker: req.VoterID, Key: req.VoterDirectoryID}
+		if err, msg := b.quorum().RemoveVoter(ctx, change); err != nil {
 			resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(msg)
 		}
 		return resp

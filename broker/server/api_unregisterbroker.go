@@ -52,7 +52,7 @@ func (b *Broker) unregisterBroker(ctx context.Context, id int32) (*kerr.Error, s
 		}
 		return kerr.BrokerIDNotRegistered, fmt.Sprintf("broker %d is not registered", id)
 	}
-	if id == b.cfg.ID || b.liveness.isLive(id) {
+	if id == b.cfg.ID || b.liveness.IsLive(id) {
 		return kerr.InvalidRequest, fmt.Sprintf("broker %d is running: stop it first", id)
 	}
 	if _, voter := mem.Nodes[node]; voter {

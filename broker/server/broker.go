@@ -20,8 +20,10 @@ import (
 	sm "github.com/lni/dragonboat/v3/statemachine"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/raftka/raftka/broker/cluster"
 	"github.com/raftka/raftka/broker/groups"
 	"github.com/raftka/raftka/broker/identity"
+	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/raftlog"
 	"github.com/raftka/raftka/broker/security"
@@ -58,7 +60,7 @@ type Broker struct {
 	throttle   *replicationThrottle
 
 	replicas *replicaSet
-	liveness *liveness
+	liveness *cluster.Liveness
 	groups   *groups.Coordinator
 	pids     producerIDs
 	metrics  *metrics
@@ -66,7 +68,7 @@ type Broker struct {
 	free     freeSpace
 	peers    peerClients
 	// peerHTTP: brokers' calls to each other's HTTP endpoint.
-	peerHTTP *peerHTTP
+	peerHTTP *cluster.PeerHTTP
 	progress followerProgress
 
 	listeners []*kafkaListener
@@ -165,7 +167,7 @@ func newBroker(cfg Config) (*Broker, identity.State, error) {
 			return nil, 0, err
 		}
 	}
-	b.liveness = newLiveness(cfg.ID)
+	b.liveness = cluster.NewLiveness(cfg.ID, b.meta)
 	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
 	b.metrics = newMetrics(b)
 	b.auth = security.NewAuthenticator(cfg.SASL, b.meta)
@@ -178,7 +180,7 @@ func newBroker(cfg Config) (*Broker, identity.State, error) {
 	}
 	b.self = self
 	b.legacyData = found == identity.Legacy
-	if b.peerHTTP, err = newPeerHTTP(cfg.RaftTLS, b.log); err != nil {
+	if b.peerHTTP, err = cluster.NewPeerHTTP(cfg.RaftTLS, b.log); err != nil {
 		cancel()
 		return nil, 0, fmt.Errorf("raft TLS files: %w", err)
 	}
@@ -309,7 +311,7 @@ func (b *Broker) startLoops() {
 	b.goBackground(b.register)
 	b.goBackground(b.replicas.run)
 	b.goBackground(leadership{b}.reportLeaders)
-	b.goBackground(b.liveness.run(b))
+	b.goBackground(b.liveness.Run)
 	b.goBackground(retention{b}.enforceRetention)
 	if b.cfg.ProducerIDExpiration > 0 {
 		b.goBackground(retention{b}.expireProducers)
@@ -504,7 +506,7 @@ func (b *Broker) register(ctx context.Context) {
 			}
 			continue
 		}
-		sleep(ctx, 200*time.Millisecond)
+		wait.Sleep(ctx, 200*time.Millisecond)
 	}
 }
 
@@ -525,7 +527,7 @@ func (b *Broker) proposeMeta(ctx context.Context, cmd *meta.Command) (meta.Outco
 		if !retriable(err) || ctx.Err() != nil {
 			return meta.Outcome{}, err
 		}
-		if !sleep(ctx, 50*time.Millisecond) {
+		if !wait.Sleep(ctx, 50*time.Millisecond) {
 			return meta.Outcome{}, ctx.Err()
 		}
 	}
@@ -570,18 +572,6 @@ func retriable(err error) bool {
 		errors.Is(err, dragonboat.ErrRejected)
 }
 
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // LeaderUpdated implements raftio.IRaftEventListener. It runs on Dragonboat's
 // goroutines, so it only records and queues.
 func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
@@ -609,4 +599,15 @@ func (b *Broker) metaLeader() (int32, bool) {
 		return -1, false
 	}
 	return brokerOf(id), true
+}
+
+// quorum is the metadata group's voters as package cluster changes them,
+// over this broker's parts.
+func (b *Broker) quorum() cluster.Quorum {
+	return cluster.Quorum{Self: b.cfg.ID, FoundingVoters: b.cfg.MetadataVoters, Meta: b.meta, Raft: b.nh, Liveness: b.liveness,
+		Propose: b.proposeMeta, Log: b.log,
+		Leader: func() (int32, bool, int32) {
+			id, ok := b.metaLeader()
+			return id, ok, b.leaders.term(meta.MetadataShard)
+		}}
 }

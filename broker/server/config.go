@@ -13,12 +13,6 @@ import (
 	"github.com/raftka/raftka/broker/security"
 )
 
-// RaftTLS is the Raft transport's mutual TLS, from PEM files; Dragonboat
-// reads the server's once, at start, and a client's at each connection.
-type RaftTLS struct {
-	CAFile, CertFile, KeyFile string
-}
-
 // The Raft log stores a broker can run on. A NodeHost directory records
 // which one wrote it, and Dragonboat refuses to open it with another.
 const (
@@ -63,7 +57,7 @@ type Config struct {
 	// RaftTLS, when set, makes the Raft transport mutual TLS: each broker
 	// presents its certificate and accepts only peers whose certificate
 	// the CA signed, so that nothing but a broker can speak Raft to it.
-	RaftTLS        *RaftTLS
+	RaftTLS        *security.RaftTLS
 	HTTPListen     string // metrics, readiness and safe-restart endpoints; empty disables
 	MetadataVoters map[int32]string
 	// JoinAddresses are HTTP host:port of brokers to ask for a place in the

@@ -31,8 +31,8 @@ func (b *Broker) serveHTTP(ctx context.Context, ln net.Listener) {
 	mux.Handle("/metrics", b.afterStart(promhttp.HandlerFor(b.metrics.registry, promhttp.HandlerOpts{})))
 	mux.Handle("/readyz", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.Readiness()) })))
 	mux.Handle("/safe-to-restart", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.SafeToRestart()) })))
-	mux.Handle("POST /internal/join", b.peerHTTP.onlyPeers(b.afterStart(http.HandlerFunc(b.handleJoin))))
-	mux.Handle("GET /internal/replica", b.peerHTTP.onlyPeers(b.afterStart(http.HandlerFunc(b.handleReplica))))
+	mux.Handle("POST /internal/join", b.peerHTTP.OnlyPeers(b.afterStart(http.HandlerFunc(b.handleJoin))))
+	mux.Handle("GET /internal/replica", b.peerHTTP.OnlyPeers(b.afterStart(http.HandlerFunc(b.handleReplica))))
 	if b.cfg.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -45,7 +45,7 @@ func (b *Broker) serveHTTP(ctx context.Context, ln net.Listener) {
 		<-ctx.Done()
 		srv.Close()
 	}()
-	_ = srv.Serve(b.peerHTTP.listen(ln))
+	_ = srv.Serve(b.peerHTTP.Listen(ln))
 }
 
 // afterStart answers 503 until the broker's Raft runs.
@@ -166,7 +166,7 @@ func voterBrokers(nodes map[uint64]string, current func(broker int32) uint64) []
 func (b *Broker) keepsQuorumWithoutMe(members []int32) bool {
 	live := 0
 	for _, id := range members {
-		if id != b.cfg.ID && b.liveness.isLive(id) {
+		if id != b.cfg.ID && b.liveness.IsLive(id) {
 			live++
 		}
 	}

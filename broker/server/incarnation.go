@@ -13,7 +13,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/raftka/raftka/broker/cluster"
 	"github.com/raftka/raftka/broker/identity"
+	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
 )
 
@@ -102,7 +104,7 @@ func (b *Broker) handleIdentity(w http.ResponseWriter, r *http.Request) {
 // whose metadata node left the group. A broker that no peer answers
 // starts, and its registration is refused if it was replaced.
 func (b *Broker) checkNotReplaced(ctx context.Context) error {
-	client := b.peerHTTP.client(time.Second)
+	client := b.peerHTTP.Client(time.Second)
 	for _, addr := range b.cfg.JoinAddresses {
 		a, err := b.peerIdentity(ctx, client, addr, b.cfg.ID)
 		if err != nil || a.BrokerID == b.cfg.ID {
@@ -138,7 +140,7 @@ func (b *Broker) replacedError(current uint32) error {
 // voters may be brokers other than the founders. An address whose host
 // does not exist (a broker pod that was never created) cannot.
 func (b *Broker) foundOrJoin(ctx context.Context) (bool, error) {
-	client := b.peerHTTP.client(time.Second)
+	client := b.peerHTTP.Client(time.Second)
 	for attempt := 0; ; attempt++ {
 		answered := map[int32]bool{}
 		var silent []string
@@ -172,7 +174,7 @@ func (b *Broker) foundOrJoin(ctx context.Context) (bool, error) {
 			sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
 			b.log.Warn("empty data directory: waiting for the other brokers to tell whether the cluster exists", "unanswered voters", missing, "unanswered addresses", silent)
 		}
-		if !sleep(ctx, 250*time.Millisecond) {
+		if !wait.Sleep(ctx, 250*time.Millisecond) {
 			return false, ctx.Err()
 		}
 	}
@@ -180,25 +182,8 @@ func (b *Broker) foundOrJoin(ctx context.Context) (bool, error) {
 
 func (b *Broker) peerIdentity(ctx context.Context, client *http.Client, addr string, asked int32) (identityAnswer, error) {
 	var a identityAnswer
-	err := getPeerJSON(ctx, client, b.peerHTTP.url(addr, "/internal/identity", url.Values{"broker": {strconv.Itoa(int(asked))}}), &a)
+	err := cluster.GetJSON(ctx, client, b.peerHTTP.URL(addr, "/internal/identity", url.Values{"broker": {strconv.Itoa(int(asked))}}), &a)
 	return a, err
-}
-
-// getPeerJSON GETs a peer's JSON answer into out.
-func getPeerJSON(ctx context.Context, client *http.Client, url string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: status %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 // joinRequest asks a member of the metadata group to record a new
@@ -230,10 +215,10 @@ func (b *Broker) join(ctx context.Context) error {
 		return err
 	}
 	body, _ := json.Marshal(joinRequest{Broker: self})
-	client := b.peerHTTP.client(20 * time.Second)
+	client := b.peerHTTP.Client(20 * time.Second)
 	for attempt := 0; ; attempt++ {
 		for _, addr := range b.cfg.JoinAddresses {
-			ans, err := postJoin(ctx, client, b.peerHTTP.url(addr, "/internal/join", nil), body)
+			ans, err := postJoin(ctx, client, b.peerHTTP.URL(addr, "/internal/join", nil), body)
 			if err == nil {
 				b.selfMu.Lock()
 				b.self.Generation, b.self.ClusterID, b.self.Registered = ans.Generation, ans.ClusterID, true
@@ -249,7 +234,7 @@ func (b *Broker) join(ctx context.Context) error {
 				b.log.Warn("join attempt failed", "via", addr, "error", err)
 			}
 		}
-		if !sleep(ctx, time.Second) {
+		if !wait.Sleep(ctx, time.Second) {
 			return errors.New("stopped before joining the cluster")
 		}
 	}

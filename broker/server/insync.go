@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/internal/wait"
 )
 
 // A replica is in sync, for min.insync.replicas, when its broker answers
@@ -43,7 +45,7 @@ type probe struct {
 
 // trackFollowers probes the followers of every partition this broker leads.
 func (b *Broker) trackFollowers(ctx context.Context) {
-	for sleep(ctx, followerProbeInterval) {
+	for wait.Sleep(ctx, followerProbeInterval) {
 		led := map[uint64]int64{}
 		byFollower := map[int32][]probe{}
 		for _, h := range b.meta.HostedPartitions(b.cfg.ID, nil) {
@@ -53,7 +55,7 @@ func (b *Broker) trackFollowers(ctx context.Context) {
 			}
 			_, led[h.Shard] = rep.sm.Log().Offsets()
 			for _, id := range h.Replicas {
-				if id != b.cfg.ID && b.liveness.isLive(id) {
+				if id != b.cfg.ID && b.liveness.IsLive(id) {
 					byFollower[id] = append(byFollower[id], probe{h.Topic, h.Index, h.Shard})
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
 )
 
@@ -69,7 +70,7 @@ func (l leadership) reportLeader(ctx context.Context, shard uint64, epoch int32)
 // still accepts connections) would stop the partition's writes until the
 // transfer times out, every round.
 func (l leadership) balanceLeaders(ctx context.Context) {
-	for sleep(ctx, 5*time.Second) {
+	for wait.Sleep(ctx, 5*time.Second) {
 		for _, shard := range l.b.replicas.shards() {
 			l.handBack(shard, true)
 		}
@@ -95,11 +96,11 @@ func (l leadership) handBack(shard uint64, caughtUp bool) {
 		}
 	})
 	if !caughtUp {
-		l.b.liveness.confirm([]meta.Broker{broker})
+		l.b.liveness.Confirm([]meta.Broker{broker})
 	}
 	// Only to a voter: a replica that came back as a new incarnation is an
 	// observer until it caught up (membership.go).
-	if preferred >= 0 && preferred != l.b.cfg.ID && l.b.liveness.isLive(preferred) && l.b.members.mayVote(shard, preferred) &&
+	if preferred >= 0 && preferred != l.b.cfg.ID && l.b.liveness.IsLive(preferred) && l.b.members.mayVote(shard, preferred) &&
 		(!caughtUp || l.b.progress.seenCaughtUp(time.Now(), shard, preferred, l.b.cfg.ReplicaLagMax)) {
 		_ = l.b.nh.RequestLeaderTransfer(shard, node)
 	}
@@ -123,8 +124,8 @@ func (l leadership) handBackNewPartition(shard uint64) {
 		return
 	}
 	l.b.goBackground(func(ctx context.Context) {
-		for i, wait := range []time.Duration{100 * time.Millisecond, followerProbeInterval + 100*time.Millisecond, 2 * followerProbeInterval, 4 * followerProbeInterval} {
-			if !sleep(ctx, wait) {
+		for i, pause := range []time.Duration{100 * time.Millisecond, followerProbeInterval + 100*time.Millisecond, 2 * followerProbeInterval, 4 * followerProbeInterval} {
+			if !wait.Sleep(ctx, pause) {
 				return
 			}
 			l.handBack(shard, i > 0)

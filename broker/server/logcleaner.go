@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 )
@@ -14,7 +15,7 @@ import (
 // Kafka: compaction changes no offset and no batch header, so it needs no
 // agreement (see broker/partition/compact.go). The clock is read here.
 func (b *Broker) cleanLogs(ctx context.Context) {
-	for sleep(ctx, b.cfg.LogCleanerInterval) {
+	for wait.Sleep(ctx, b.cfg.LogCleanerInterval) {
 		for shard, opts := range b.compactedReplicas() {
 			rep := b.replicas.get(shard)
 			if rep == nil {

@@ -67,7 +67,7 @@ func (b *Broker) currentLeader(info meta.PartitionView) (int32, int32) {
 	if info.LeaderReplaced {
 		return b.standIn(info), info.LeaderEpoch
 	}
-	if b.liveness.isLive(info.Leader) {
+	if b.liveness.IsLive(info.Leader) {
 		return info.Leader, info.LeaderEpoch
 	}
 	return b.standIn(info), info.LeaderEpoch
@@ -78,7 +78,7 @@ func (b *Broker) currentLeader(info meta.PartitionView) (int32, int32) {
 // answers for itself.
 func (b *Broker) standIn(info meta.PartitionView) int32 {
 	for _, id := range info.Replicas {
-		if b.liveness.isLive(id) {
+		if b.liveness.IsLive(id) {
 			return id
 		}
 	}
@@ -127,7 +127,7 @@ func (b *Broker) hostedReplica(topic string, index int32) (*replica, *kerr.Error
 func (b *Broker) liveReplicas(replicas []int32) []int32 {
 	var out []int32
 	for _, id := range replicas {
-		if b.liveness.isLive(id) {
+		if b.liveness.IsLive(id) {
 			out = append(out, id)
 		}
 	}

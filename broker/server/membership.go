@@ -9,6 +9,7 @@ import (
 
 	"github.com/lni/dragonboat/v3"
 
+	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
 )
 
@@ -66,7 +67,7 @@ func newMemberships(b *Broker) *memberships {
 }
 
 func (m *memberships) run(ctx context.Context) {
-	for sleep(ctx, membershipInterval) {
+	for wait.Sleep(ctx, membershipInterval) {
 		info := m.b.nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true})
 		if info == nil {
 			continue

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/internal/wait"
 )
 
 // quotaUse is a request's client, for its quotas, and the throttle time
@@ -46,7 +48,7 @@ func (c *clientConn) mute(d time.Duration) {
 // waitUnmuted sleeps out a mute; false if the broker stops meanwhile.
 func (c *clientConn) waitUnmuted(ctx context.Context) bool {
 	d := time.Until(time.Unix(0, c.mutedUntil.Load()))
-	return d <= 0 || sleep(ctx, d)
+	return d <= 0 || wait.Sleep(ctx, d)
 }
 
 // setThrottle carries a throttle time in the responses that have one.

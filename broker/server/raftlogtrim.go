@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/lni/dragonboat/v3"
+
+	"github.com/raftka/raftka/broker/internal/wait"
 )
 
 // Every partition replica bounds its own Raft log by bytes, not only by
@@ -70,7 +72,7 @@ func (t raftLogTrimmer) run(ctx context.Context) {
 	}
 	var lastBudgetCheck time.Time
 	otherSnapshots := map[uint64]time.Time{} // groups that are not partitions: the metadata group
-	for sleep(ctx, raftLogTrimTick) {
+	for wait.Sleep(ctx, raftLogTrimTick) {
 		var pinning map[uint64]bool
 		if b.raftLog != nil && b.cfg.RaftLogMaxBytes > 0 && time.Since(lastBudgetCheck) >= budgetCheckInterval &&
 			b.raftLog.Stats().Bytes > b.cfg.RaftLogMaxBytes {

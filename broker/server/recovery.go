@@ -16,6 +16,8 @@ import (
 	"github.com/lni/dragonboat/v3"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/raftka/raftka/broker/cluster"
+	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
 )
 
@@ -137,7 +139,7 @@ type hostedReplica struct {
 // that does not answer, or whose replica is not the node the metadata
 // gives it, is left out and named in missing.
 func (r *recoveries) gather(ctx context.Context, shard uint64, replicas []hostedReplica) (states []replicaLogState, missing []int32) {
-	client := r.b.peerHTTP.client(3 * time.Second)
+	client := r.b.peerHTTP.Client(3 * time.Second)
 	for _, h := range replicas {
 		var st replicaLogState
 		var ok bool
@@ -157,7 +159,7 @@ func (r *recoveries) gather(ctx context.Context, shard uint64, replicas []hosted
 
 func (r *recoveries) peerReplicaState(ctx context.Context, client *http.Client, addr string, shard uint64) (replicaLogState, bool) {
 	var st replicaLogState
-	return st, getPeerJSON(ctx, client, r.b.peerHTTP.url(addr, "/internal/replica", url.Values{"shard": {strconv.FormatUint(shard, 10)}}), &st) == nil
+	return st, cluster.GetJSON(ctx, client, r.b.peerHTTP.URL(addr, "/internal/replica", url.Values{"shard": {strconv.FormatUint(shard, 10)}}), &st) == nil
 }
 
 // force runs a forced recovery of a partition and waits until it is done,
@@ -218,7 +220,7 @@ func (r *recoveries) force(ctx context.Context, topic string, index int32) (*ker
 		if rec != nil && rec.Done {
 			return nil, recoveryReport(src.Broker, *rec)
 		}
-		if !sleep(ctx, 100*time.Millisecond) {
+		if !wait.Sleep(ctx, 100*time.Millisecond) {
 			return kerr.RequestTimedOut, fmt.Sprintf("the recovery from broker %d was started and goes on; it has not completed yet", src.Broker)
 		}
 	}

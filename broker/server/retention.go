@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 )
@@ -26,7 +27,7 @@ type retention struct{ b *Broker }
 // the producers whose batches all end below the horizon.
 func (r retention) expireProducers(ctx context.Context) {
 	seenEnd := map[uint64]int64{}
-	for sleep(ctx, r.b.cfg.ProducerIDExpirationCheckInterval) {
+	for wait.Sleep(ctx, r.b.cfg.ProducerIDExpirationCheckInterval) {
 		ends := map[uint64]int64{}
 		for _, shard := range r.b.replicas.shards() {
 			rep := r.b.replicas.get(shard)
@@ -63,7 +64,7 @@ func (r retention) expireProducers(ctx context.Context) {
 // retention.bytes have expired to be dropped. The clock is read here, and
 // the state machine only applies the resulting offset.
 func (r retention) enforceRetention(ctx context.Context) {
-	for sleep(ctx, r.b.cfg.RetentionCheckInterval) {
+	for wait.Sleep(ctx, r.b.cfg.RetentionCheckInterval) {
 		for _, shard := range r.b.replicas.shards() {
 			rep := r.b.replicas.get(shard)
 			if rep == nil || !r.b.isLeader(shard) {

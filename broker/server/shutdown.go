@@ -73,7 +73,7 @@ func (b *Broker) handOffTarget(shard uint64) uint64 {
 	b.meta.Read(func(s *meta.State) {
 		if shard == meta.MetadataShard {
 			for _, id := range s.BrokerIDs() {
-				if s.VotesInMetadata(id, b.cfg.MetadataVoters) && id != b.cfg.ID && b.liveness.isLive(id) {
+				if s.VotesInMetadata(id, b.cfg.MetadataVoters) && id != b.cfg.ID && b.liveness.IsLive(id) {
 					br, _ := s.Broker(id)
 					target = br.Node()
 					return
@@ -87,7 +87,7 @@ func (b *Broker) handOffTarget(shard uint64) uint64 {
 		}
 		for _, caughtUpOnly := range []bool{true, false} {
 			for _, id := range p.Replicas {
-				if id != b.cfg.ID && b.liveness.isLive(id) && b.members.mayVote(shard, id) &&
+				if id != b.cfg.ID && b.liveness.IsLive(id) && b.members.mayVote(shard, id) &&
 					(!caughtUpOnly || b.progress.seenCaughtUp(now, shard, id, b.cfg.ReplicaLagMax)) {
 					target = p.NodeOf(id)
 					return

@@ -166,7 +166,7 @@ func (o *options) config(fs *flag.FlagSet) (server.Config, error) {
 	}
 	switch set := []bool{o.raftCA != "", o.raftCert != "", o.raftKey != ""}; {
 	case set[0] && set[1] && set[2]:
-		cfg.RaftTLS = &server.RaftTLS{CAFile: o.raftCA, CertFile: o.raftCert, KeyFile: o.raftKey}
+		cfg.RaftTLS = &security.RaftTLS{CAFile: o.raftCA, CertFile: o.raftCert, KeyFile: o.raftKey}
 	case set[0] || set[1] || set[2]:
 		return cfg, fmt.Errorf("--raft-tls-ca-file, --raft-tls-cert-file and --raft-tls-key-file go together")
 	}

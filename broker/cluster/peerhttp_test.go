@@ -1,4 +1,4 @@
-package server
+package cluster
 
 import (
 	"crypto/tls"
@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker/brokertest"
+	"github.com/raftka/raftka/broker/security"
 )
 
 // raftTLSFiles writes a Raft certificate of ca, its key and ca into dir.
-func raftTLSFiles(t *testing.T, dir string, ca *brokertest.CA, serial int64) *RaftTLS {
+func raftTLSFiles(t *testing.T, dir string, ca *brokertest.CA, serial int64) *security.RaftTLS {
 	t.Helper()
 	cert, key := ca.IssuePeer(t, serial, "broker")
-	files := &RaftTLS{CAFile: filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key")}
+	files := &security.RaftTLS{CAFile: filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key")}
 	for path, data := range map[string][]byte{files.CAFile: ca.PEM, files.CertFile: cert, files.KeyFile: key} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
@@ -29,18 +30,18 @@ func raftTLSFiles(t *testing.T, dir string, ca *brokertest.CA, serial int64) *Ra
 
 // servePeerHTTP serves, as a broker's HTTP endpoint would, /open to anyone
 // and /internal only to peers; it returns the address.
-func servePeerHTTP(t *testing.T, p *peerHTTP) string {
+func servePeerHTTP(t *testing.T, p *PeerHTTP) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.Handle("/open", ok)
-	mux.Handle("/internal", p.onlyPeers(ok))
+	mux.Handle("/internal", p.OnlyPeers(ok))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(p.listen(ln)) }()
+	go func() { _ = srv.Serve(p.Listen(ln)) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String()
 }
@@ -59,7 +60,7 @@ func status(t *testing.T, client *http.Client, url string) int {
 
 func TestPeerHTTPServesInternalEndpointsOnlyToRaftPeers(t *testing.T) {
 	ca := brokertest.NewCA(t)
-	p, err := newPeerHTTP(raftTLSFiles(t, t.TempDir(), ca, 2), slog.Default())
+	p, err := NewPeerHTTP(raftTLSFiles(t, t.TempDir(), ca, 2), slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestPeerHTTPServesInternalEndpointsOnlyToRaftPeers(t *testing.T) {
 	if got := status(t, plain, "http://"+addr+"/internal"); got != http.StatusForbidden {
 		t.Errorf("plain HTTP to an internal endpoint: %d, want 403", got)
 	}
-	if got := status(t, p.client(5*time.Second), p.url(addr, "/internal", nil)); got != http.StatusOK {
+	if got := status(t, p.Client(5*time.Second), p.URL(addr, "/internal", nil)); got != http.StatusOK {
 		t.Errorf("a peer with its Raft certificate: %d, want 200", got)
 	}
 
@@ -113,25 +114,25 @@ func TestPeerHTTPServesInternalEndpointsOnlyToRaftPeers(t *testing.T) {
 	}
 
 	// A peer trusts only a server with a certificate of the Raft CA.
-	impostor, err := newPeerHTTP(raftTLSFiles(t, t.TempDir(), stranger, 5), slog.Default())
+	impostor, err := NewPeerHTTP(raftTLSFiles(t, t.TempDir(), stranger, 5), slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := status(t, p.client(5*time.Second), p.url(servePeerHTTP(t, impostor), "/open", nil)); got != 0 {
+	if got := status(t, p.Client(5*time.Second), p.URL(servePeerHTTP(t, impostor), "/open", nil)); got != 0 {
 		t.Errorf("a peer took a server of another CA: %d", got)
 	}
 }
 
 func TestPeerHTTPWithoutRaftTLSIsPlainAndOpen(t *testing.T) {
-	p, err := newPeerHTTP(nil, slog.Default())
+	p, err := NewPeerHTTP(nil, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := servePeerHTTP(t, p)
-	if got := p.url(addr, "/internal", nil); got != "http://"+addr+"/internal" {
+	if got := p.URL(addr, "/internal", nil); got != "http://"+addr+"/internal" {
 		t.Errorf("url %s", got)
 	}
-	if got := status(t, p.client(5*time.Second), p.url(addr, "/internal", nil)); got != http.StatusOK {
+	if got := status(t, p.Client(5*time.Second), p.URL(addr, "/internal", nil)); got != http.StatusOK {
 		t.Errorf("internal endpoint without Raft TLS: %d, want 200", got)
 	}
 }

@@ -1,9 +1,12 @@
-package server
+package cluster
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,7 +17,7 @@ import (
 	"github.com/raftka/raftka/broker/security"
 )
 
-// peerHTTP is how brokers reach each other's HTTP endpoint, and which of
+// PeerHTTP is how brokers reach each other's HTTP endpoint, and which of
 // its endpoints only a broker may call.
 //
 // With the Raft transport's mutual TLS (Config.RaftTLS) the brokers hold
@@ -31,7 +34,7 @@ import (
 //
 // Without RaftTLS the Raft port itself takes any peer, so the internal
 // endpoints are as open as it is, over plain HTTP.
-type peerHTTP struct {
+type PeerHTTP struct {
 	// files are the Raft certificate, key and CA; nil without RaftTLS.
 	files *security.Files
 }
@@ -40,19 +43,19 @@ type peerHTTP struct {
 // may take to send its first byte, which tells TLS from plain HTTP.
 const peerHandshakeTimeout = 5 * time.Second
 
-func newPeerHTTP(raft *RaftTLS, log *slog.Logger) (*peerHTTP, error) {
+func NewPeerHTTP(raft *security.RaftTLS, log *slog.Logger) (*PeerHTTP, error) {
 	if raft == nil {
-		return &peerHTTP{}, nil
+		return &PeerHTTP{}, nil
 	}
 	files, err := security.NewFiles(security.TLSConfig{CertFile: raft.CertFile, KeyFile: raft.KeyFile, CAFile: raft.CAFile, ClientAuth: "requested"}, log)
 	if err != nil {
 		return nil, err
 	}
-	return &peerHTTP{files: files}, nil
+	return &PeerHTTP{files: files}, nil
 }
 
-// url is a peer's endpoint at addr (host:port).
-func (p *peerHTTP) url(addr, path string, query url.Values) string {
+// URL is a peer's endpoint at addr (host:port).
+func (p *PeerHTTP) URL(addr, path string, query url.Values) string {
 	u := url.URL{Scheme: "http", Host: addr, Path: path, RawQuery: query.Encode()}
 	if p.files != nil {
 		u.Scheme = "https"
@@ -60,9 +63,9 @@ func (p *peerHTTP) url(addr, path string, query url.Values) string {
 	return u.String()
 }
 
-// client calls peers: over HTTPS with this broker's Raft certificate, and
+// Client calls peers: over HTTPS with this broker's Raft certificate, and
 // trusting only the Raft CA, when the brokers have one.
-func (p *peerHTTP) client(timeout time.Duration) *http.Client {
+func (p *PeerHTTP) Client(timeout time.Duration) *http.Client {
 	if p.files == nil {
 		return &http.Client{Timeout: timeout}
 	}
@@ -74,9 +77,9 @@ func (p *peerHTTP) client(timeout time.Duration) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: transport}
 }
 
-// onlyPeers serves h to a caller that showed a Raft certificate, with
+// OnlyPeers serves h to a caller that showed a Raft certificate, with
 // RaftTLS; anyone else is refused with 403.
-func (p *peerHTTP) onlyPeers(h http.Handler) http.Handler {
+func (p *PeerHTTP) OnlyPeers(h http.Handler) http.Handler {
 	if p.files == nil {
 		return h
 	}
@@ -89,9 +92,9 @@ func (p *peerHTTP) onlyPeers(h http.Handler) http.Handler {
 	})
 }
 
-// listen serves HTTPS and plain HTTP on ln, with RaftTLS; ln as it is
+// Listen serves HTTPS and plain HTTP on ln, with RaftTLS; ln as it is
 // without.
-func (p *peerHTTP) listen(ln net.Listener) net.Listener {
+func (p *PeerHTTP) Listen(ln net.Listener) net.Listener {
 	if p.files == nil {
 		return ln
 	}
@@ -188,3 +191,20 @@ type peekedConn struct {
 }
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// GetJSON GETs a peer's JSON answer into out.
+func GetJSON(ctx context.Context, client *http.Client, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: status %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
