@@ -343,3 +343,23 @@ func (m *StateMachine) Brokers() []Broker {
 	m.Read(func(s *State) { out = s.Brokers() })
 	return out
 }
+
+// OlderNodeOf finds, among a group's voters and observers, a node of
+// broker from an epoch before current's: one of a replaced incarnation,
+// or of a replica that left and came back.
+func OlderNodeOf(voters, observers map[uint64]string, broker int32, current uint64) (uint64, bool) {
+	members := make([]uint64, 0, len(voters)+len(observers))
+	for n := range voters {
+		members = append(members, n)
+	}
+	for n := range observers {
+		members = append(members, n)
+	}
+	slices.Sort(members)
+	for _, n := range members {
+		if BrokerOfNode(n) == broker && EpochOfNode(n) < EpochOfNode(current) {
+			return n, true
+		}
+	}
+	return 0, false
+}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +17,6 @@ import (
 	dblogger "github.com/lni/dragonboat/v3/logger"
 	"github.com/lni/dragonboat/v3/raftio"
 	sm "github.com/lni/dragonboat/v3/statemachine"
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/raftka/raftka/broker/cluster"
 	"github.com/raftka/raftka/broker/groups"
@@ -37,22 +35,12 @@ type Broker struct {
 	meta *meta.StateMachine
 	// raftLog is the Raft log store with --raft-log-store wal, for metrics.
 	raftLog *raftlog.Store
-	// self is this broker's incarnation, settled in Start before any Raft
-	// group starts and then fixed; selfMu guards its later saves.
-	self   identity.Identity
-	selfMu sync.Mutex
-	// legacyData: the data directory held Raft data from before
-	// identities, so it belongs to an established cluster.
-	legacyData bool
+	// incarnation is this broker's identity in the cluster, settled in
+	// Start before any Raft group starts and then fixed.
+	incarnation *cluster.Incarnation
 	// started is closed once the NodeHost runs; the HTTP endpoints that
 	// need it answer 503 before.
 	started chan struct{}
-	// failed carries the error that stops a running broker (Failed).
-	failed chan error
-	// registered is closed once this broker's registration is applied
-	// here.
-	registered     chan struct{}
-	registeredOnce sync.Once
 
 	members *memberships
 	// recoveries runs forced recoveries (recovery.go).
@@ -96,7 +84,7 @@ func init() {
 
 // metaNode is this broker's Raft node in the metadata group: its broker
 // id at its generation (meta.RaftNodeID).
-func (b *Broker) metaNode() uint64 { return meta.RaftNodeID(b.cfg.ID, b.self.Generation) }
+func (b *Broker) metaNode() uint64 { return meta.RaftNodeID(b.cfg.ID, b.incarnation.Generation()) }
 
 // nodeIn is this broker's Raft node in a group, or 0 if it has none.
 func (b *Broker) nodeIn(shard uint64) uint64 {
@@ -121,7 +109,7 @@ func Start(cfg Config) (*Broker, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
 	}
-	b, found, err := newBroker(cfg)
+	b, err := newBroker(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +122,7 @@ func Start(cfg Config) (*Broker, error) {
 		// starts Raft.
 		{"http listener", b.serveHTTPEndpoint},
 		{"start raft", b.startNodeHost},
-		{"settle this broker's incarnation", func() error { return b.settleIncarnation(b.ctx, found) }},
+		{"settle this broker's incarnation", func() error { return b.incarnation.Settle(b.ctx, b.nh) }},
 		{"start metadata group", b.startMetadata},
 		{"bind kafka listeners", b.bindListeners},
 	} {
@@ -145,17 +133,17 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	close(b.started)
 	b.startLoops()
-	b.log.Info("broker started", "kafka", b.Addr().String(), "listeners", len(b.listeners), "raft", cfg.RaftAddr, "generation", b.self.Generation)
+	b.log.Info("broker started", "kafka", b.Addr().String(), "listeners", len(b.listeners), "raft", cfg.RaftAddr, "generation", b.incarnation.Generation())
 	return b, nil
 }
 
 // newBroker builds the broker's parts and reads its identity from the data
 // directory; nothing runs yet.
-func newBroker(cfg Config) (*Broker, identity.State, error) {
+func newBroker(cfg Config) (*Broker, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", cfg.ID), meta: meta.NewStateMachine(),
 		leaders: newLeaderEvents(), ctx: ctx, cancel: cancel,
-		started: make(chan struct{}), failed: make(chan error, 1), registered: make(chan struct{})}
+		started: make(chan struct{})}
 	b.replicas = newReplicaSet(b)
 	b.members = newMemberships(b)
 	b.recoveries = newRecoveries(b)
@@ -164,7 +152,7 @@ func newBroker(cfg Config) (*Broker, identity.State, error) {
 	if cfg.Listeners[0].Protocol.TLS() {
 		if _, err := b.peers.dialTLS(); err != nil {
 			cancel()
-			return nil, 0, err
+			return nil, err
 		}
 	}
 	b.liveness = cluster.NewLiveness(cfg.ID, b.meta)
@@ -173,18 +161,18 @@ func newBroker(cfg Config) (*Broker, identity.State, error) {
 	b.auth = security.NewAuthenticator(cfg.SASL, b.meta)
 	b.authz = security.NewAuthorizer(cfg.Authorizer, b.meta)
 	b.quotas = security.NewQuotas(b.meta, cfg.QuotaWindowing, func(key string) { b.metrics.throttled.WithLabelValues(key).Inc() })
-	self, found, err := identity.Load(cfg.DataDir, filepath.Join(cfg.DataDir, "raft"), cfg.ID)
-	if err != nil {
-		cancel()
-		return nil, 0, err
-	}
-	b.self = self
-	b.legacyData = found == identity.Legacy
+	var err error
 	if b.peerHTTP, err = cluster.NewPeerHTTP(cfg.RaftTLS, b.log); err != nil {
 		cancel()
-		return nil, 0, fmt.Errorf("raft TLS files: %w", err)
+		return nil, fmt.Errorf("raft TLS files: %w", err)
 	}
-	return b, found, nil
+	b.incarnation, err = cluster.LoadIncarnation(cluster.IncarnationConfig{ID: cfg.ID, DataDir: cfg.DataDir, RaftDir: b.raftDir(),
+		FoundingVoters: cfg.MetadataVoters, JoinAddresses: cfg.JoinAddresses}, b.log, b.meta, b.peerHTTP, b.proposeMeta, b.selfRecord)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return b, nil
 }
 
 // abortStart undoes a start that failed: it closes the listeners bound,
@@ -218,7 +206,7 @@ func (b *Broker) serveHTTPEndpoint() error {
 // --raft-log-store chose.
 func (b *Broker) startNodeHost() error {
 	nhConfig := dbconfig.NodeHostConfig{
-		NodeHostDir:       filepath.Join(b.cfg.DataDir, "raft"),
+		NodeHostDir:       b.raftDir(),
 		RTTMillisecond:    uint64(b.cfg.RTT / time.Millisecond),
 		RaftAddress:       b.cfg.RaftAddr,
 		ListenAddress:     b.cfg.RaftListen,
@@ -308,7 +296,7 @@ func (b *Broker) bindListeners() error {
 // startLoops starts the broker's background loops, each owning one
 // concern, and the Kafka listeners' accept loops last.
 func (b *Broker) startLoops() {
-	b.goBackground(b.register)
+	b.goBackground(b.incarnation.Register)
 	b.goBackground(b.replicas.run)
 	b.goBackground(leadership{b}.reportLeaders)
 	b.goBackground(b.liveness.Run)
@@ -340,7 +328,7 @@ func (b *Broker) startMetadata() error {
 	switch {
 	case b.nh.HasNodeInfo(meta.MetadataShard, b.metaNode()):
 		return b.nh.StartConcurrentCluster(nil, false, create, cfg)
-	case b.self.Original && b.cfg.isVoter():
+	case b.incarnation.Identity().Original && b.cfg.isVoter():
 		voters := map[uint64]dragonboat.Target{}
 		for id, addr := range b.cfg.MetadataVoters {
 			voters[meta.RaftNodeID(id, 0)] = addr
@@ -358,7 +346,7 @@ func (b *Broker) startMetadata() error {
 // AddRaftVoter may have promoted it since. A founder, or a node that
 // joined as a voter, starts as a voter.
 func (b *Broker) startsAsObserver() bool {
-	switch role := b.self.MetadataRole; {
+	switch role := b.incarnation.Identity().MetadataRole; {
 	case role == identity.RoleVoter, role == "" && b.cfg.isVoter():
 		return false
 	}
@@ -367,14 +355,10 @@ func (b *Broker) startsAsObserver() bool {
 
 // Failed delivers the error that stopped this broker while it ran: its
 // data directory belongs to an incarnation that a newer one replaced.
-func (b *Broker) Failed() <-chan error { return b.failed }
+func (b *Broker) Failed() <-chan error { return b.incarnation.Failed() }
 
-func (b *Broker) fail(err error) {
-	select {
-	case b.failed <- err:
-	default:
-	}
-}
+// raftDir is the NodeHost's directory.
+func (b *Broker) raftDir() string { return filepath.Join(b.cfg.DataDir, "raft") }
 
 // electionRTT is the election timeout in RTTs; Dragonboat draws each
 // follower's from [electionRTT, 2*electionRTT), so at the default 50 ms a
@@ -433,7 +417,7 @@ func (b *Broker) Close() {
 	b.peers.closeAll()
 }
 
-// selfRecord is this broker as the metadata records it.
+// selfRecord is this broker's addresses as the metadata records them.
 func (b *Broker) selfRecord() (meta.Broker, error) {
 	var endpoints []meta.Endpoint
 	for _, l := range b.cfg.Listeners {
@@ -444,7 +428,7 @@ func (b *Broker) selfRecord() (meta.Broker, error) {
 		endpoints = append(endpoints, meta.Endpoint{Name: l.Name, Host: host, Port: port})
 	}
 	return meta.Broker{ID: b.cfg.ID, Host: endpoints[0].Host, Port: endpoints[0].Port, Listeners: endpoints, RaftAddr: b.cfg.RaftAddr,
-		HTTPAddr: b.httpEndpoint(), Rack: b.cfg.Rack, Incarnation: b.self.Incarnation}, nil
+		HTTPAddr: b.httpEndpoint(), Rack: b.cfg.Rack}, nil
 }
 
 // httpEndpoint is where this broker's HTTP endpoint is reached, as the
@@ -466,48 +450,6 @@ func advertisedHTTP(kafkaHost, listen string) string {
 		host = kafkaHost
 	}
 	return net.JoinHostPort(host, port)
-}
-
-// register announces this broker's addresses through the metadata group and
-// retries until the group has a leader.
-func (b *Broker) register(ctx context.Context) {
-	self, err := b.selfRecord()
-	if err != nil {
-		b.log.Error("bad advertised address", "error", err)
-		return
-	}
-	self.Generation = b.self.Generation
-	cmd := &meta.Command{RegisterBroker: &self}
-	for ctx.Err() == nil {
-		var current meta.Broker
-		var known bool
-		var clusterID string
-		b.meta.Read(func(s *meta.State) { current, known = s.Broker(b.cfg.ID); clusterID = s.ClusterID() })
-		if known && reflect.DeepEqual(current, *cmd.RegisterBroker) {
-			b.recordRegistration(clusterID)
-			return
-		}
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		out, err := b.proposeMeta(pctx, cmd)
-		cancel()
-		if err == nil && errors.Is(out.Err, kerr.StaleBrokerEpoch) {
-			b.log.Error("data directory belongs to a replaced incarnation of this broker", "incarnation", b.self.Incarnation,
-				"generation", b.self.Generation, "current_generation", current.Generation)
-			b.fail(b.replacedError(current.Generation))
-			return
-		}
-		if err == nil && out.Err == nil {
-			b.log.Info("broker registered", "generation", b.self.Generation)
-			// Recorded once the registration is applied here too.
-			select {
-			case <-b.meta.Changed():
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-			}
-			continue
-		}
-		wait.Sleep(ctx, 200*time.Millisecond)
-	}
 }
 
 // proposeMeta proposes a metadata command and waits for its outcome,

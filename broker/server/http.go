@@ -27,11 +27,11 @@ import (
 func (b *Broker) serveHTTP(ctx context.Context, ln net.Listener) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("GET /internal/identity", b.handleIdentity)
+	mux.HandleFunc("GET /internal/identity", b.incarnation.HandleIdentity)
 	mux.Handle("/metrics", b.afterStart(promhttp.HandlerFor(b.metrics.registry, promhttp.HandlerOpts{})))
 	mux.Handle("/readyz", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.Readiness()) })))
 	mux.Handle("/safe-to-restart", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.SafeToRestart()) })))
-	mux.Handle("POST /internal/join", b.peerHTTP.OnlyPeers(b.afterStart(http.HandlerFunc(b.handleJoin))))
+	mux.Handle("POST /internal/join", b.peerHTTP.OnlyPeers(b.afterStart(http.HandlerFunc(b.incarnation.HandleJoin))))
 	mux.Handle("GET /internal/replica", b.peerHTTP.OnlyPeers(b.afterStart(http.HandlerFunc(b.handleReplica))))
 	if b.cfg.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -305,7 +305,7 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(b.replicas.count()))
 	ch <- prometheus.MustNewConstMetric(descLeaderless, prometheus.GaugeValue, float64(b.members.withoutLeader(time.Now())))
 	ch <- prometheus.MustNewConstMetric(descObservers, prometheus.GaugeValue, float64(observers))
-	ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(b.self.Generation))
+	ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(b.incarnation.Generation()))
 	ch <- prometheus.MustNewConstMetric(descMemberChanges, prometheus.CounterValue, float64(b.members.changes.Load()))
 	ch <- prometheus.MustNewConstMetric(descSnapshots, prometheus.CounterValue, float64(partition.SnapshotsRecovered.Load()))
 	ch <- prometheus.MustNewConstMetric(descLeadersWon, prometheus.CounterValue, float64(b.leaders.won.Load()))

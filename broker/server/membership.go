@@ -367,7 +367,7 @@ func nextMemberChange(v groupView, plan groupPlan, caughtUp func(int32) bool) me
 	// that counts: the broker lost its disk, or the replica left and came
 	// back.
 	for _, w := range plan.want {
-		if old, ok := olderNodeOf(v.voters, v.observers, w.broker, w.node); ok && old != plan.self {
+		if old, ok := meta.OlderNodeOf(v.voters, v.observers, w.broker, w.node); ok && old != plan.self {
 			return memberChange{kind: removeNode, broker: w.broker, node: old}
 		}
 	}

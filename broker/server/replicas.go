@@ -80,7 +80,7 @@ func (r *replicaSet) run(ctx context.Context) {
 		changed := r.b.meta.Changed()
 		r.reconcile(ctx)
 		select {
-		case <-r.b.registered:
+		case <-r.b.incarnation.Registered():
 			if !swept {
 				r.sweepStale()
 				swept = true
