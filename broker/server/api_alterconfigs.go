@@ -1,10 +1,6 @@
 package server
 
 import (
-	"context"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/meta"
@@ -33,32 +29,4 @@ func handleAlterConfigs(b *Broker, r *request) (kmsg.Response, error) {
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp, nil
-}
-
-// alterConfigs changes a topic's configs, or broker configs: those of one
-// broker, or with an empty name of every broker (meta.BrokerConfigNames).
-func (b *Broker) alterConfigs(typ kmsg.ConfigResourceType, ac *meta.AlterConfigs) (int16, *string) {
-	switch typ {
-	case kmsg.ConfigResourceTypeTopic:
-	case kmsg.ConfigResourceTypeBroker:
-		ac.Broker = true
-	default:
-		return kerr.InvalidRequest.Code, kmsg.StringPtr("only topic and broker configs can be altered")
-	}
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
-	defer cancel()
-	out, err := b.proposeMeta(ctx, &meta.Command{AlterConfigs: ac})
-	switch {
-	case err != nil:
-		return kerr.RequestTimedOut.Code, nil
-	case out.Err == kerr.InvalidConfig && ac.Broker:
-		return kerr.InvalidConfig.Code, kmsg.StringPtr("broker configs that can be set: leader.replication.throttled.rate and follower.replication.throttled.rate, in bytes per second")
-	case out.Err == kerr.InvalidConfig:
-		return kerr.InvalidConfig.Code, kmsg.StringPtr("unknown topic config, or a value out of range (supported: see DescribeConfigs)")
-	case out.Err == kerr.InvalidRequest && ac.Broker:
-		return kerr.InvalidRequest.Code, kmsg.StringPtr("no broker " + ac.Name)
-	case out.Err != nil:
-		return errCode(out.Err), nil
-	}
-	return 0, nil
 }

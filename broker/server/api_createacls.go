@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -54,19 +53,4 @@ func handleCreateACLs(b *Broker, r *request) (kmsg.Response, error) {
 		return resp
 	}
 	return nil, nil
-}
-
-// proposeAdminChange proposes an administration command (ACLs, quotas) to
-// the metadata group, within aclChangeWait.
-func (b *Broker) proposeAdminChange(cmd *meta.Command) *kerr.Error {
-	ctx, cancel := context.WithTimeout(b.ctx, aclChangeWait)
-	defer cancel()
-	out, err := b.proposeMeta(ctx, cmd)
-	if err == nil {
-		err = out.Err
-	}
-	if err != nil {
-		return kafkaError(err, kerr.RequestTimedOut)
-	}
-	return nil
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/acl"
@@ -46,13 +45,4 @@ func handleDescribeACLs(b *Broker, r *request) (kmsg.Response, error) {
 		}
 	})
 	return resp, nil
-}
-
-// aclAPIAllowed is the check of the ACL APIs: the authorizer is on and
-// the client may do op on the cluster.
-func aclAPIAllowed(b *Broker, r *request, op kmsg.ACLOperation) *kerr.Error {
-	if !b.cfg.Authorizer.Enabled {
-		return kerr.SecurityDisabled
-	}
-	return r.onCluster(b, op)
 }

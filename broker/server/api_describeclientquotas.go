@@ -54,8 +54,6 @@ func handleDescribeClientQuotas(b *Broker, r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-func knownEntityType(t string) bool { return t == quota.EntityUser || t == quota.EntityClientID }
-
 // entityComponent is one component of an entity as Kafka's APIs carry it:
 // a type and a name, nil for the default.
 type entityComponent struct {

@@ -105,12 +105,3 @@ func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
 	}
 	return resp, nil
 }
-
-// configsAllowed is the check of the config APIs: op on the topic, or on
-// the cluster for a broker's configs.
-func configsAllowed(b *Broker, r *request, rt kmsg.ConfigResourceType, name string, op kmsg.ACLOperation) *kerr.Error {
-	if rt == kmsg.ConfigResourceTypeTopic {
-		return r.onTopic(b, op, name)
-	}
-	return r.onCluster(b, op)
-}

@@ -11,12 +11,6 @@ import (
 // (KIP-394), v5 static membership, v6 flexible.
 func init() { register(kmsg.JoinGroup, 0, 9, handleJoinGroup) }
 
-// isCoordinator reports whether this broker coordinates groups now.
-func (b *Broker) isCoordinator() bool {
-	id, ok := b.metaLeader()
-	return ok && id == b.cfg.ID
-}
-
 func handleJoinGroup(b *Broker, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.JoinGroupRequest)
 	if err := r.onGroup(b, kmsg.ACLOperationRead, req.Group); err != nil {

@@ -163,17 +163,6 @@ func (b *Broker) addProduceLeaderHints(resp *kmsg.ProduceResponse, names []strin
 	}
 }
 
-func errCode(err error) int16 { return kafkaError(err, kerr.UnknownServerError).Code }
-
-// kafkaError is the Kafka error that err is or wraps, else otherwise.
-func kafkaError(err error, otherwise *kerr.Error) *kerr.Error {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke
-	}
-	return otherwise
-}
-
 // proposeProduce validates one partition's records and proposes them; the
 // pending proposal has the log append time they will carry, or -1 for
 // CreateTime.

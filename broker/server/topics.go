@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// placementRules are the newest placement rules every broker applies:
+// while brokers from before placement epochs run (a rolling upgrade), the
+// rules they know, so that every replica of the metadata places alike.
+func (b *Broker) placementRules() int {
+	rules := meta.PlacementLegacy
+	b.meta.Read(func(s *meta.State) {
+		if s.AllBrokersRecordIncarnations() {
+			rules = meta.PlacementEpochs
+		}
+	})
+	return rules
+}
+
+// preferredLeaderWait bounds how long awaitLeaders waits, once every new
+// partition has a leader, for the live preferred replicas to lead.
+const preferredLeaderWait = 4 * time.Second
+
+// awaitLeaders waits, within ctx, until every partition of the topics has
+// a leader recorded, so a client that creates then produces does not start
+// with a round of LEADER_NOT_AVAILABLE; and, for a little longer, until
+// each is led by its preferred replica (the leader hands it over at once,
+// see handBackNewPartition), so leadership does not move under the client
+// right after it starts. A preferred replica on a broker the liveness
+// probes have not seen yet is probed first rather than taken for gone.
+func (b *Broker) awaitLeaders(ctx context.Context, topics []string) {
+	var preferredBrokers []meta.Broker
+	b.meta.Read(func(s *meta.State) {
+		seen := map[int32]bool{}
+		for _, name := range topics {
+			if t := s.Topic(name); t != nil {
+				for _, p := range t.Partitions {
+					if len(p.Replicas) > 0 && !seen[p.Replicas[0]] {
+						seen[p.Replicas[0]] = true
+						br, _ := s.Broker(p.Replicas[0])
+						preferredBrokers = append(preferredBrokers, br)
+					}
+				}
+			}
+		}
+	})
+	b.liveness.Confirm(preferredBrokers)
+	var allLedSince time.Time
+	for len(topics) > 0 {
+		changed := b.meta.Changed()
+		led, preferred := true, true
+		b.meta.Read(func(s *meta.State) {
+			for _, name := range topics {
+				if t := s.Topic(name); t != nil {
+					for _, p := range t.Partitions {
+						led = led && p.Leader >= 0
+						if len(p.Replicas) > 0 && p.Leader != p.Replicas[0] && b.liveness.IsLive(p.Replicas[0]) {
+							preferred = false
+						}
+					}
+				}
+			}
+		})
+		if led && allLedSince.IsZero() {
+			allLedSince = time.Now()
+		}
+		if led && (preferred || time.Since(allLedSince) > preferredLeaderWait) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
