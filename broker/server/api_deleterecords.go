@@ -39,7 +39,7 @@ func handleDeleteRecords(b *Broker, r *request) (kmsg.Response, error) {
 			}
 			offset := p.Offset
 			if offset == -1 {
-				_, offset = rep.sm.Log().Offsets()
+				_, offset = rep.StateMachine().Log().Offsets()
 			}
 			res, perr := b.nh.SyncPropose(ctx, b.nh.GetNoOPSession(info.Shard), partition.DeleteRecordsCommand(offset))
 			if perr != nil {

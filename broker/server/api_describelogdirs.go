@@ -32,7 +32,7 @@ func handleDescribeLogDirs(b *Broker, r *request) (kmsg.Response, error) {
 	}
 	byTopic := map[string]int{}
 	for _, h := range all {
-		rep := b.replicas.get(h.Shard)
+		rep := b.replicas.Replica(h.Shard)
 		if rep == nil {
 			continue // placed here but not started yet
 		}
@@ -45,7 +45,7 @@ func handleDescribeLogDirs(b *Broker, r *request) (kmsg.Response, error) {
 			dir.Topics = append(dir.Topics, rt)
 		}
 		rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		rp.Partition, rp.Size = h.Index, rep.sm.Log().SizeBytes()
+		rp.Partition, rp.Size = h.Index, rep.StateMachine().Log().SizeBytes()
 		dir.Topics[i].Partitions = append(dir.Topics[i].Partitions, rp)
 	}
 	resp.Dirs = append(resp.Dirs, dir)

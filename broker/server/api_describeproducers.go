@@ -31,7 +31,7 @@ func handleDescribeProducers(b *Broker, r *request) (kmsg.Response, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			for _, p := range rep.sm.Log().Producers() {
+			for _, p := range rep.StateMachine().Log().Producers() {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = p.ID, int32(p.Epoch), p.LastSequence, p.LastTimestamp
 				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1

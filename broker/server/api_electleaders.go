@@ -48,7 +48,7 @@ func handleElectLeaders(b *Broker, r *request) (kmsg.Response, error) {
 				case req.ElectionType == 1 && req.Topics == nil:
 					err, msg = kerr.InvalidRequest, "a forced recovery names its partitions"
 				case req.ElectionType == 1:
-					err, msg = b.recoveries.force(ctx, t.Topic, index)
+					err, msg = b.replicas.ForceRecovery(ctx, t.Topic, index)
 				case req.ElectionType != 0:
 					err, msg = kerr.InvalidRequest, "unknown election type"
 				default:
@@ -101,7 +101,7 @@ func (b *Broker) electPreferred(ctx context.Context, topic string, index int32, 
 	if !b.liveness.IsLive(preferred) {
 		return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker does not answer"
 	}
-	if b.replicas.get(info.Shard) == nil {
+	if b.replicas.Replica(info.Shard) == nil {
 		return b.forwardElection(ctx, topic, index, version, preferred)
 	}
 	var node uint64
@@ -123,7 +123,7 @@ func (b *Broker) electPreferred(ctx context.Context, topic string, index int32, 
 // forwardElection asks the preferred replica's broker, which hosts the
 // partition, to elect it.
 func (b *Broker) forwardElection(ctx context.Context, topic string, index int32, version int16, via int32) (*kerr.Error, string) {
-	cl, err := b.peers.client(via)
+	cl, err := b.replicas.PeerClient(via)
 	if err != nil {
 		return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker cannot be reached"
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/partition"
+	"github.com/raftka/raftka/broker/replica"
 )
 
 // Fetch v4-v18: by topic name up to v12, by topic id from v13; no fetch
@@ -33,7 +34,7 @@ func handleFetch(b *Broker, r *request) (kmsg.Response, error) {
 			if failed || bytes >= int(req.MinBytes) || !time.Now().Before(deadline) {
 				if req.ReplicaID >= 0 || req.ReplicaState.ID >= 0 {
 					// A replica catching up: leader.replication.throttled.rate.
-					_ = b.throttle.waitLeader(b.ctx, bytes)
+					_ = b.replicas.WaitLeaderThrottle(b.ctx, bytes)
 				}
 				return resp
 			}
@@ -105,7 +106,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, denied map[s
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			var rep *replica
+			var rep *replica.Replica
 			var err *kerr.Error
 			if fromReplica {
 				rep, err = b.hostedReplica(name, p.Partition)
@@ -124,7 +125,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, denied map[s
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			log := rep.sm.Log()
+			log := rep.StateMachine().Log()
 			wake = append(wake, log.Changed())
 			start, end := log.Offsets()
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = end, end, start

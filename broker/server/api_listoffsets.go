@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/partition"
+	"github.com/raftka/raftka/broker/replica"
 )
 
 // ListOffsets v1-v7: earliest (-2), latest (-1), max timestamp (-3, v7),
@@ -31,7 +32,7 @@ func handleListOffsets(b *Broker, r *request) (kmsg.Response, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			var rep *replica
+			var rep *replica.Replica
 			var err *kerr.Error
 			if req.ReplicaID >= 0 {
 				// A partition's leader asking how far this replica got
@@ -47,7 +48,7 @@ func handleListOffsets(b *Broker, r *request) (kmsg.Response, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			log := rep.sm.Log()
+			log := rep.StateMachine().Log()
 			start, end := log.Offsets()
 			var rerr error
 			switch p.Timestamp {

@@ -150,7 +150,7 @@ func (b *Broker) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
 		info := meta.PartitionView{Shard: p.Shard, Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, LeaderReplaced: p.LeaderReplaced()}
 		mp.Leader, mp.LeaderEpoch = b.currentLeader(info)
 		mp.Replicas = append([]int32(nil), p.Replicas...)
-		mp.ISR = b.inSyncReplicas(p.Shard, p.Replicas)
+		mp.ISR = b.replicas.InSyncReplicas(p.Shard, p.Replicas)
 		for _, id := range p.Replicas {
 			if !b.liveness.IsLive(id) {
 				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
@@ -159,7 +159,7 @@ func (b *Broker) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
 		switch {
 		case mp.Leader < 0:
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
-		case mp.Leader == b.cfg.ID && !b.isLeader(p.Shard):
+		case mp.Leader == b.cfg.ID && !b.replicas.IsLeader(p.Shard):
 			mp.ErrorCode = kerr.ReplicaNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)

@@ -33,7 +33,7 @@ func handleOffsetForLeaderEpoch(b *Broker, r *request) (kmsg.Response, error) {
 			case p.CurrentLeaderEpoch > info.LeaderEpoch:
 				rp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
-				rp.LeaderEpoch, rp.EndOffset = rep.sm.Log().EndOffsetForEpoch(p.LeaderEpoch)
+				rp.LeaderEpoch, rp.EndOffset = rep.StateMachine().Log().EndOffsetForEpoch(p.LeaderEpoch)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}

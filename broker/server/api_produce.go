@@ -178,7 +178,7 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	// leader, and where this broker stands in (currentLeader) the precise
 	// answer is that replicas are missing. Elsewhere clients are to look
 	// for the leader.
-	if req.Acks == -1 && info.Leader == b.cfg.ID && len(b.inSyncReplicas(info.Shard, info.Replicas)) < info.MinISR {
+	if req.Acks == -1 && info.Leader == b.cfg.ID && len(b.replicas.InSyncReplicas(info.Shard, info.Replicas)) < info.MinISR {
 		return pendingProduce{}, kerr.NotEnoughReplicas
 	}
 	if notLeader != nil {
@@ -210,11 +210,11 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	appendTime := int64(-1)
 	if info.AppendTime {
 		appendTime = time.Now().UnixMilli()
-		cmd = partition.ProduceAppendTimeCommand(b.leaders.term(info.Shard), appendTime, records)
+		cmd = partition.ProduceAppendTimeCommand(b.replicas.Term(info.Shard), appendTime, records)
 	} else {
-		cmd = partition.ProduceCommand(b.leaders.term(info.Shard), records)
+		cmd = partition.ProduceCommand(b.replicas.Term(info.Shard), records)
 	}
-	deposed := b.leaders.deposed(info.Shard) // before proposing, to see a step-down that follows
+	deposed := b.replicas.Deposed(info.Shard) // before proposing, to see a step-down that follows
 	deadline := time.Now().Add(timeout)
 	for {
 		rs, err := b.nh.Propose(b.nh.GetNoOPSession(info.Shard), cmd, time.Until(deadline))

@@ -24,6 +24,7 @@ import (
 	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/raftlog"
+	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/broker/security"
 )
 
@@ -42,22 +43,15 @@ type Broker struct {
 	// need it answer 503 before.
 	started chan struct{}
 
-	members *memberships
-	// recoveries runs forced recoveries (recovery.go).
-	recoveries *recoveries
-	throttle   *replicationThrottle
-
-	replicas *replicaSet
+	// replicas is the partition replicas' lifecycle (package replica).
+	replicas *replica.Manager
 	liveness *cluster.Liveness
 	groups   *groups.Coordinator
 	pids     producerIDs
 	metrics  *metrics
-	leaders  *leaderEvents
 	free     freeSpace
-	peers    peerClients
 	// peerHTTP: brokers' calls to each other's HTTP endpoint.
 	peerHTTP *cluster.PeerHTTP
-	progress followerProgress
 
 	listeners []*kafkaListener
 	auth      *security.Authenticator
@@ -78,24 +72,13 @@ func init() {
 	// raft warns of every dropped proposal and vote: routine during failover.
 	dblogger.GetLogger("raft").SetLevel(dblogger.ERROR)
 	// config warns, for every group started, that the election timeout is
-	// less than ten heartbeats: chosen on purpose (see electionRTT).
+	// less than ten heartbeats: chosen on purpose (see replica.ElectionRTT).
 	dblogger.GetLogger("config").SetLevel(dblogger.ERROR)
 }
 
 // metaNode is this broker's Raft node in the metadata group: its broker
 // id at its generation (meta.RaftNodeID).
 func (b *Broker) metaNode() uint64 { return meta.RaftNodeID(b.cfg.ID, b.incarnation.Generation()) }
-
-// nodeIn is this broker's Raft node in a group, or 0 if it has none.
-func (b *Broker) nodeIn(shard uint64) uint64 {
-	if shard == meta.MetadataShard {
-		return b.metaNode()
-	}
-	if rep := b.replicas.get(shard); rep != nil {
-		return rep.node
-	}
-	return 0
-}
 
 func brokerOf(node uint64) int32 { return meta.BrokerOfNode(node) }
 
@@ -142,19 +125,7 @@ func Start(cfg Config) (*Broker, error) {
 func newBroker(cfg Config) (*Broker, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", cfg.ID), meta: meta.NewStateMachine(),
-		leaders: newLeaderEvents(), ctx: ctx, cancel: cancel,
-		started: make(chan struct{})}
-	b.replicas = newReplicaSet(b)
-	b.members = newMemberships(b)
-	b.recoveries = newRecoveries(b)
-	b.throttle = newReplicationThrottle(b)
-	b.peers.b = b
-	if cfg.Listeners[0].Protocol.TLS() {
-		if _, err := b.peers.dialTLS(); err != nil {
-			cancel()
-			return nil, err
-		}
-	}
+		ctx: ctx, cancel: cancel, started: make(chan struct{})}
 	b.liveness = cluster.NewLiveness(cfg.ID, b.meta)
 	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
 	b.metrics = newMetrics(b)
@@ -172,7 +143,24 @@ func newBroker(cfg Config) (*Broker, error) {
 		cancel()
 		return nil, err
 	}
+	b.replicas = replica.New(b.replicaConfig(), replica.Deps{Meta: b.meta, Log: b.log, Metrics: b.metrics, Liveness: b.liveness,
+		PeerHTTP: b.peerHTTP, Propose: b.proposeMeta, Registered: b.incarnation.Registered(), MetaNode: b.metaNode, MetaLeader: b.metaLeader})
+	if err := b.replicas.CheckPeerTLS(); err != nil {
+		cancel()
+		return nil, err
+	}
 	return b, nil
+}
+
+// replicaConfig is what the replica lifecycle needs of the configuration.
+func (b *Broker) replicaConfig() replica.Config {
+	c := b.cfg
+	return replica.Config{ID: c.ID, DataDir: c.DataDir, RaftAddr: c.RaftAddr, RTT: c.RTT, MetadataVoters: c.MetadataVoters, Listeners: c.Listeners,
+		InterBrokerUser: c.InterBrokerUser, InterBrokerCAFile: c.InterBrokerCAFile, ScramUsersDir: c.ScramUsersDir, PartitionFrames: c.PartitionFrames,
+		SnapshotEntries: c.SnapshotEntries, RaftLogRetainBytes: c.RaftLogRetainBytes, RaftLogMaxBytes: c.RaftLogMaxBytes,
+		RetentionCheckInterval: c.RetentionCheckInterval, ProducerIDExpiration: c.ProducerIDExpiration,
+		ProducerIDExpirationCheckInterval: c.ProducerIDExpirationCheckInterval, LogCleanerInterval: c.LogCleanerInterval,
+		ReplicaLagMax: c.ReplicaLagMax, FollowerThrottledRate: c.FollowerThrottledRate, LeaderThrottledRate: c.LeaderThrottledRate}
 }
 
 // abortStart undoes a start that failed: it closes the listeners bound,
@@ -224,6 +212,7 @@ func (b *Broker) startNodeHost() error {
 		return err
 	}
 	b.nh = nh
+	b.replicas.AttachNodeHost(nh)
 	return nil
 }
 
@@ -239,6 +228,7 @@ func (b *Broker) expertConfig() dbconfig.ExpertConfig {
 	if b.cfg.RaftLogStore == RaftLogWAL {
 		opened := func(s *raftlog.Store) {
 			b.raftLog = s
+			b.replicas.UseRaftLog(s)
 			if n := s.Dropped(); n > 0 {
 				b.log.Warn("raft log replay dropped records whose partition frames a crash tore: their saves never returned, so nothing was acknowledged from them", "records", n)
 			}
@@ -297,23 +287,12 @@ func (b *Broker) bindListeners() error {
 // concern, and the Kafka listeners' accept loops last.
 func (b *Broker) startLoops() {
 	b.goBackground(b.incarnation.Register)
-	b.goBackground(b.replicas.run)
-	b.goBackground(leadership{b}.reportLeaders)
+	b.replicas.Start(b.ctx, b.nh)
 	b.goBackground(b.liveness.Run)
-	b.goBackground(retention{b}.enforceRetention)
-	if b.cfg.ProducerIDExpiration > 0 {
-		b.goBackground(retention{b}.expireProducers)
-	}
-	b.goBackground(b.cleanLogs)
-	b.goBackground(b.trackFollowers)
-	b.goBackground(raftLogTrimmer{b}.run)
 	b.goBackground(b.groups.Run)
-	b.goBackground(leadership{b}.balanceLeaders)
-	b.goBackground(b.members.run)
 	if b.cfg.ScramUsersDir != "" {
 		b.goBackground(security.ScramUsers{Dir: b.cfg.ScramUsersDir, Credentials: b.meta, Propose: b.proposeMeta, Log: b.log}.Run)
 	}
-	b.goBackground(b.recoveries.run)
 	b.goBackground(b.serve)
 }
 
@@ -323,7 +302,7 @@ func (b *Broker) startLoops() {
 // other incarnation was added by a member when it joined (join.go).
 func (b *Broker) startMetadata() error {
 	create := func(uint64, uint64) sm.IConcurrentStateMachine { return b.meta }
-	cfg := shardConfig(meta.MetadataShard, b.metaNode(), 1000)
+	cfg := replica.ShardConfig(meta.MetadataShard, b.metaNode(), 1000)
 	cfg.IsObserver = b.startsAsObserver()
 	switch {
 	case b.nh.HasNodeInfo(meta.MetadataShard, b.metaNode()):
@@ -350,7 +329,7 @@ func (b *Broker) startsAsObserver() bool {
 	case role == identity.RoleVoter, role == "" && b.cfg.isVoter():
 		return false
 	}
-	return !b.snapshotListsVoter(meta.MetadataShard, b.metaNode())
+	return !b.replicas.SnapshotListsVoter(meta.MetadataShard, b.metaNode())
 }
 
 // Failed delivers the error that stopped this broker while it ran: its
@@ -359,37 +338,6 @@ func (b *Broker) Failed() <-chan error { return b.incarnation.Failed() }
 
 // raftDir is the NodeHost's directory.
 func (b *Broker) raftDir() string { return filepath.Join(b.cfg.DataDir, "raft") }
-
-// electionRTT is the election timeout in RTTs; Dragonboat draws each
-// follower's from [electionRTT, 2*electionRTT), so at the default 50 ms a
-// dead leader is replaced within 0.5-1 s (a split vote adds another), while
-// 5 heartbeats fit in the shortest timeout: a leader is not deposed for a
-// few late ones while its disk is busy.
-const electionRTT = 10
-
-func shardConfig(shard, node uint64, snapshotEntries uint64) dbconfig.Config {
-	return dbconfig.Config{
-		NodeID:              node,
-		ClusterID:           shard,
-		ElectionRTT:         electionRTT,
-		HeartbeatRTT:        2,
-		CheckQuorum:         true,
-		SnapshotEntries:     snapshotEntries,
-		CompactionOverhead:  snapshotEntries / 2,
-		OrderedConfigChange: true,
-	}
-}
-
-// partitionShardConfig is shardConfig for a partition group. Dragonboat's
-// compaction after each log compaction (see raftLogTrimmer) would force
-// the log store to flush its memtable to disk tables, entries that are
-// about to be deleted included; the store's background compactions reclaim
-// the deleted ranges instead.
-func partitionShardConfig(shard, node uint64, snapshotEntries uint64) dbconfig.Config {
-	cfg := shardConfig(shard, node, snapshotEntries)
-	cfg.DisableAutoCompactions = true
-	return cfg
-}
 
 func (b *Broker) goBackground(fn func(ctx context.Context)) {
 	b.bg.Add(1)
@@ -405,16 +353,16 @@ func (b *Broker) Addr() net.Addr { return b.listeners[0].ln.Addr() }
 // Close hands off the leadership of the groups it leads (shutdown.go),
 // stops serving and closes Raft; data stays on disk.
 func (b *Broker) Close() {
-	b.handOffLeadership(b.cfg.ControlledShutdownTimeout)
+	b.replicas.HandOffLeadership(b.cfg.ControlledShutdownTimeout)
 	b.cancel()
 	for _, l := range b.listeners {
 		l.ln.Close()
 	}
 	b.bg.Wait()
+	b.replicas.Wait()
 	b.conns.Wait()
 	b.nh.Stop()
-	b.replicas.closeAll()
-	b.peers.closeAll()
+	b.replicas.Close()
 }
 
 // selfRecord is this broker's addresses as the metadata records them.
@@ -485,7 +433,7 @@ var errDeposed = errors.New("this broker stopped leading the Raft group")
 // cut off from its followers would otherwise hold its callers until their
 // timeout.
 func (b *Broker) untilDeposed(ctx context.Context, shard uint64) (context.Context, func()) {
-	lost := b.leaders.deposed(shard)
+	lost := b.replicas.Deposed(shard)
 	ctx, cancel := context.WithCancelCause(ctx)
 	if lost == nil {
 		return ctx, func() { cancel(nil) }
@@ -517,10 +465,7 @@ func retriable(err error) bool {
 // LeaderUpdated implements raftio.IRaftEventListener. It runs on Dragonboat's
 // goroutines, so it only records and queues.
 func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
-	b.leaders.observe(info)
-	if info.LeaderID != 0 {
-		b.members.sawLeader(info.ClusterID)
-	}
+	b.replicas.LeaderUpdated(info)
 	if info.ClusterID == meta.MetadataShard && info.LeaderID != info.NodeID {
 		// Group membership lives on the metadata leader only; a broker
 		// that lost that role must not answer for stale groups later.
@@ -531,7 +476,7 @@ func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
 // stepDownGrace is how long a leader that stepped down still waits for
 // what it proposed: an election timeout, time for a new leader to commit
 // what it got, as after a leadership transfer.
-func (b *Broker) stepDownGrace() time.Duration { return electionRTT * b.cfg.RTT }
+func (b *Broker) stepDownGrace() time.Duration { return replica.ElectionRTT * b.cfg.RTT }
 
 // metaLeader returns the broker leading the metadata group, which is also
 // the group coordinator.
@@ -550,6 +495,6 @@ func (b *Broker) quorum() cluster.Quorum {
 		Propose: b.proposeMeta, Log: b.log,
 		Leader: func() (int32, bool, int32) {
 			id, ok := b.metaLeader()
-			return id, ok, b.leaders.term(meta.MetadataShard)
+			return id, ok, b.replicas.Term(meta.MetadataShard)
 		}}
 }

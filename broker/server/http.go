@@ -32,7 +32,7 @@ func (b *Broker) serveHTTP(ctx context.Context, ln net.Listener) {
 	mux.Handle("/readyz", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.Readiness()) })))
 	mux.Handle("/safe-to-restart", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.SafeToRestart()) })))
 	mux.Handle("POST /internal/join", b.peerHTTP.OnlyPeers(b.afterStart(http.HandlerFunc(b.incarnation.HandleJoin))))
-	mux.Handle("GET /internal/replica", b.peerHTTP.OnlyPeers(b.afterStart(http.HandlerFunc(b.handleReplica))))
+	mux.Handle("GET /internal/replica", b.peerHTTP.OnlyPeers(b.afterStart(http.HandlerFunc(b.replicas.HandleReplica))))
 	if b.cfg.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -82,7 +82,7 @@ func (b *Broker) Readiness() Check {
 	switch leader, ok, err := b.nh.GetLeaderID(meta.MetadataShard); {
 	case errors.Is(err, dragonboat.ErrClusterNotFound):
 		reasons = append(reasons, "removed from the metadata group (RemoveRaftVoter): this broker is leaving the cluster")
-	case (err != nil || !ok || leader == 0) && !b.members.electing(meta.MetadataShard, now):
+	case (err != nil || !ok || leader == 0) && !b.replicas.Electing(meta.MetadataShard, now):
 		reasons = append(reasons, "metadata group has no leader")
 	}
 	if _, registered := b.meta.Broker(b.cfg.ID); !registered {
@@ -92,8 +92,8 @@ func (b *Broker) Readiness() Check {
 	// new leader after another broker's restart does not make this one
 	// unready, or a rolling restart would see two brokers down at once.
 	leaderless := 0
-	for _, shard := range b.replicas.shards() {
-		if _, ok, err := b.nh.GetLeaderID(shard); (err != nil || !ok) && !b.members.electing(shard, now) {
+	for _, shard := range b.replicas.Shards() {
+		if _, ok, err := b.nh.GetLeaderID(shard); (err != nil || !ok) && !b.replicas.Electing(shard, now) {
 			leaderless++
 		}
 	}
@@ -280,35 +280,35 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	b := c.b
 	leaders, under, observers := 0, 0, 0
 	for _, h := range b.meta.HostedPartitions(b.cfg.ID, nil) {
-		rep := b.replicas.get(h.Shard)
+		rep := b.replicas.Replica(h.Shard)
 		if rep == nil {
 			continue
 		}
-		if rep.observer.Load() {
+		if rep.Observer() {
 			observers++
 		}
-		l := rep.sm.Log()
+		l := rep.StateMachine().Log()
 		start, end := l.Offsets()
 		part := itoa(h.Index)
 		ch <- prometheus.MustNewConstMetric(descHighWatermark, prometheus.GaugeValue, float64(end), h.Topic, part)
 		ch <- prometheus.MustNewConstMetric(descLogStart, prometheus.GaugeValue, float64(start), h.Topic, part)
 		ch <- prometheus.MustNewConstMetric(descSize, prometheus.GaugeValue, float64(l.SizeBytes()), h.Topic, part)
-		if b.isLeader(h.Shard) {
+		if b.replicas.IsLeader(h.Shard) {
 			leaders++
-			if len(b.inSyncReplicas(h.Shard, h.Replicas)) < len(h.Replicas) {
+			if len(b.replicas.InSyncReplicas(h.Shard, h.Replicas)) < len(h.Replicas) {
 				under++
 			}
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(descUnder, prometheus.GaugeValue, float64(under))
 	ch <- prometheus.MustNewConstMetric(descLeaders, prometheus.GaugeValue, float64(leaders))
-	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(b.replicas.count()))
-	ch <- prometheus.MustNewConstMetric(descLeaderless, prometheus.GaugeValue, float64(b.members.withoutLeader(time.Now())))
+	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(b.replicas.Count()))
+	ch <- prometheus.MustNewConstMetric(descLeaderless, prometheus.GaugeValue, float64(b.replicas.WithoutLeader(time.Now())))
 	ch <- prometheus.MustNewConstMetric(descObservers, prometheus.GaugeValue, float64(observers))
 	ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(b.incarnation.Generation()))
-	ch <- prometheus.MustNewConstMetric(descMemberChanges, prometheus.CounterValue, float64(b.members.changes.Load()))
+	ch <- prometheus.MustNewConstMetric(descMemberChanges, prometheus.CounterValue, float64(b.replicas.MemberChanges()))
 	ch <- prometheus.MustNewConstMetric(descSnapshots, prometheus.CounterValue, float64(partition.SnapshotsRecovered.Load()))
-	ch <- prometheus.MustNewConstMetric(descLeadersWon, prometheus.CounterValue, float64(b.leaders.won.Load()))
+	ch <- prometheus.MustNewConstMetric(descLeadersWon, prometheus.CounterValue, float64(b.replicas.LeadershipsWon()))
 	ch <- prometheus.MustNewConstMetric(descSnapshotBytes, prometheus.CounterValue, float64(partition.SnapshotBytesFetched.Load()))
 	if b.raftLog != nil {
 		st := b.raftLog.Stats()

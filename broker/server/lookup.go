@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
+	"github.com/raftka/raftka/broker/replica"
 )
 
 // partitionInfo is the metadata's view of a partition, with its
@@ -55,9 +56,9 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 // the partition's records, so clients are told the leader is not
 // available, as for a lost quorum.
 func (b *Broker) currentLeader(info meta.PartitionView) (int32, int32) {
-	if b.replicas.get(info.Shard) != nil {
+	if b.replicas.Replica(info.Shard) != nil {
 		if id, ok, err := b.nh.GetLeaderID(info.Shard); err == nil && ok && id != 0 {
-			return brokerOf(id), max(b.leaders.term(info.Shard), info.LeaderEpoch)
+			return brokerOf(id), max(b.replicas.Term(info.Shard), info.LeaderEpoch)
 		}
 		if info.LeaderReplaced {
 			return -1, info.LeaderEpoch
@@ -87,22 +88,22 @@ func (b *Broker) standIn(info meta.PartitionView) int32 {
 
 // leaderReplica returns the local replica if this broker leads the
 // partition, else the error a client should see.
-func (b *Broker) leaderReplica(topic string, index int32) (*replica, partitionInfo, *kerr.Error) {
+func (b *Broker) leaderReplica(topic string, index int32) (*replica.Replica, partitionInfo, *kerr.Error) {
 	return b.actingReplica(topic, index, false)
 }
 
 // actingReplica is leaderReplica that also accepts this broker standing in
 // for a leaderless partition, for reads of committed records.
-func (b *Broker) actingReplica(topic string, index int32, standIn bool) (*replica, partitionInfo, *kerr.Error) {
+func (b *Broker) actingReplica(topic string, index int32, standIn bool) (*replica.Replica, partitionInfo, *kerr.Error) {
 	info, err := b.partitionFor(topic, index)
 	if err != nil {
 		return nil, info, err
 	}
-	rep := b.replicas.get(info.Shard)
+	rep := b.replicas.Replica(info.Shard)
 	if rep == nil {
 		return nil, info, kerr.NotLeaderForPartition
 	}
-	if b.isLeader(info.Shard) {
+	if b.replicas.IsLeader(info.Shard) {
 		return rep, info, nil
 	}
 	if standIn && info.Leader == b.cfg.ID && !info.LeaderReplaced {
@@ -112,26 +113,15 @@ func (b *Broker) actingReplica(topic string, index int32, standIn bool) (*replic
 }
 
 // hostedReplica is this broker's replica of a partition, leader or not.
-func (b *Broker) hostedReplica(topic string, index int32) (*replica, *kerr.Error) {
+func (b *Broker) hostedReplica(topic string, index int32) (*replica.Replica, *kerr.Error) {
 	info, err := b.partitionFor(topic, index)
 	if err != nil {
 		return nil, err
 	}
-	if rep := b.replicas.get(info.Shard); rep != nil {
+	if rep := b.replicas.Replica(info.Shard); rep != nil {
 		return rep, nil
 	}
 	return nil, kerr.NotLeaderForPartition
-}
-
-// liveReplicas counts the replicas on brokers that answer.
-func (b *Broker) liveReplicas(replicas []int32) []int32 {
-	var out []int32
-	for _, id := range replicas {
-		if b.liveness.IsLive(id) {
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 // freeSpace caches statfs: one call per produce would cost more than it saves.

@@ -3,9 +3,6 @@ package server
 import (
 	"time"
 
-	sm "github.com/lni/dragonboat/v3/statemachine"
-
-	"github.com/raftka/raftka/broker/partition"
 	"github.com/raftka/raftka/broker/raftlog"
 )
 
@@ -65,17 +62,14 @@ func (m *metrics) timedSave(stage raftlog.SaveStage, d time.Duration) {
 	}
 }
 
-// timedUpdates is a partition replica's state machine whose Updates are
-// timed, at the edge, so that the state machine itself reads no clock.
-type timedUpdates struct {
-	*partition.StateMachine
-	m *metrics
-}
+// Applied implements replica.Metrics.
+func (m *metrics) Applied(d time.Duration) { m.stage(stageApply, d) }
 
-// Update implements sm.IOnDiskStateMachine.
-func (t timedUpdates) Update(entries []sm.Entry) ([]sm.Entry, error) {
-	began := time.Now()
-	out, err := t.StateMachine.Update(entries)
-	t.m.stage(stageApply, time.Since(began))
-	return out, err
+// BudgetSnapshot implements replica.Metrics.
+func (m *metrics) BudgetSnapshot() { m.budgetSnapshots.Inc() }
+
+// Cleaned implements replica.Metrics.
+func (m *metrics) Cleaned(bytes, records int64) {
+	m.cleanedBytes.Add(float64(bytes))
+	m.cleanedRecords.Add(float64(records))
 }

@@ -1,8 +1,9 @@
-package server
+package replica
 
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/raftka/raftka/broker/internal/wait"
@@ -14,7 +15,7 @@ import (
 // topics (cleanup.policy=compact). Every replica cleans its own log, as in
 // Kafka: compaction changes no offset and no batch header, so it needs no
 // agreement (see broker/partition/compact.go). The clock is read here.
-func (b *Broker) cleanLogs(ctx context.Context) {
+func (b *Manager) cleanLogs(ctx context.Context) {
 	for wait.Sleep(ctx, b.cfg.LogCleanerInterval) {
 		for shard, opts := range b.compactedReplicas() {
 			rep := b.replicas.get(shard)
@@ -31,8 +32,7 @@ func (b *Broker) cleanLogs(ctx context.Context) {
 			case err != nil:
 				b.log.Warn("log compaction failed", "shard", shard, "error", err)
 			case res.Cleaned:
-				b.metrics.cleanedBytes.Add(float64(res.BytesRemoved))
-				b.metrics.cleanedRecords.Add(float64(res.RecordsRemoved))
+				b.metrics.Cleaned(res.BytesRemoved, res.RecordsRemoved)
 				b.log.Debug("log compacted", "shard", shard, "segments", res.SegmentsRead,
 					"bytes_removed", res.BytesRemoved, "records_removed", res.RecordsRemoved, "took", time.Since(start))
 			}
@@ -45,7 +45,7 @@ func (b *Broker) cleanLogs(ctx context.Context) {
 
 // compactedReplicas returns the compaction settings of each partition this
 // broker hosts whose topic is compacted.
-func (b *Broker) compactedReplicas() map[uint64]partition.CleanOptions {
+func (b *Manager) compactedReplicas() map[uint64]partition.CleanOptions {
 	out := map[uint64]partition.CleanOptions{}
 	b.meta.Read(func(s *meta.State) {
 		for _, t := range s.Topics() {
@@ -59,7 +59,7 @@ func (b *Broker) compactedReplicas() map[uint64]partition.CleanOptions {
 				MinCleanableDirtyRatio: t.Float(meta.ConfigMinCleanableRatio),
 			}
 			for _, p := range t.Partitions {
-				if containsID(p.Replicas, b.cfg.ID) {
+				if slices.Contains(p.Replicas, b.cfg.ID) {
 					out[p.Shard] = opts
 				}
 			}

@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -41,7 +41,7 @@ const (
 // in step with the metadata, and notes when its own observers become
 // voters.
 type memberships struct {
-	b  *Broker
+	b  *Manager
 	mu sync.Mutex
 	// voters holds, per partition group this broker leads, the brokers
 	// whose current incarnation is a voting member, as last seen.
@@ -60,9 +60,9 @@ type memberships struct {
 // leaderlessAfter is how long a group goes without a leader before it is
 // reported as having lost its quorum: a few election timeouts, which an
 // election with a quorum does not take.
-func (b *Broker) leaderlessAfter() time.Duration { return 4 * electionRTT * b.cfg.RTT }
+func (b *Manager) leaderlessAfter() time.Duration { return 4 * ElectionRTT * b.cfg.RTT }
 
-func newMemberships(b *Broker) *memberships {
+func newMemberships(b *Manager) *memberships {
 	return &memberships{b: b, leaderless: map[uint64]time.Time{}, led: map[uint64]bool{}}
 }
 
@@ -289,10 +289,10 @@ func (m *memberships) reconcile(ctx context.Context, shard uint64, plan groupPla
 	case transferLeader:
 		err = b.nh.RequestLeaderTransfer(shard, change.node)
 	case renewNode:
-		_, err = b.proposeMeta(cctx, &meta.Command{RenewReplicaNode: &meta.RenewReplicaNode{Shard: shard, Broker: change.broker, Node: change.node}})
+		_, err = b.propose(cctx, &meta.Command{RenewReplicaNode: &meta.RenewReplicaNode{Shard: shard, Broker: change.broker, Node: change.node}})
 	case completeMove:
 		var out meta.Outcome
-		out, err = b.proposeMeta(cctx, &meta.Command{CompleteReassignment: &meta.CompleteReassignment{Shard: shard, Target: plan.targetBrokers()}})
+		out, err = b.propose(cctx, &meta.Command{CompleteReassignment: &meta.CompleteReassignment{Shard: shard, Target: plan.targetBrokers()}})
 		if err == nil {
 			err = out.Err
 		}

@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 
 // peerSource is the partition.Source of one partition replica.
 type peerSource struct {
-	b     *Broker
+	b     *Manager
 	shard uint64
 }
 
@@ -88,7 +88,7 @@ func peersLeaderFirst(replicas []int32, leader, self int32) []int32 {
 // peerClients holds one Kafka client per peer address, made when first
 // needed; catching up is rare, so they stay few.
 type peerClients struct {
-	b      *Broker
+	b      *Manager
 	mu     sync.Mutex
 	byAddr map[string]*kgo.Client
 }

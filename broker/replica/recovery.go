@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -71,14 +71,14 @@ func chooseRecoverySource(states []replicaLogState) (replicaLogState, bool) {
 // recoveries runs the forced recoveries of the partitions this broker
 // hosts the surviving replica of, and answers the requests for them.
 type recoveries struct {
-	b  *Broker
+	b  *Manager
 	mu sync.Mutex
 	// target holds, per group restarted alone, the index of the last
 	// entry it kept: the recovery completes once it applied that far.
 	target map[uint64]uint64
 }
 
-func newRecoveries(b *Broker) *recoveries { return &recoveries{b: b, target: map[uint64]uint64{}} }
+func newRecoveries(b *Manager) *recoveries { return &recoveries{b: b, target: map[uint64]uint64{}} }
 
 // localState is the state of this broker's replica of a partition group.
 func (r *recoveries) localState(shard uint64) (replicaLogState, bool) {
@@ -112,7 +112,7 @@ func (r *recoveries) localState(shard uint64) (replicaLogState, bool) {
 
 // handleReplica answers GET /internal/replica?shard=N with this broker's
 // replicaLogState of the group, 404 if it hosts none.
-func (b *Broker) handleReplica(w http.ResponseWriter, req *http.Request) {
+func (b *Manager) handleReplica(w http.ResponseWriter, req *http.Request) {
 	shard, err := strconv.ParseUint(req.URL.Query().Get("shard"), 10, 64)
 	if err != nil {
 		http.Error(w, "shard: "+err.Error(), http.StatusBadRequest)
@@ -197,7 +197,7 @@ func (r *recoveries) force(ctx context.Context, topic string, index int32) (*ker
 			"start the brokers that hold the partition's surviving replicas first", missing)
 	}
 	cmd := &meta.RecoverPartition{Shard: shard, Node: src.Node, Voters: src.Voters, CommittedEnd: src.LogEndOffset, AtMillis: time.Now().UnixMilli()}
-	out, err := b.proposeMeta(ctx, &meta.Command{RecoverPartition: cmd})
+	out, err := b.propose(ctx, &meta.Command{RecoverPartition: cmd})
 	switch {
 	case err != nil:
 		return kerr.RequestTimedOut, "the metadata group did not take the recovery: " + err.Error()
@@ -205,7 +205,11 @@ func (r *recoveries) force(ctx context.Context, topic string, index int32) (*ker
 		return kerr.InvalidRequest, fmt.Sprintf("a quorum of the partition's voters %v kept their data: the partition elects a leader once their brokers are up. "+
 			"A forced recovery is only for a partition that lost a quorum of its replicas' disks (or another recovery of it is under way)", brokersOf(src.Voters))
 	case out.Err != nil:
-		return kafkaError(out.Err, kerr.EligibleLeadersNotAvailable), "the metadata refused the recovery: " + out.Err.Error()
+		code := kerr.EligibleLeadersNotAvailable
+		if ke := (*kerr.Error)(nil); errors.As(out.Err, &ke) {
+			code = ke
+		}
+		return code, "the metadata refused the recovery: " + out.Err.Error()
 	}
 	b.log.Warn("forced recovery of partition asked", "partition", topic+"-"+strconv.Itoa(int(index)), "shard", shard,
 		"from_broker", src.Broker, "node", src.Node, "voters", src.Voters, "committed_end", src.LogEndOffset, "not_answering", missing)
@@ -324,7 +328,7 @@ func (r *recoveries) advance(ctx context.Context, job pendingRecovery) {
 	_, end := rep.sm.Log().Offsets()
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := b.proposeMeta(cctx, &meta.Command{CompleteRecovery: &meta.CompleteRecovery{Shard: job.shard, Node: job.node, RecoveredEnd: end}})
+	out, err := b.propose(cctx, &meta.Command{CompleteRecovery: &meta.CompleteRecovery{Shard: job.shard, Node: job.node, RecoveredEnd: end}})
 	if err != nil || out.Err != nil {
 		return
 	}
@@ -375,7 +379,7 @@ func (r *replicaSet) restartAlone(ctx context.Context, shard uint64) (uint64, er
 	return last, err
 }
 
-func snapshotCoversCommit(b *Broker, shard, node uint64) error {
+func snapshotCoversCommit(b *Manager, shard, node uint64) error {
 	snaps, err := b.raftLog.ListSnapshots(shard, node, math.MaxUint64)
 	if err != nil || len(snaps) == 0 {
 		return fmt.Errorf("no snapshot yet (%v)", err)

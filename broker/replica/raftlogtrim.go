@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -63,7 +63,7 @@ type raftLogTrim struct {
 // raftLogTrimmer keeps the broker's Raft logs short by taking snapshots,
 // after which Dragonboat compacts the log (Raft's word; Kafka's log
 // compaction, cleanup.policy=compact, is the log cleaner's: logcleaner.go).
-type raftLogTrimmer struct{ b *Broker }
+type raftLogTrimmer struct{ b *Manager }
 
 func (t raftLogTrimmer) run(ctx context.Context) {
 	b := t.b
@@ -109,12 +109,12 @@ func (t raftLogTrimmer) trimWhole(shard uint64) {
 		b.log.Debug("snapshot not requested", "shard", shard, "error", err)
 		return
 	}
-	b.metrics.budgetSnapshots.Inc()
+	b.metrics.BudgetSnapshot()
 }
 
 // trim advances one replica's snapshot bookkeeping without waiting: a
 // snapshot request is checked on later ticks.
-func (t raftLogTrimmer) trim(rep *replica, pinsOldFiles bool) {
+func (t raftLogTrimmer) trim(rep *Replica, pinsOldFiles bool) {
 	b := t.b
 	c := &rep.raftLogTrim
 	if c.pending != nil {
@@ -143,7 +143,7 @@ func (t raftLogTrimmer) trim(rep *replica, pinsOldFiles bool) {
 		return
 	}
 	if pinsOldFiles {
-		b.metrics.budgetSnapshots.Inc()
+		b.metrics.BudgetSnapshot()
 	}
 	c.pending, c.pendingIndex, c.pendingBytes = rs, index, bytes
 }

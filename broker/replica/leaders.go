@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // isLeader reports whether this broker leads the shard's Raft group now.
-func (b *Broker) isLeader(shard uint64) bool {
+func (b *Manager) isLeader(shard uint64) bool {
 	id, ok, err := b.nh.GetLeaderID(shard)
 	return err == nil && ok && id == b.nodeIn(shard)
 }
@@ -17,7 +17,7 @@ func (b *Broker) isLeader(shard uint64) bool {
 // leadership is what this broker does about the partitions it leads:
 // it reports its leaderships to the metadata group and hands them back to
 // preferred replicas.
-type leadership struct{ b *Broker }
+type leadership struct{ b *Manager }
 
 // reportLeaders publishes this broker's partition leaderships to the
 // metadata group, so that every broker answers Metadata with the leader. A
@@ -58,7 +58,7 @@ func (l leadership) reportLeader(ctx context.Context, shard uint64, epoch int32)
 		return
 	}
 	change := &meta.LeaderChange{Shard: shard, Leader: l.b.cfg.ID, Epoch: epoch, Node: rep.node}
-	if _, err := l.b.proposeMeta(pctx, &meta.Command{Leader: change}); err != nil {
+	if _, err := l.b.propose(pctx, &meta.Command{Leader: change}); err != nil {
 		l.b.log.Debug("leader report failed", "shard", shard, "error", err)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"time"
@@ -16,7 +16,7 @@ import (
 
 // handOffLeadership moves away the leadership of the groups this broker
 // leads, until it leads none or bound passes.
-func (b *Broker) handOffLeadership(bound time.Duration) {
+func (b *Manager) handOffLeadership(bound time.Duration) {
 	if bound <= 0 {
 		return
 	}
@@ -49,7 +49,7 @@ func (b *Broker) handOffLeadership(bound time.Duration) {
 }
 
 // ledGroups are the Raft groups this broker leads now.
-func (b *Broker) ledGroups() []uint64 {
+func (b *Manager) ledGroups() []uint64 {
 	var out []uint64
 	if id, ok := b.metaLeader(); ok && id == b.cfg.ID {
 		out = append(out, meta.MetadataShard)
@@ -67,7 +67,7 @@ func (b *Broker) ledGroups() []uint64 {
 // caught up, else any live voter (a leader that took over moments ago has
 // not seen its followers yet; Raft hands over once the target has the
 // log); 0 if there is none.
-func (b *Broker) handOffTarget(shard uint64) uint64 {
+func (b *Manager) handOffTarget(shard uint64) uint64 {
 	now := time.Now()
 	var target uint64
 	b.meta.Read(func(s *meta.State) {

@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // what a group's Raft log still holds reaches it through Raft, unbounded,
 // which is at most --raft-log-retain-bytes or two.
 type replicationThrottle struct {
-	b                *Broker
+	b                *Manager
 	mu               sync.Mutex
 	leader, follower *rate.Limiter
 }
@@ -30,7 +30,7 @@ type replicationThrottle struct {
 // parts.
 const throttleBurst = 1 << 20
 
-func newReplicationThrottle(b *Broker) *replicationThrottle {
+func newReplicationThrottle(b *Manager) *replicationThrottle {
 	return &replicationThrottle{b: b, leader: rate.NewLimiter(rate.Inf, throttleBurst), follower: rate.NewLimiter(rate.Inf, throttleBurst)}
 }
 

@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -44,7 +44,7 @@ type probe struct {
 }
 
 // trackFollowers probes the followers of every partition this broker leads.
-func (b *Broker) trackFollowers(ctx context.Context) {
+func (b *Manager) trackFollowers(ctx context.Context) {
 	for wait.Sleep(ctx, followerProbeInterval) {
 		led := map[uint64]int64{}
 		byFollower := map[int32][]probe{}
@@ -84,7 +84,7 @@ func (b *Broker) trackFollowers(ctx context.Context) {
 }
 
 // followerEnds asks broker id for the log ends of its replicas of probes.
-func (b *Broker) followerEnds(ctx context.Context, id int32, probes []probe) map[uint64]int64 {
+func (b *Manager) followerEnds(ctx context.Context, id int32, probes []probe) map[uint64]int64 {
 	cl, err := b.peers.client(id)
 	if err != nil {
 		return nil
@@ -187,7 +187,7 @@ func (f *followerProgress) seenCaughtUp(now time.Time, shard uint64, id int32, l
 // inSyncReplicas returns the replicas of a shard that are in sync: on its
 // leader, those on live brokers that kept up and whose current incarnation
 // votes in the group; elsewhere, those on live brokers.
-func (b *Broker) inSyncReplicas(shard uint64, replicas []int32) []int32 {
+func (b *Manager) inSyncReplicas(shard uint64, replicas []int32) []int32 {
 	live := b.liveReplicas(replicas)
 	if !b.isLeader(shard) {
 		return live

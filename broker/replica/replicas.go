@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 	"github.com/raftka/raftka/broker/partition"
 )
 
-// replica is a partition replica hosted by this broker.
-type replica struct {
+// Replica is a partition replica hosted by this broker.
+type Replica struct {
 	shard uint64
 	// node is the replica's Raft node (meta.Partition.Nodes).
 	node uint64
@@ -39,20 +39,20 @@ type replica struct {
 // replicaSet starts and stops this broker's partition replicas to match the
 // placement in the metadata.
 type replicaSet struct {
-	b *Broker
+	b *Manager
 	// lifecycle serializes starting and stopping replicas: reconcile, and
 	// a forced recovery's restart of one (recovery.go).
 	lifecycle sync.Mutex
 	mu        sync.RWMutex
-	byShard   map[uint64]*replica
+	byShard   map[uint64]*Replica
 	frames    map[uint64]*frames.Log // with --partition-frames
 }
 
-func newReplicaSet(b *Broker) *replicaSet {
-	return &replicaSet{b: b, byShard: map[uint64]*replica{}, frames: map[uint64]*frames.Log{}}
+func newReplicaSet(b *Manager) *replicaSet {
+	return &replicaSet{b: b, byShard: map[uint64]*Replica{}, frames: map[uint64]*frames.Log{}}
 }
 
-func (r *replicaSet) get(shard uint64) *replica {
+func (r *replicaSet) get(shard uint64) *Replica {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.byShard[shard]
@@ -80,7 +80,7 @@ func (r *replicaSet) run(ctx context.Context) {
 		changed := r.b.meta.Changed()
 		r.reconcile(ctx)
 		select {
-		case <-r.b.incarnation.Registered():
+		case <-r.b.registered:
 			if !swept {
 				r.sweepStale()
 				swept = true
@@ -190,7 +190,7 @@ func (r *replicaSet) startsAsObserver(shard, node uint64, founder bool) bool {
 // which it refuses to apply to a voter; a promotion replayed on an
 // observer makes it a voter; but an observer whose snapshot already lists
 // it as a voter stays an observer that never votes.
-func (b *Broker) snapshotListsVoter(shard, node uint64) bool {
+func (b *Manager) snapshotListsVoter(shard, node uint64) bool {
 	if b.raftLog == nil {
 		return false
 	}
@@ -211,7 +211,7 @@ func (b *Broker) snapshotListsVoter(shard, node uint64) bool {
 func (r *replicaSet) start(shard uint64, p placement) error {
 	node := p.node
 	dir := r.replicaDir(shard, node)
-	rep := &replica{shard: shard, node: node, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes, peerSource{b: r.b, shard: shard}, r.b.log.With("shard", shard))}
+	rep := &Replica{shard: shard, node: node, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes, peerSource{b: r.b, shard: shard}, r.b.log.With("shard", shard))}
 	rep.sm.SetSegmentLimits(p.segmentBytes, p.segmentMs)
 	if r.b.cfg.PartitionFrames && r.b.raftLog != nil {
 		// Before the group starts: the Raft log store asks for the frame
@@ -321,7 +321,7 @@ func (r *replicaSet) sweepStale() {
 
 // stop stops a replica's Raft node and forgets the replica; its data
 // stays.
-func (r *replicaSet) stop(shard uint64) *replica {
+func (r *replicaSet) stop(shard uint64) *Replica {
 	r.mu.Lock()
 	rep := r.byShard[shard]
 	delete(r.byShard, shard)
@@ -362,7 +362,7 @@ func (r *replicaSet) Dir(shard, node uint64) string { return framesDir(r.b.cfg.D
 func (r *replicaSet) closeAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.byShard = map[uint64]*replica{}
+	r.byShard = map[uint64]*Replica{}
 }
 
 func toTargets(m map[uint64]string) map[uint64]dragonboat.Target {

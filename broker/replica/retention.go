@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // proposes, so that every replica applies the same: records that
 // retention.ms and retention.bytes expired, and idempotent producers idle
 // for longer than --producer-id-expiration.
-type retention struct{ b *Broker }
+type retention struct{ b *Manager }
 
 // expireProducers asks, as leader, for the idempotent producers idle for
 // longer than --producer-id-expiration to be forgotten, as Kafka's
