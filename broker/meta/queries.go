@@ -3,7 +3,6 @@ package meta
 import (
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 
 	"github.com/raftka/raftka/broker/acl"
@@ -33,14 +32,7 @@ func (s *State) Brokers() []Broker {
 }
 
 // BrokerIDs returns the registered broker ids in ascending order.
-func (s *State) BrokerIDs() []int32 {
-	ids := make([]int32, 0, len(s.brokers))
-	for id := range s.brokers {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
-}
+func (s *State) BrokerIDs() []int32 { return slices.Sorted(maps.Keys(s.brokers)) }
 
 // RetiredGeneration is the last generation of an unregistered broker id,
 // if the metadata has one.
@@ -81,14 +73,7 @@ func (s *State) VotesInMetadata(id int32, founding map[int32]string) bool {
 func (s *State) Topic(name string) *Topic { return s.topics[name] }
 
 // TopicNames are the topics' names, sorted.
-func (s *State) TopicNames() []string {
-	names := make([]string, 0, len(s.topics))
-	for n := range s.topics {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (s *State) TopicNames() []string { return slices.Sorted(maps.Keys(s.topics)) }
 
 // Topics are the topics in the order of their names.
 func (s *State) Topics() []*Topic {

@@ -1,6 +1,9 @@
 package meta
 
-import "sort"
+import (
+	"maps"
+	"slices"
+)
 
 // The SCRAM mechanisms, with the numbers Kafka's DescribeUserScramCredentials
 // and AlterUserScramCredentials give them.
@@ -62,11 +65,4 @@ func (s *State) alterScramCredentials(c *AlterScramCredentials) Outcome {
 }
 
 // ScramUsers returns the users with a SCRAM credential, sorted.
-func (s *State) ScramUsers() []string {
-	users := make([]string, 0, len(s.scramCredentials))
-	for u := range s.scramCredentials {
-		users = append(users, u)
-	}
-	sort.Strings(users)
-	return users
-}
+func (s *State) ScramUsers() []string { return slices.Sorted(maps.Keys(s.scramCredentials)) }
