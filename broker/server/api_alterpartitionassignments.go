@@ -13,7 +13,7 @@ import (
 // AlterPartitionReassignments v0-v1 (flexible): moves partitions' replicas
 // (kafka-reassign-partitions.sh, kadm, the Java admin client); replicas
 // null cancels a move. The metadata records the move at once and the
-// partition's leader carries it out (membership.go): new replicas join as
+// partition's leader carries it out (package replica): new replicas join as
 // observers, are promoted once caught up, and only then do the replicas
 // the move drops leave. v1 refuses a change of the replica count unless
 // the request allows it.

@@ -17,7 +17,7 @@ import (
 // replica is live, votes and has caught up; a broker asks, for a partition
 // it does not host, a broker that does. Null topics ask for every
 // partition. Unclean election (--election-type unclean) is a forced
-// recovery (recovery.go): only for a partition whose group lost a quorum
+// recovery (package replica): only for a partition whose group lost a quorum
 // of its voters' data, which Raft never elects a leader in, named one by
 // one; it restarts the group from its most up-to-date surviving voter and
 // answers with what was kept and what is gone.

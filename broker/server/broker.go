@@ -299,7 +299,7 @@ func (b *Broker) startLoops() {
 // startMetadata starts this broker's member of the metadata group in the
 // role it joined in: a voter, or an observer (startsAsObserver).
 // A founder starts the group with the other voters (generation 0); every
-// other incarnation was added by a member when it joined (join.go).
+// other incarnation was added by a member when it joined (cluster.Incarnation).
 func (b *Broker) startMetadata() error {
 	create := func(uint64, uint64) sm.IConcurrentStateMachine { return b.meta }
 	cfg := replica.ShardConfig(meta.MetadataShard, b.metaNode(), 1000)
@@ -350,7 +350,7 @@ func (b *Broker) goBackground(fn func(ctx context.Context)) {
 // Addr is the address the inter-broker Kafka listener is bound to.
 func (b *Broker) Addr() net.Addr { return b.listeners[0].ln.Addr() }
 
-// Close hands off the leadership of the groups it leads (shutdown.go),
+// Close hands off the leadership of the groups it leads (replica.Manager),
 // stops serving and closes Raft; data stays on disk.
 func (b *Broker) Close() {
 	b.replicas.HandOffLeadership(b.cfg.ControlledShutdownTimeout)

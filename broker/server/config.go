@@ -125,7 +125,7 @@ type Config struct {
 	// hand the leadership of its groups to other voters; 0 stops at once.
 	ControlledShutdownTimeout time.Duration
 	// FollowerThrottledRate and LeaderThrottledRate bound, in bytes per
-	// second, what replicas catching up fetch and serve (throttle.go); 0
+	// second, what replicas catching up fetch and serve (package replica); 0
 	// is no bound. Values set at run time through the Kafka admin API take
 	// precedence.
 	FollowerThrottledRate, LeaderThrottledRate int64

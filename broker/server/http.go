@@ -22,7 +22,7 @@ import (
 
 // serveHTTP serves /metrics, /readyz and /safe-to-restart for Prometheus,
 // the kubelet and the operator, and the endpoints brokers ask each other
-// when they start (incarnation.go). It starts before Raft does; the
+// when they start (cluster.Incarnation). It starts before Raft does; the
 // endpoints that need Raft answer 503 until it runs.
 func (b *Broker) serveHTTP(ctx context.Context, ln net.Listener) {
 	mux := http.NewServeMux()
