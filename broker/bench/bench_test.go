@@ -122,7 +122,7 @@ const reportNotes = `### Reproduce
   (quiesce mode, experimental in Dragonboat v3, did not change it). ` + "`--rtt 100ms`" + ` brought it
   from about 60% to 35% in one run, at the cost of elections taking 1-2 s instead of 0.5-1 s.
 - Per-replica memory is dominated by Dragonboat's per-group queues; the broker shrinks them
-  (broker/server/dragonboat_tuning.go) from about 0.6 MB to about 0.45 MB per replica. Raftka's
+  (broker/node/dragonboat_tuning.go) from about 0.6 MB to about 0.45 MB per replica. Raftka's
   Raft log store keeps only the location of each live entry in memory; pebble's memtables
   (--raft-log-write-buffer, 128 MiB, with --raft-log-store pebble) made the RSS after producing
   about 150 MiB higher.

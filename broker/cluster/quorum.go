@@ -3,11 +3,12 @@ package cluster
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
 
 	"github.com/lni/dragonboat/v3"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -255,11 +256,7 @@ func (q Quorum) record(ctx context.Context, current []int32, broker int32, add b
 	case err != nil:
 		return kerr.RequestTimedOut, "the metadata group did not record the voters: " + err.Error()
 	case out.Err != nil:
-		code := kerr.UnknownServerError
-		if ke := (*kerr.Error)(nil); errors.As(out.Err, &ke) {
-			code = ke
-		}
-		return code, "the metadata group refused the voters: " + out.Err.Error()
+		return kafkaerr.Of(out.Err, kerr.UnknownServerError), "the metadata group refused the voters: " + out.Err.Error()
 	}
 	return nil, ""
 }

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -35,6 +36,11 @@ func (b *Manager) IsLeader(shard uint64) bool { return b.isLeader(shard) }
 
 // Term is the latest term this broker saw a group's leader in.
 func (b *Manager) Term(shard uint64) int32 { return b.leaders.term(shard) }
+
+// ErrDeposed is why a proposal made as a group's leader was given up: this
+// broker stopped leading the group (Deposed), and what it had pending
+// commits only if the new leader got it.
+var ErrDeposed = errors.New("this broker stopped leading the Raft group")
 
 // Deposed is closed once this broker stops leading shard, if it leads it
 // now; nil otherwise.

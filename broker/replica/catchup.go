@@ -43,7 +43,7 @@ func (p peerSource) Fetch(ctx context.Context, from int64, maxBytes int32) ([]by
 		replicas []int32
 		leader   int32
 	)
-	p.b.meta.Read(func(s *meta.State) {
+	p.b.Meta.Read(func(s *meta.State) {
 		if t, part := s.PartitionOfShard(p.shard); t != nil {
 			topic, topicID, index, leader = t.Name, t.ID, part.Index, part.Leader
 			replicas = append(replicas, part.Replicas...)
@@ -94,7 +94,7 @@ type peerClients struct {
 }
 
 func (c *peerClients) client(id int32) (*kgo.Client, error) {
-	br, ok := c.b.meta.Broker(id)
+	br, ok := c.b.Meta.Broker(id)
 	if !ok {
 		return nil, fmt.Errorf("broker %d is not registered", id)
 	}

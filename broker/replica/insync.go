@@ -48,14 +48,14 @@ func (b *Manager) trackFollowers(ctx context.Context) {
 	for wait.Sleep(ctx, followerProbeInterval) {
 		led := map[uint64]int64{}
 		byFollower := map[int32][]probe{}
-		for _, h := range b.meta.HostedPartitions(b.cfg.ID, nil) {
+		for _, h := range b.Meta.HostedPartitions(b.cfg.ID, nil) {
 			rep := b.replicas.get(h.Shard)
 			if rep == nil || !b.isLeader(h.Shard) {
 				continue
 			}
 			_, led[h.Shard] = rep.sm.Log().Offsets()
 			for _, id := range h.Replicas {
-				if id != b.cfg.ID && b.liveness.IsLive(id) {
+				if id != b.cfg.ID && b.Liveness.IsLive(id) {
 					byFollower[id] = append(byFollower[id], probe{h.Topic, h.Index, h.Shard})
 				}
 			}

@@ -39,7 +39,7 @@ func (l leadership) reportLeaders(ctx context.Context) {
 				}
 				epoch := l.b.leaders.term(shard)
 				var stale bool
-				l.b.meta.Read(func(s *meta.State) {
+				l.b.Meta.Read(func(s *meta.State) {
 					_, p := s.PartitionOfShard(shard)
 					stale = p != nil && (p.Leader != l.b.cfg.ID || p.LeaderEpoch < epoch || p.LeaderNode != p.NodeOf(l.b.cfg.ID))
 				})
@@ -58,8 +58,8 @@ func (l leadership) reportLeader(ctx context.Context, shard uint64, epoch int32)
 		return
 	}
 	change := &meta.LeaderChange{Shard: shard, Leader: l.b.cfg.ID, Epoch: epoch, Node: rep.node}
-	if _, err := l.b.propose(pctx, &meta.Command{Leader: change}); err != nil {
-		l.b.log.Debug("leader report failed", "shard", shard, "error", err)
+	if _, err := l.b.Propose(pctx, &meta.Command{Leader: change}); err != nil {
+		l.b.Log.Debug("leader report failed", "shard", shard, "error", err)
 	}
 }
 
@@ -88,7 +88,7 @@ func (l leadership) handBack(shard uint64, caughtUp bool) {
 	var preferred int32 = -1
 	var node uint64
 	var broker meta.Broker
-	l.b.meta.Read(func(s *meta.State) {
+	l.b.Meta.Read(func(s *meta.State) {
 		if _, p := s.PartitionOfShard(shard); p != nil && len(p.Replicas) > 0 {
 			preferred = p.Replicas[0]
 			node = p.NodeOf(preferred)
@@ -96,11 +96,11 @@ func (l leadership) handBack(shard uint64, caughtUp bool) {
 		}
 	})
 	if !caughtUp {
-		l.b.liveness.Confirm([]meta.Broker{broker})
+		l.b.Liveness.Confirm([]meta.Broker{broker})
 	}
 	// Only to a voter: a replica that came back as a new incarnation is an
 	// observer until it caught up (membership.go).
-	if preferred >= 0 && preferred != l.b.cfg.ID && l.b.liveness.IsLive(preferred) && l.b.members.mayVote(shard, preferred) &&
+	if preferred >= 0 && preferred != l.b.cfg.ID && l.b.Liveness.IsLive(preferred) && l.b.members.mayVote(shard, preferred) &&
 		(!caughtUp || l.b.progress.seenCaughtUp(time.Now(), shard, preferred, l.b.cfg.ReplicaLagMax)) {
 		_ = l.b.nh.RequestLeaderTransfer(shard, node)
 	}

@@ -30,10 +30,10 @@ func (b *Manager) cleanLogs(ctx context.Context) {
 				// Retention deleted a segment under the pass: the next
 				// one starts from what is left.
 			case err != nil:
-				b.log.Warn("log compaction failed", "shard", shard, "error", err)
+				b.Log.Warn("log compaction failed", "shard", shard, "error", err)
 			case res.Cleaned:
-				b.metrics.Cleaned(res.BytesRemoved, res.RecordsRemoved)
-				b.log.Debug("log compacted", "shard", shard, "segments", res.SegmentsRead,
+				b.Metrics.Cleaned(res.BytesRemoved, res.RecordsRemoved)
+				b.Log.Debug("log compacted", "shard", shard, "segments", res.SegmentsRead,
 					"bytes_removed", res.BytesRemoved, "records_removed", res.RecordsRemoved, "took", time.Since(start))
 			}
 			if ctx.Err() != nil {
@@ -47,7 +47,7 @@ func (b *Manager) cleanLogs(ctx context.Context) {
 // broker hosts whose topic is compacted.
 func (b *Manager) compactedReplicas() map[uint64]partition.CleanOptions {
 	out := map[uint64]partition.CleanOptions{}
-	b.meta.Read(func(s *meta.State) {
+	b.Meta.Read(func(s *meta.State) {
 		for _, t := range s.Topics() {
 			if !t.HasCleanupPolicy(meta.CleanupCompact) {
 				continue

@@ -83,19 +83,10 @@ type Deps struct {
 // at shutdown (shutdown.go). Each concern runs its own loop, started by
 // Start.
 type Manager struct {
-	cfg      Config
-	log      *slog.Logger
-	nh       *dragonboat.NodeHost
-	meta     *meta.StateMachine
-	raftLog  *raftlog.Store
-	metrics  Metrics
-	liveness *cluster.Liveness
-	peerHTTP *cluster.PeerHTTP
-	propose  func(ctx context.Context, cmd *meta.Command) (meta.Outcome, error)
-	// registered is closed once this broker's registration is applied.
-	registered <-chan struct{}
-	metaNode   func() uint64
-	metaLeader func() (int32, bool)
+	Deps
+	cfg     Config
+	nh      *dragonboat.NodeHost
+	raftLog *raftlog.Store
 
 	replicas   *replicaSet
 	members    *memberships
@@ -111,8 +102,7 @@ type Manager struct {
 
 // New builds the replica lifecycle; nothing runs until Start.
 func New(cfg Config, deps Deps) *Manager {
-	m := &Manager{cfg: cfg, log: deps.Log, meta: deps.Meta, metrics: deps.Metrics, liveness: deps.Liveness, peerHTTP: deps.PeerHTTP,
-		propose: deps.Propose, registered: deps.Registered, metaNode: deps.MetaNode, metaLeader: deps.MetaLeader, leaders: newLeaderEvents()}
+	m := &Manager{Deps: deps, cfg: cfg, leaders: newLeaderEvents()}
 	m.replicas = newReplicaSet(m)
 	m.members = newMemberships(m)
 	m.recoveries = newRecoveries(m)
@@ -135,10 +125,10 @@ func (b *Manager) CheckPeerTLS() error {
 // ours (--raft-log-store wal); before Start.
 func (b *Manager) UseRaftLog(s *raftlog.Store) { b.raftLog = s }
 
-// Start runs the lifecycle's loops on nh until ctx ends; Wait waits for
-// them.
-func (b *Manager) Start(ctx context.Context, nh *dragonboat.NodeHost) {
-	b.ctx, b.nh = ctx, nh
+// Start runs the lifecycle's loops, on the node host AttachNodeHost gave,
+// until ctx ends; Wait waits for them.
+func (b *Manager) Start(ctx context.Context) {
+	b.ctx = ctx
 	b.goBackground(b.replicas.run)
 	b.goBackground(leadership{b}.reportLeaders)
 	b.goBackground(retention{b}.enforceRetention)
@@ -187,7 +177,7 @@ func (b *Manager) LeaderUpdated(info raftio.LeaderInfo) {
 // nodeIn is this broker's Raft node in a group, or 0 if it has none.
 func (b *Manager) nodeIn(shard uint64) uint64 {
 	if shard == meta.MetadataShard {
-		return b.metaNode()
+		return b.MetaNode()
 	}
 	if rep := b.replicas.get(shard); rep != nil {
 		return rep.node
@@ -199,7 +189,7 @@ func (b *Manager) nodeIn(shard uint64) uint64 {
 func (b *Manager) liveReplicas(replicas []int32) []int32 {
 	var out []int32
 	for _, id := range replicas {
-		if b.liveness.IsLive(id) {
+		if b.Liveness.IsLive(id) {
 			out = append(out, id)
 		}
 	}

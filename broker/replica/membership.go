@@ -127,14 +127,14 @@ func (m *memberships) trackLeaderless(now time.Time, infos []dragonboat.ClusterI
 		case err == nil && ok:
 			m.led[ci.ClusterID] = true
 			if partition && was && now.Sub(since) >= after {
-				m.b.log.Info("partition has a leader again", "partition", m.b.meta.PartitionName(ci.ClusterID), "shard", ci.ClusterID)
+				m.b.Log.Info("partition has a leader again", "partition", m.b.Meta.PartitionName(ci.ClusterID), "shard", ci.ClusterID)
 			}
 			delete(m.leaderless, ci.ClusterID)
 		case !was:
 			m.leaderless[ci.ClusterID] = now
 		case partition && now.Sub(since) >= after && now.Sub(since)-membershipInterval < after:
-			m.b.log.Warn("partition has no leader: fewer than a quorum of its replicas are up with their data",
-				"partition", m.b.meta.PartitionName(ci.ClusterID), "shard", ci.ClusterID, "since", since)
+			m.b.Log.Warn("partition has no leader: fewer than a quorum of its replicas are up with their data",
+				"partition", m.b.Meta.PartitionName(ci.ClusterID), "shard", ci.ClusterID, "since", since)
 		}
 	}
 	for shard := range m.leaderless {
@@ -226,7 +226,7 @@ type groupPlan struct {
 // broker hosts.
 func (m *memberships) plans() map[uint64]groupPlan {
 	out := map[uint64]groupPlan{}
-	m.b.meta.Read(func(s *meta.State) {
+	m.b.Meta.Read(func(s *meta.State) {
 		s.EachPartitionOf(m.b.cfg.ID, func(_ *meta.Topic, p *meta.Partition) {
 			plan := groupPlan{reassigning: p.Reassignment != nil, observersFirst: m.b.raftLog != nil}
 			for _, id := range p.TargetReplicas() {
@@ -275,7 +275,7 @@ func (m *memberships) reconcile(ctx context.Context, shard uint64, plan groupPla
 	if change.kind == noChange {
 		return
 	}
-	log := b.log.With("partition", b.meta.PartitionName(shard), "shard", shard, "change", change.kind.String(),
+	log := b.Log.With("partition", b.Meta.PartitionName(shard), "shard", shard, "change", change.kind.String(),
 		"broker", change.broker, "node", change.node, "epoch", meta.EpochOfNode(change.node))
 	switch change.kind {
 	case removeNode:
@@ -289,10 +289,10 @@ func (m *memberships) reconcile(ctx context.Context, shard uint64, plan groupPla
 	case transferLeader:
 		err = b.nh.RequestLeaderTransfer(shard, change.node)
 	case renewNode:
-		_, err = b.propose(cctx, &meta.Command{RenewReplicaNode: &meta.RenewReplicaNode{Shard: shard, Broker: change.broker, Node: change.node}})
+		_, err = b.Propose(cctx, &meta.Command{RenewReplicaNode: &meta.RenewReplicaNode{Shard: shard, Broker: change.broker, Node: change.node}})
 	case completeMove:
 		var out meta.Outcome
-		out, err = b.propose(cctx, &meta.Command{CompleteReassignment: &meta.CompleteReassignment{Shard: shard, Target: plan.targetBrokers()}})
+		out, err = b.Propose(cctx, &meta.Command{CompleteReassignment: &meta.CompleteReassignment{Shard: shard, Target: plan.targetBrokers()}})
 		if err == nil {
 			err = out.Err
 		}

@@ -80,7 +80,7 @@ func (t raftLogTrimmer) run(ctx context.Context) {
 			// What the groups compacted since the last check goes now, not
 			// when the active file fills.
 			if _, err := b.raftLog.Reclaim(); err != nil {
-				b.log.Warn("raft log reclaim failed", "error", err)
+				b.Log.Warn("raft log reclaim failed", "error", err)
 			}
 			pinning = map[uint64]bool{}
 			for _, g := range b.raftLog.GroupsPinningOldest(b.cfg.RaftLogMaxBytes) {
@@ -106,10 +106,10 @@ func (t raftLogTrimmer) run(ctx context.Context) {
 func (t raftLogTrimmer) trimWhole(shard uint64) {
 	b := t.b
 	if _, err := b.nh.RequestSnapshot(shard, dragonboat.SnapshotOption{OverrideCompactionOverhead: true}, snapshotTimeout); err != nil {
-		b.log.Debug("snapshot not requested", "shard", shard, "error", err)
+		b.Log.Debug("snapshot not requested", "shard", shard, "error", err)
 		return
 	}
-	b.metrics.BudgetSnapshot()
+	b.Metrics.BudgetSnapshot()
 }
 
 // trim advances one replica's snapshot bookkeeping without waiting: a
@@ -139,11 +139,11 @@ func (t raftLogTrimmer) trim(rep *Replica, pinsOldFiles bool) {
 	}
 	rs, err := b.nh.RequestSnapshot(rep.shard, dragonboat.SnapshotOption{OverrideCompactionOverhead: true, CompactionOverhead: overhead}, snapshotTimeout)
 	if err != nil {
-		b.log.Debug("partition snapshot not requested", "shard", rep.shard, "error", err)
+		b.Log.Debug("partition snapshot not requested", "shard", rep.shard, "error", err)
 		return
 	}
 	if pinsOldFiles {
-		b.metrics.BudgetSnapshot()
+		b.Metrics.BudgetSnapshot()
 	}
 	c.pending, c.pendingIndex, c.pendingBytes = rs, index, bytes
 }

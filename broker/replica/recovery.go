@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/lni/dragonboat/v3"
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -139,7 +141,7 @@ type hostedReplica struct {
 // that does not answer, or whose replica is not the node the metadata
 // gives it, is left out and named in missing.
 func (r *recoveries) gather(ctx context.Context, shard uint64, replicas []hostedReplica) (states []replicaLogState, missing []int32) {
-	client := r.b.peerHTTP.Client(3 * time.Second)
+	client := r.b.PeerHTTP.Client(3 * time.Second)
 	for _, h := range replicas {
 		var st replicaLogState
 		var ok bool
@@ -159,7 +161,7 @@ func (r *recoveries) gather(ctx context.Context, shard uint64, replicas []hosted
 
 func (r *recoveries) peerReplicaState(ctx context.Context, client *http.Client, addr string, shard uint64) (replicaLogState, bool) {
 	var st replicaLogState
-	return st, cluster.GetJSON(ctx, client, r.b.peerHTTP.URL(addr, "/internal/replica", url.Values{"shard": {strconv.FormatUint(shard, 10)}}), &st) == nil
+	return st, cluster.GetJSON(ctx, client, r.b.PeerHTTP.URL(addr, "/internal/replica", url.Values{"shard": {strconv.FormatUint(shard, 10)}}), &st) == nil
 }
 
 // force runs a forced recovery of a partition and waits until it is done,
@@ -170,7 +172,7 @@ func (r *recoveries) force(ctx context.Context, topic string, index int32) (*ker
 	var shard uint64
 	var replicas []hostedReplica
 	found := false
-	b.meta.Read(func(s *meta.State) {
+	b.Meta.Read(func(s *meta.State) {
 		t := s.Topic(topic)
 		if t == nil || index < 0 || int(index) >= len(t.Partitions) {
 			return
@@ -197,7 +199,7 @@ func (r *recoveries) force(ctx context.Context, topic string, index int32) (*ker
 			"start the brokers that hold the partition's surviving replicas first", missing)
 	}
 	cmd := &meta.RecoverPartition{Shard: shard, Node: src.Node, Voters: src.Voters, CommittedEnd: src.LogEndOffset, AtMillis: time.Now().UnixMilli()}
-	out, err := b.propose(ctx, &meta.Command{RecoverPartition: cmd})
+	out, err := b.Propose(ctx, &meta.Command{RecoverPartition: cmd})
 	switch {
 	case err != nil:
 		return kerr.RequestTimedOut, "the metadata group did not take the recovery: " + err.Error()
@@ -205,17 +207,13 @@ func (r *recoveries) force(ctx context.Context, topic string, index int32) (*ker
 		return kerr.InvalidRequest, fmt.Sprintf("a quorum of the partition's voters %v kept their data: the partition elects a leader once their brokers are up. "+
 			"A forced recovery is only for a partition that lost a quorum of its replicas' disks (or another recovery of it is under way)", brokersOf(src.Voters))
 	case out.Err != nil:
-		code := kerr.EligibleLeadersNotAvailable
-		if ke := (*kerr.Error)(nil); errors.As(out.Err, &ke) {
-			code = ke
-		}
-		return code, "the metadata refused the recovery: " + out.Err.Error()
+		return kafkaerr.Of(out.Err, kerr.EligibleLeadersNotAvailable), "the metadata refused the recovery: " + out.Err.Error()
 	}
-	b.log.Warn("forced recovery of partition asked", "partition", topic+"-"+strconv.Itoa(int(index)), "shard", shard,
+	b.Log.Warn("forced recovery of partition asked", "partition", topic+"-"+strconv.Itoa(int(index)), "shard", shard,
 		"from_broker", src.Broker, "node", src.Node, "voters", src.Voters, "committed_end", src.LogEndOffset, "not_answering", missing)
 	for {
 		var rec *meta.Recovery
-		b.meta.Read(func(s *meta.State) {
+		b.Meta.Read(func(s *meta.State) {
 			if _, p := s.PartitionOfShard(shard); p != nil && p.Recovery != nil && p.Recovery.Node == src.Node {
 				c := *p.Recovery
 				rec = &c
@@ -256,7 +254,7 @@ type pendingRecovery struct {
 
 func (r *recoveries) run(ctx context.Context) {
 	for {
-		changed := r.b.meta.Changed()
+		changed := r.b.Meta.Changed()
 		for _, job := range r.pending() {
 			r.advance(ctx, job)
 		}
@@ -271,7 +269,7 @@ func (r *recoveries) run(ctx context.Context) {
 
 func (r *recoveries) pending() []pendingRecovery {
 	var out []pendingRecovery
-	r.b.meta.Read(func(s *meta.State) {
+	r.b.Meta.Read(func(s *meta.State) {
 		s.EachPartitionOf(r.b.cfg.ID, func(_ *meta.Topic, p *meta.Partition) {
 			if rec := p.Recovery; rec != nil && !rec.Done && rec.Node == p.NodeOf(r.b.cfg.ID) {
 				out = append(out, pendingRecovery{shard: p.Shard, node: rec.Node})
@@ -291,7 +289,7 @@ func (r *recoveries) advance(ctx context.Context, job pendingRecovery) {
 	if rep == nil || rep.node != job.node {
 		return
 	}
-	log := b.log.With("partition", b.meta.PartitionName(job.shard), "shard", job.shard, "node", job.node)
+	log := b.Log.With("partition", b.Meta.PartitionName(job.shard), "shard", job.shard, "node", job.node)
 	leader, ok, err := b.nh.GetLeaderID(job.shard)
 	if err != nil {
 		return
@@ -328,7 +326,7 @@ func (r *recoveries) advance(ctx context.Context, job pendingRecovery) {
 	_, end := rep.sm.Log().Offsets()
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := b.propose(cctx, &meta.Command{CompleteRecovery: &meta.CompleteRecovery{Shard: job.shard, Node: job.node, RecoveredEnd: end}})
+	out, err := b.Propose(cctx, &meta.Command{CompleteRecovery: &meta.CompleteRecovery{Shard: job.shard, Node: job.node, RecoveredEnd: end}})
 	if err != nil || out.Err != nil {
 		return
 	}

@@ -77,10 +77,10 @@ func (r *replicaSet) shards() []uint64 {
 func (r *replicaSet) run(ctx context.Context) {
 	swept := false
 	for {
-		changed := r.b.meta.Changed()
+		changed := r.b.Meta.Changed()
 		r.reconcile(ctx)
 		select {
-		case <-r.b.registered:
+		case <-r.b.Registered:
 			if !swept {
 				r.sweepStale()
 				swept = true
@@ -108,7 +108,7 @@ type placement struct {
 func (r *replicaSet) desired() map[uint64]placement {
 	me := r.b.cfg.ID
 	desired := map[uint64]placement{}
-	r.b.meta.Read(func(s *meta.State) {
+	r.b.Meta.Read(func(s *meta.State) {
 		s.EachPartitionOf(me, func(t *meta.Topic, p *meta.Partition) {
 			founders := map[uint64]string{}
 			for _, n := range p.FounderNodes() {
@@ -140,7 +140,7 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 			r.remove(shard)
 		}
 		if err := r.start(shard, p); err != nil {
-			r.b.log.Error("start partition replica failed", "shard", shard, "error", err)
+			r.b.Log.Error("start partition replica failed", "shard", shard, "error", err)
 		}
 	}
 	for _, shard := range r.shards() {
@@ -211,7 +211,7 @@ func (b *Manager) snapshotListsVoter(shard, node uint64) bool {
 func (r *replicaSet) start(shard uint64, p placement) error {
 	node := p.node
 	dir := r.replicaDir(shard, node)
-	rep := &Replica{shard: shard, node: node, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes, peerSource{b: r.b, shard: shard}, r.b.log.With("shard", shard))}
+	rep := &Replica{shard: shard, node: node, dir: dir, sm: partition.NewStateMachine(dir, p.segmentBytes, peerSource{b: r.b, shard: shard}, r.b.Log.With("shard", shard))}
 	rep.sm.SetSegmentLimits(p.segmentBytes, p.segmentMs)
 	if r.b.cfg.PartitionFrames && r.b.raftLog != nil {
 		// Before the group starts: the Raft log store asks for the frame
@@ -228,7 +228,7 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 		r.frames[shard] = fl
 		r.mu.Unlock()
 	}
-	create := func(uint64, uint64) sm.IOnDiskStateMachine { return timedUpdates{rep.sm, r.b.metrics} }
+	create := func(uint64, uint64) sm.IOnDiskStateMachine { return timedUpdates{rep.sm, r.b.Metrics} }
 	cfg := partitionShardConfig(shard, node, r.b.cfg.SnapshotEntries)
 	// A founder starts the group with the others; any other node joins it
 	// once the leader added it (membership.go).
@@ -245,7 +245,7 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 		if err = os.MkdirAll(dir, 0o755); err == nil {
 			err = r.b.nh.StartOnDiskCluster(nil, true, create, cfg)
 		}
-		r.b.log.Info("partition replica waits to be added to its group", "shard", shard, "node", node)
+		r.b.Log.Info("partition replica waits to be added to its group", "shard", shard, "node", node)
 	}
 	if err != nil && !errors.Is(err, dragonboat.ErrClusterAlreadyExist) {
 		return err
@@ -272,12 +272,12 @@ func (r *replicaSet) remove(shard uint64) {
 		rep.frames.Close()
 	}
 	if err := r.b.nh.RemoveData(shard, rep.node); err != nil {
-		r.b.log.Warn("remove raft data failed", "shard", shard, "error", err)
+		r.b.Log.Warn("remove raft data failed", "shard", shard, "error", err)
 	}
 	if err := os.RemoveAll(rep.dir); err != nil {
-		r.b.log.Warn("remove partition data failed", "shard", shard, "error", err)
+		r.b.Log.Warn("remove partition data failed", "shard", shard, "error", err)
 	}
-	r.b.log.Info("partition replica removed", "shard", shard)
+	r.b.Log.Info("partition replica removed", "shard", shard)
 }
 
 // sweepStale deletes the data of partition replicas this broker no longer
@@ -292,7 +292,7 @@ func (r *replicaSet) sweepStale() {
 		return
 	}
 	wanted := map[string]bool{}
-	r.b.meta.Read(func(s *meta.State) {
+	r.b.Meta.Read(func(s *meta.State) {
 		s.EachPartitionOf(r.b.cfg.ID, func(_ *meta.Topic, p *meta.Partition) {
 			wanted[filepath.Base(r.replicaDir(p.Shard, p.NodeOf(r.b.cfg.ID)))] = true
 		})
@@ -309,13 +309,13 @@ func (r *replicaSet) sweepStale() {
 		}
 		node := meta.RaftNodeID(r.b.cfg.ID, uint32(epoch))
 		if err := r.b.nh.RemoveData(shard, node); err != nil && !errors.Is(err, dragonboat.ErrClusterNotStopped) {
-			r.b.log.Warn("remove stale raft data failed", "shard", shard, "node", node, "error", err)
+			r.b.Log.Warn("remove stale raft data failed", "shard", shard, "node", node, "error", err)
 		}
 		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
-			r.b.log.Warn("remove stale partition data failed", "dir", e.Name(), "error", err)
+			r.b.Log.Warn("remove stale partition data failed", "dir", e.Name(), "error", err)
 			continue
 		}
-		r.b.log.Info("stale partition replica data removed", "dir", e.Name())
+		r.b.Log.Info("stale partition replica data removed", "dir", e.Name())
 	}
 }
 
@@ -330,7 +330,7 @@ func (r *replicaSet) stop(shard uint64) *Replica {
 		return nil
 	}
 	if err := r.b.nh.StopCluster(shard); err != nil && !errors.Is(err, dragonboat.ErrClusterNotFound) {
-		r.b.log.Error("stop partition replica failed", "shard", shard, "error", err)
+		r.b.Log.Error("stop partition replica failed", "shard", shard, "error", err)
 	}
 	r.forget(shard)
 	return rep

@@ -43,7 +43,7 @@ func (r retention) expireProducers(ctx context.Context) {
 			}
 			point, _, err := l.OffsetForTimestamp(time.Now().Add(-r.b.cfg.ProducerIDExpiration).UnixMilli())
 			if err != nil {
-				r.b.log.Warn("producer expiration failed", "shard", shard, "error", err)
+				r.b.Log.Warn("producer expiration failed", "shard", shard, "error", err)
 				continue
 			}
 			if point = min(point, prev); point <= l.ProducerHorizon() {
@@ -53,7 +53,7 @@ func (r retention) expireProducers(ctx context.Context) {
 			_, err = r.b.nh.SyncPropose(pctx, r.b.nh.GetNoOPSession(shard), partition.ExpireProducersCommand(point))
 			cancel()
 			if err != nil {
-				r.b.log.Warn("producer expiration failed", "shard", shard, "error", err)
+				r.b.Log.Warn("producer expiration failed", "shard", shard, "error", err)
 			}
 		}
 		seenEnd = ends
@@ -71,7 +71,7 @@ func (r retention) enforceRetention(ctx context.Context) {
 				continue
 			}
 			var retentionMs, retentionBytes int64 = -1, -1
-			r.b.meta.Read(func(s *meta.State) {
+			r.b.Meta.Read(func(s *meta.State) {
 				if t, _ := s.PartitionOfShard(shard); t != nil && t.HasCleanupPolicy(meta.CleanupDelete) {
 					retentionMs, retentionBytes = t.Int(meta.ConfigRetentionMs), t.Int(meta.ConfigRetentionBytes)
 				}
@@ -87,7 +87,7 @@ func (r retention) enforceRetention(ctx context.Context) {
 				_, err := r.b.nh.SyncPropose(pctx, r.b.nh.GetNoOPSession(shard), partition.DeleteRecordsCommand(point))
 				cancel()
 				if err != nil {
-					r.b.log.Warn("retention failed", "shard", shard, "error", err)
+					r.b.Log.Warn("retention failed", "shard", shard, "error", err)
 				}
 			}
 		}

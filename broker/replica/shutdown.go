@@ -25,11 +25,11 @@ func (b *Manager) handOffLeadership(bound time.Duration) {
 	for {
 		led := b.ledGroups()
 		if len(led) == 0 {
-			b.log.Info("leadership handed off before stopping", "groups", len(asked))
+			b.Log.Info("leadership handed off before stopping", "groups", len(asked))
 			return
 		}
 		if time.Now().After(deadline) {
-			b.log.Warn("stopping while still leading", "groups", len(led))
+			b.Log.Warn("stopping while still leading", "groups", len(led))
 			return
 		}
 		targets := 0
@@ -41,7 +41,7 @@ func (b *Manager) handOffLeadership(bound time.Duration) {
 			}
 		}
 		if targets == 0 {
-			b.log.Warn("stopping while still leading: no other voter is live", "groups", len(led))
+			b.Log.Warn("stopping while still leading: no other voter is live", "groups", len(led))
 			return
 		}
 		time.Sleep(4 * b.cfg.RTT)
@@ -51,7 +51,7 @@ func (b *Manager) handOffLeadership(bound time.Duration) {
 // ledGroups are the Raft groups this broker leads now.
 func (b *Manager) ledGroups() []uint64 {
 	var out []uint64
-	if id, ok := b.metaLeader(); ok && id == b.cfg.ID {
+	if id, ok := b.MetaLeader(); ok && id == b.cfg.ID {
 		out = append(out, meta.MetadataShard)
 	}
 	for _, shard := range b.replicas.shards() {
@@ -70,10 +70,10 @@ func (b *Manager) ledGroups() []uint64 {
 func (b *Manager) handOffTarget(shard uint64) uint64 {
 	now := time.Now()
 	var target uint64
-	b.meta.Read(func(s *meta.State) {
+	b.Meta.Read(func(s *meta.State) {
 		if shard == meta.MetadataShard {
 			for _, id := range s.BrokerIDs() {
-				if s.VotesInMetadata(id, b.cfg.MetadataVoters) && id != b.cfg.ID && b.liveness.IsLive(id) {
+				if s.VotesInMetadata(id, b.cfg.MetadataVoters) && id != b.cfg.ID && b.Liveness.IsLive(id) {
 					br, _ := s.Broker(id)
 					target = br.Node()
 					return
@@ -87,7 +87,7 @@ func (b *Manager) handOffTarget(shard uint64) uint64 {
 		}
 		for _, caughtUpOnly := range []bool{true, false} {
 			for _, id := range p.Replicas {
-				if id != b.cfg.ID && b.liveness.IsLive(id) && b.members.mayVote(shard, id) &&
+				if id != b.cfg.ID && b.Liveness.IsLive(id) && b.members.mayVote(shard, id) &&
 					(!caughtUpOnly || b.progress.seenCaughtUp(now, shard, id, b.cfg.ReplicaLagMax)) {
 					target = p.NodeOf(id)
 					return

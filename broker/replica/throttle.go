@@ -48,7 +48,7 @@ func (t *replicationThrottle) waitLeader(ctx context.Context, n int) error {
 
 func (t *replicationThrottle) wait(ctx context.Context, l *rate.Limiter, key string, flag int64, n int) error {
 	perSecond := flag
-	t.b.meta.Read(func(s *meta.State) {
+	t.b.Meta.Read(func(s *meta.State) {
 		if v, ok := s.BrokerConfig(t.b.cfg.ID, key); ok {
 			perSecond, _ = strconv.ParseInt(v, 10, 64)
 		}

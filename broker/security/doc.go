@@ -8,6 +8,7 @@
 // client quotas, measured per broker (quotas.go).
 //
 // It takes the metadata through small interfaces (Credentials, ACLs,
-// QuotaConfigs), never the broker: the server builds these parts, binds
-// the listeners and calls them from each connection.
+// QuotaConfigs), never the broker: the composition root (package node)
+// builds these parts, and the front door (package server) binds the
+// listeners and calls them from each connection.
 package security

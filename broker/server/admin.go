@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -11,24 +13,24 @@ import (
 
 // proposeAdminChange proposes an administration command (ACLs, quotas) to
 // the metadata group, within aclChangeWait.
-func (b *Broker) proposeAdminChange(cmd *meta.Command) *kerr.Error {
-	ctx, cancel := context.WithTimeout(b.ctx, aclChangeWait)
+func (srv *Server) proposeAdminChange(cmd *meta.Command) *kerr.Error {
+	ctx, cancel := context.WithTimeout(srv.ctx, aclChangeWait)
 	defer cancel()
-	out, err := b.proposeMeta(ctx, cmd)
+	out, err := srv.Propose(ctx, cmd)
 	if err == nil {
 		err = out.Err
 	}
 	if err != nil {
-		return kafkaError(err, kerr.RequestTimedOut)
+		return kafkaerr.Of(err, kerr.RequestTimedOut)
 	}
 	return nil
 }
 
 // aclAPIAllowed is the check of the ACL APIs: the authorizer is on and
 // the client may do op on the cluster.
-func aclAPIAllowed(b *Broker, r *request, op kmsg.ACLOperation) *kerr.Error {
-	if !b.cfg.Authorizer.Enabled {
+func aclAPIAllowed(srv *Server, r *request, op kmsg.ACLOperation) *kerr.Error {
+	if !srv.cfg.AuthorizerEnabled {
 		return kerr.SecurityDisabled
 	}
-	return r.onCluster(b, op)
+	return r.onCluster(srv, op)
 }

@@ -21,14 +21,14 @@ func init() { register(kmsg.AddRaftVoter, 0, 1, handleAddRaftVoter) }
 // change, each a commit of the metadata group.
 const voterChangeWait = 15 * time.Second
 
-func handleAddRaftVoter(b *Broker, r *request) (kmsg.Response, error) {
+func handleAddRaftVoter(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AddRaftVoterRequest)
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
-		ctx, cancel := context.WithTimeout(b.ctx, voterChangeWait)
+		ctx, cancel := context.WithTimeout(srv.ctx, voterChangeWait)
 		defer cancel()
 		change := cluster.VoterChange{ClusterID: req.ClusterID, Broker: req.VoterID, Key: req.VoterDirectoryID}
-		if err, msg := b.quorum().AddVoter(ctx, change); err != nil {
+		if err, msg := srv.Quorum.AddVoter(ctx, change); err != nil {
 			resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(msg)
 		}
 		return resp

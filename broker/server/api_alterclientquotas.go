@@ -19,9 +19,9 @@ import (
 // ones apply together. Needs ALTER_CONFIGS on the cluster.
 func init() { register(kmsg.AlterClientQuotas, 0, 1, handleAlterClientQuotas) }
 
-func handleAlterClientQuotas(b *Broker, r *request) (kmsg.Response, error) {
+func handleAlterClientQuotas(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AlterClientQuotasRequest)
-	denied := r.onCluster(b, kmsg.ACLOperationAlterConfigs) // in the reader, as CreateAcls
+	denied := r.onCluster(srv, kmsg.ACLOperationAlterConfigs) // in the reader, as CreateAcls
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 		change := &meta.AlterClientQuotas{}
@@ -46,7 +46,7 @@ func handleAlterClientQuotas(b *Broker, r *request) (kmsg.Response, error) {
 			resp.Entries = append(resp.Entries, res)
 		}
 		if len(change.Changes) > 0 {
-			if err := b.proposeAdminChange(&meta.Command{AlterClientQuotas: change}); err != nil {
+			if err := srv.proposeAdminChange(&meta.Command{AlterClientQuotas: change}); err != nil {
 				for _, i := range validAt {
 					resp.Entries[i].ErrorCode, resp.Entries[i].ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 				}

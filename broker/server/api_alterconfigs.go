@@ -9,7 +9,7 @@ import (
 // AlterConfigs v0-v2: replaces a topic's whole config set; v2 flexible.
 func init() { register(kmsg.AlterConfigs, 0, 2, handleAlterConfigs) }
 
-func handleAlterConfigs(b *Broker, r *request) (kmsg.Response, error) {
+func handleAlterConfigs(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	for _, res := range req.Resources {
@@ -21,10 +21,10 @@ func handleAlterConfigs(b *Broker, r *request) (kmsg.Response, error) {
 		}
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		if err := configsAllowed(b, r, res.ResourceType, res.ResourceName, kmsg.ACLOperationAlterConfigs); err != nil {
+		if err := configsAllowed(srv, r, res.ResourceType, res.ResourceName, kmsg.ACLOperationAlterConfigs); err != nil {
 			rr.ErrorCode, rr.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 		} else {
-			rr.ErrorCode, rr.ErrorMessage = b.alterConfigs(res.ResourceType, ac)
+			rr.ErrorCode, rr.ErrorMessage = srv.alterConfigs(res.ResourceType, ac)
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -19,13 +21,13 @@ import (
 // the request allows it.
 func init() { register(kmsg.AlterPartitionAssignments, 0, 1, handleAlterPartitionAssignments) }
 
-func handleAlterPartitionAssignments(b *Broker, r *request) (kmsg.Response, error) {
+func handleAlterPartitionAssignments(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	timeout := adminTimeout(req.TimeoutMillis, 60*time.Second)
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 		resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
-		ctx, cancel := context.WithTimeout(b.ctx, timeout)
+		ctx, cancel := context.WithTimeout(srv.ctx, timeout)
 		defer cancel()
 		for _, t := range req.Topics {
 			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
@@ -33,7 +35,7 @@ func handleAlterPartitionAssignments(b *Broker, r *request) (kmsg.Response, erro
 			for _, p := range t.Partitions {
 				rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 				rp.Partition = p.Partition
-				if err, msg := b.reassign(ctx, req, t.Topic, p); err != nil {
+				if err, msg := srv.reassign(ctx, req, t.Topic, p); err != nil {
 					rp.ErrorCode, rp.ErrorMessage = err.Code, kmsg.StringPtr(msg)
 				}
 				rt.Partitions = append(rt.Partitions, rp)
@@ -45,13 +47,13 @@ func handleAlterPartitionAssignments(b *Broker, r *request) (kmsg.Response, erro
 	return nil, nil
 }
 
-func (b *Broker) reassign(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition) (*kerr.Error, string) {
-	if b.placementRules() != meta.PlacementEpochs {
+func (srv *Server) reassign(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition) (*kerr.Error, string) {
+	if srv.placementRules() != meta.PlacementEpochs {
 		return kerr.InvalidRequest, "brokers from before replica moves are still running: finish the upgrade first"
 	}
 	if p.Replicas != nil && req.Version >= 1 && !req.AllowReplicationFactorChange {
 		current := -1
-		b.meta.Read(func(s *meta.State) {
+		srv.Meta.Read(func(s *meta.State) {
 			if t := s.Topic(topic); t != nil && p.Partition >= 0 && int(p.Partition) < len(t.Partitions) {
 				current = len(t.Partitions[p.Partition].TargetReplicas())
 			}
@@ -60,14 +62,14 @@ func (b *Broker) reassign(ctx context.Context, req *kmsg.AlterPartitionAssignmen
 			return kerr.InvalidReplicationFactor, "the move changes the partition's replica count, which the request does not allow"
 		}
 	}
-	out, err := b.proposeMeta(ctx, &meta.Command{Reassign: &meta.Reassign{Topic: topic, Partition: p.Partition, Target: p.Replicas, Cancel: p.Replicas == nil}})
+	out, err := srv.Propose(ctx, &meta.Command{Reassign: &meta.Reassign{Topic: topic, Partition: p.Partition, Target: p.Replicas, Cancel: p.Replicas == nil}})
 	if err != nil {
 		return kerr.RequestTimedOut, "the metadata group did not answer in time"
 	}
 	if out.Err == nil {
 		return nil, ""
 	}
-	ke := kafkaError(out.Err, kerr.UnknownServerError)
+	ke := kafkaerr.Of(out.Err, kerr.UnknownServerError)
 	switch ke {
 	case kerr.InvalidReplicaAssignment:
 		return ke, "replicas must name each broker once, only brokers the cluster knows, and at least one"

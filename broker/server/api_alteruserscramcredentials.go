@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -22,12 +24,12 @@ func init() { register(kmsg.AlterUserSCRAMCredentials, 0, 0, handleAlterUserSCRA
 
 const alterScramWait = 10 * time.Second
 
-func handleAlterUserSCRAMCredentials(b *Broker, r *request) (kmsg.Response, error) {
+func handleAlterUserSCRAMCredentials(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
-	denied := r.onCluster(b, kmsg.ACLOperationAlter) // in the reader, as CreateAcls
+	denied := r.onCluster(srv, kmsg.ACLOperationAlter) // in the reader, as CreateAcls
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
-		changes, refused := scramChanges(b, req)
+		changes, refused := scramChanges(srv, req)
 		if denied != nil {
 			changes = &meta.AlterScramCredentials{}
 		}
@@ -44,14 +46,14 @@ func handleAlterUserSCRAMCredentials(b *Broker, r *request) (kmsg.Response, erro
 		}
 		var failed *kerr.Error
 		if len(changes.Upserts)+len(changes.Deletions) > 0 {
-			ctx, cancel := context.WithTimeout(b.ctx, alterScramWait)
-			out, err := b.proposeMeta(ctx, &meta.Command{AlterScramCredentials: changes})
+			ctx, cancel := context.WithTimeout(srv.ctx, alterScramWait)
+			out, err := srv.Propose(ctx, &meta.Command{AlterScramCredentials: changes})
 			cancel()
 			if err == nil {
 				err = out.Err
 			}
 			if err != nil {
-				failed = kafkaError(err, kerr.RequestTimedOut)
+				failed = kafkaerr.Of(err, kerr.RequestTimedOut)
 			}
 		}
 		for _, user := range users {
@@ -79,7 +81,7 @@ type scramRefusal struct {
 // scramChanges checks each change of the request, as Kafka's controller
 // does, and returns the changes of the users none of whose changes was
 // refused, with the derived credentials.
-func scramChanges(b *Broker, req *kmsg.AlterUserSCRAMCredentialsRequest) (*meta.AlterScramCredentials, map[string]scramRefusal) {
+func scramChanges(srv *Server, req *kmsg.AlterUserSCRAMCredentialsRequest) (*meta.AlterScramCredentials, map[string]scramRefusal) {
 	refused := map[string]scramRefusal{}
 	refuse := func(user string, err *kerr.Error, message string) {
 		if _, ok := refused[user]; !ok {
@@ -99,7 +101,7 @@ func scramChanges(b *Broker, req *kmsg.AlterUserSCRAMCredentialsRequest) (*meta.
 	}
 	out := &meta.AlterScramCredentials{}
 	var existing map[string]map[string]meta.ScramCredential
-	b.meta.Read(func(s *meta.State) {
+	srv.Meta.Read(func(s *meta.State) {
 		existing = map[string]map[string]meta.ScramCredential{}
 		for _, d := range req.Deletions {
 			existing[d.Name] = s.ScramCredentialsOf(d.Name)

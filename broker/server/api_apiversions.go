@@ -10,7 +10,7 @@ import (
 // body, but the response header stays v0 (see frame).
 func init() { register(kmsg.ApiVersions, 0, 3, handleApiVersions) }
 
-func handleApiVersions(_ *Broker, r *request) (kmsg.Response, error) {
+func handleApiVersions(_ *Server, r *request) (kmsg.Response, error) {
 	return apiVersionsResponse(r.kreq.GetVersion()), nil
 }
 

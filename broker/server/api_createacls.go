@@ -18,11 +18,11 @@ func init() { register(kmsg.CreateACLs, 1, 3, handleCreateACLs) }
 
 const aclChangeWait = 10 * time.Second
 
-func handleCreateACLs(b *Broker, r *request) (kmsg.Response, error) {
+func handleCreateACLs(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.CreateACLsRequest)
 	// Asked here, in the connection's reader, which alone touches its
 	// authentication; the proposal waits in the deferred part.
-	denied := aclAPIAllowed(b, r, kmsg.ACLOperationAlter)
+	denied := aclAPIAllowed(srv, r, kmsg.ACLOperationAlter)
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 		resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
@@ -44,7 +44,7 @@ func handleCreateACLs(b *Broker, r *request) (kmsg.Response, error) {
 			valid, validAt = append(valid, binding), append(validAt, i)
 		}
 		if len(valid) > 0 {
-			if err := b.proposeAdminChange(&meta.Command{CreateACLs: &meta.CreateACLs{Bindings: valid}}); err != nil {
+			if err := srv.proposeAdminChange(&meta.Command{CreateACLs: &meta.CreateACLs{Bindings: valid}}); err != nil {
 				for _, i := range validAt {
 					resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 				}

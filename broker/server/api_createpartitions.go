@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -15,16 +17,16 @@ import (
 // with the topic's replication factor.
 func init() { register(kmsg.CreatePartitions, 0, 3, handleCreatePartitions) }
 
-func handleCreatePartitions(b *Broker, r *request) (kmsg.Response, error) {
+func handleCreatePartitions(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.CreatePartitionsRequest)
 	timeout := adminTimeout(req.TimeoutMillis, 60*time.Second)
 	denied := map[string]*kerr.Error{} // ALTER on each topic, asked in the reader
 	for _, t := range req.Topics {
-		denied[t.Topic] = r.onTopic(b, kmsg.ACLOperationAlter, t.Topic)
+		denied[t.Topic] = r.onTopic(srv, kmsg.ACLOperationAlter, t.Topic)
 	}
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-		ctx, cancel := context.WithTimeout(b.ctx, timeout)
+		ctx, cancel := context.WithTimeout(srv.ctx, timeout)
 		defer cancel()
 		var grown []string
 		for _, t := range req.Topics {
@@ -35,7 +37,7 @@ func handleCreatePartitions(b *Broker, r *request) (kmsg.Response, error) {
 				resp.Topics = append(resp.Topics, rt)
 				continue
 			}
-			cp := &meta.CreatePartitions{Placement: b.placementRules(), Name: t.Topic, Count: t.Count, ValidateOnly: req.ValidateOnly}
+			cp := &meta.CreatePartitions{Placement: srv.placementRules(), Name: t.Topic, Count: t.Count, ValidateOnly: req.ValidateOnly}
 			for _, a := range t.Assignment {
 				cp.Assignment = append(cp.Assignment, append([]int32{}, a.Replicas...))
 			}
@@ -45,12 +47,12 @@ func handleCreatePartitions(b *Broker, r *request) (kmsg.Response, error) {
 				resp.Topics = append(resp.Topics, rt)
 				continue
 			}
-			out, err := b.proposeMeta(ctx, &meta.Command{CreatePartitions: cp})
+			out, err := srv.Propose(ctx, &meta.Command{CreatePartitions: cp})
 			switch {
 			case err != nil:
 				rt.ErrorCode = kerr.RequestTimedOut.Code
 			case out.Err != nil:
-				rt.ErrorCode = errCode(out.Err)
+				rt.ErrorCode = kafkaerr.Code(out.Err)
 				switch out.Err {
 				case kerr.InvalidPartitions:
 					rt.ErrorMessage = kmsg.StringPtr("the partition count can only grow")
@@ -62,7 +64,7 @@ func handleCreatePartitions(b *Broker, r *request) (kmsg.Response, error) {
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
-		b.awaitLeaders(ctx, grown)
+		srv.awaitLeaders(ctx, grown)
 		return resp
 	}
 	return nil, nil

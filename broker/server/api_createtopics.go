@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -16,20 +18,20 @@ import (
 // partitions and replication factor left at -1, as Kafka requires.
 func init() { register(kmsg.CreateTopics, 0, 7, handleCreateTopics) }
 
-func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
+func handleCreateTopics(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.CreateTopicsRequest)
 	timeout := adminTimeout(req.TimeoutMillis, 60*time.Second)
 	// CREATE on the cluster or on the topic, asked in the reader.
-	mayCreateAll := r.onCluster(b, kmsg.ACLOperationCreate) == nil
+	mayCreateAll := r.onCluster(srv, kmsg.ACLOperationCreate) == nil
 	denied := map[string]*kerr.Error{}
 	for _, t := range req.Topics {
 		if !mayCreateAll {
-			denied[t.Topic] = r.onTopic(b, kmsg.ACLOperationCreate, t.Topic)
+			denied[t.Topic] = r.onTopic(srv, kmsg.ACLOperationCreate, t.Topic)
 		}
 	}
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-		ctx, cancel := context.WithTimeout(b.ctx, timeout)
+		ctx, cancel := context.WithTimeout(srv.ctx, timeout)
 		defer cancel()
 		var created []string
 		for _, t := range req.Topics {
@@ -40,7 +42,7 @@ func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
 				resp.Topics = append(resp.Topics, rt)
 				continue
 			}
-			ct := &meta.CreateTopic{Placement: b.placementRules(), Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
+			ct := &meta.CreateTopic{Placement: srv.placementRules(), Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
 				Configs: map[string]string{}, ValidateOnly: req.ValidateOnly}
 			if len(t.ReplicaAssignment) > 0 {
 				assignment, msg := topicAssignment(t)
@@ -55,22 +57,22 @@ func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
 				ct.Assignment = assignment
 			}
 			if ct.Partitions == -1 {
-				ct.Partitions = b.cfg.DefaultPartitions
+				ct.Partitions = srv.cfg.DefaultPartitions
 			}
 			if ct.ReplicationFactor == -1 {
-				ct.ReplicationFactor = b.cfg.DefaultReplicationFactor
+				ct.ReplicationFactor = srv.cfg.DefaultReplicationFactor
 			}
 			for _, c := range t.Configs {
 				if c.Value != nil {
 					ct.Configs[c.Name] = *c.Value
 				}
 			}
-			out, err := b.proposeMeta(ctx, &meta.Command{CreateTopic: ct})
+			out, err := srv.Propose(ctx, &meta.Command{CreateTopic: ct})
 			switch {
 			case err != nil:
 				rt.ErrorCode = kerr.RequestTimedOut.Code
 			case out.Err != nil:
-				rt.ErrorCode = errCode(out.Err)
+				rt.ErrorCode = kafkaerr.Code(out.Err)
 				rt.ErrorMessage = kmsg.StringPtr(createTopicMessage(out.Err, ct))
 			default:
 				fillCreatedTopic(&rt, out.Topic)
@@ -80,7 +82,7 @@ func handleCreateTopics(b *Broker, r *request) (kmsg.Response, error) {
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
-		b.awaitLeaders(ctx, created)
+		srv.awaitLeaders(ctx, created)
 		return resp
 	}
 	return nil, nil

@@ -12,9 +12,9 @@ import (
 // ALTER on the cluster; without the authorizer, SECURITY_DISABLED.
 func init() { register(kmsg.DeleteACLs, 1, 3, handleDeleteACLs) }
 
-func handleDeleteACLs(b *Broker, r *request) (kmsg.Response, error) {
+func handleDeleteACLs(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DeleteACLsRequest)
-	denied := aclAPIAllowed(b, r, kmsg.ACLOperationAlter) // in the reader, as CreateAcls
+	denied := aclAPIAllowed(srv, r, kmsg.ACLOperationAlter) // in the reader, as CreateAcls
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 		resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
@@ -25,7 +25,7 @@ func handleDeleteACLs(b *Broker, r *request) (kmsg.Response, error) {
 			return resp
 		}
 		var matched []acl.Binding
-		b.meta.Read(func(s *meta.State) {
+		srv.Meta.Read(func(s *meta.State) {
 			for i, f := range req.Filters {
 				filter := acl.Filter{ResourceType: f.ResourceType, ResourceName: f.ResourceName, PatternType: f.ResourcePatternType,
 					Principal: f.Principal, Host: f.Host, Operation: f.Operation, Permission: f.PermissionType}
@@ -44,7 +44,7 @@ func handleDeleteACLs(b *Broker, r *request) (kmsg.Response, error) {
 		if len(matched) == 0 {
 			return resp
 		}
-		if err := b.proposeAdminChange(&meta.Command{DeleteACLs: &meta.DeleteACLs{Bindings: matched}}); err != nil {
+		if err := srv.proposeAdminChange(&meta.Command{DeleteACLs: &meta.DeleteACLs{Bindings: matched}}); err != nil {
 			for i := range resp.Results {
 				resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 				resp.Results[i].MatchingACLs = nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -14,15 +16,15 @@ import (
 // the high watermark); v2 flexible.
 func init() { register(kmsg.DeleteRecords, 0, 2, handleDeleteRecords) }
 
-func handleDeleteRecords(b *Broker, r *request) (kmsg.Response, error) {
+func handleDeleteRecords(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
-	ctx, cancel := context.WithTimeout(b.ctx, adminTimeout(req.TimeoutMillis, 60*time.Second))
+	ctx, cancel := context.WithTimeout(srv.ctx, adminTimeout(req.TimeoutMillis, 60*time.Second))
 	defer cancel()
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
-		denied := r.onTopic(b, kmsg.ACLOperationDelete, t.Topic)
+		denied := r.onTopic(srv, kmsg.ACLOperationDelete, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1
@@ -31,7 +33,7 @@ func handleDeleteRecords(b *Broker, r *request) (kmsg.Response, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			rep, info, err := b.leaderReplica(t.Topic, p.Partition)
+			rep, info, err := srv.leaderReplica(t.Topic, p.Partition)
 			if err != nil {
 				rp.ErrorCode = err.Code
 				rt.Partitions = append(rt.Partitions, rp)
@@ -41,11 +43,11 @@ func handleDeleteRecords(b *Broker, r *request) (kmsg.Response, error) {
 			if offset == -1 {
 				_, offset = rep.StateMachine().Log().Offsets()
 			}
-			res, perr := b.nh.SyncPropose(ctx, b.nh.GetNoOPSession(info.Shard), partition.DeleteRecordsCommand(offset))
+			res, perr := srv.Raft.SyncPropose(ctx, srv.Raft.GetNoOPSession(info.Shard), partition.DeleteRecordsCommand(offset))
 			if perr != nil {
 				rp.ErrorCode = kerr.RequestTimedOut.Code
 			} else if out := partition.DecodeResult(res); out.Err != nil {
-				rp.ErrorCode = errCode(out.Err)
+				rp.ErrorCode = kafkaerr.Code(out.Err)
 			} else {
 				rp.LowWatermark = out.LogStartOffset
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -13,7 +15,7 @@ import (
 // DeleteTopics v0-v6: v4 flexible; v6 names topics by name or id.
 func init() { register(kmsg.DeleteTopics, 0, 6, handleDeleteTopics) }
 
-func handleDeleteTopics(b *Broker, r *request) (kmsg.Response, error) {
+func handleDeleteTopics(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	topics := req.Topics
@@ -25,7 +27,7 @@ func handleDeleteTopics(b *Broker, r *request) (kmsg.Response, error) {
 			topics = append(topics, t)
 		}
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, adminTimeout(req.TimeoutMillis, 60*time.Second))
+	ctx, cancel := context.WithTimeout(srv.ctx, adminTimeout(req.TimeoutMillis, 60*time.Second))
 	defer cancel()
 	for _, t := range topics {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
@@ -34,7 +36,7 @@ func handleDeleteTopics(b *Broker, r *request) (kmsg.Response, error) {
 		if t.Topic != nil {
 			name = *t.Topic
 		} else {
-			b.meta.Read(func(s *meta.State) {
+			srv.Meta.Read(func(s *meta.State) {
 				if tp := s.TopicByID(t.TopicID); tp != nil {
 					name = tp.Name
 				}
@@ -46,17 +48,17 @@ func handleDeleteTopics(b *Broker, r *request) (kmsg.Response, error) {
 			}
 			rt.Topic = kmsg.StringPtr(name)
 		}
-		if err := r.onTopic(b, kmsg.ACLOperationDelete, name); err != nil {
+		if err := r.onTopic(srv, kmsg.ACLOperationDelete, name); err != nil {
 			rt.ErrorCode = err.Code
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
-		out, err := b.proposeMeta(ctx, &meta.Command{DeleteTopic: name})
+		out, err := srv.Propose(ctx, &meta.Command{DeleteTopic: name})
 		switch {
 		case err != nil:
 			rt.ErrorCode = kerr.RequestTimedOut.Code
 		case out.Err != nil:
-			rt.ErrorCode = errCode(out.Err)
+			rt.ErrorCode = kafkaerr.Code(out.Err)
 		default:
 			rt.TopicID = out.Topic.ID
 		}

@@ -12,16 +12,16 @@ import (
 // the cluster; without the authorizer, SECURITY_DISABLED.
 func init() { register(kmsg.DescribeACLs, 1, 3, handleDescribeACLs) }
 
-func handleDescribeACLs(b *Broker, r *request) (kmsg.Response, error) {
+func handleDescribeACLs(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-	if err := aclAPIAllowed(b, r, kmsg.ACLOperationDescribe); err != nil {
+	if err := aclAPIAllowed(srv, r, kmsg.ACLOperationDescribe); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 		return resp, nil
 	}
 	f := acl.Filter{ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,
 		Principal: req.Principal, Host: req.Host, Operation: req.Operation, Permission: req.PermissionType}
-	b.meta.Read(func(s *meta.State) {
+	srv.Meta.Read(func(s *meta.State) {
 		for _, binding := range s.ACLs() {
 			if !f.Matches(binding) {
 				continue

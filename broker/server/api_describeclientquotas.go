@@ -15,10 +15,10 @@ import (
 // Needs DESCRIBE_CONFIGS on the cluster.
 func init() { register(kmsg.DescribeClientQuotas, 0, 1, handleDescribeClientQuotas) }
 
-func handleDescribeClientQuotas(b *Broker, r *request) (kmsg.Response, error) {
+func handleDescribeClientQuotas(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
-	if err := r.onCluster(b, kmsg.ACLOperationDescribeConfigs); err != nil {
+	if err := r.onCluster(srv, kmsg.ACLOperationDescribeConfigs); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 		return resp, nil
 	}
@@ -30,7 +30,7 @@ func handleDescribeClientQuotas(b *Broker, r *request) (kmsg.Response, error) {
 		}
 		filters[c.EntityType] = c
 	}
-	b.meta.Read(func(s *meta.State) {
+	srv.Meta.Read(func(s *meta.State) {
 		for _, q := range s.ClientQuotas() {
 			if !quotaEntityMatches(q.Entity, filters, req.Strict) {
 				continue

@@ -12,21 +12,21 @@ import (
 // brokers whose registration lapsed.
 func init() { register(kmsg.DescribeCluster, 0, 2, handleDescribeCluster) }
 
-func handleDescribeCluster(b *Broker, r *request) (kmsg.Response, error) {
+func handleDescribeCluster(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterID = ClusterID
-	if err := r.onCluster(b, kmsg.ACLOperationDescribe); err != nil {
+	if err := r.onCluster(srv, kmsg.ACLOperationDescribe); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 		return resp, nil
 	}
 	resp.ControllerID = -1
-	if id, ok := b.metaLeader(); ok {
+	if id, ok := srv.MetaLeader(); ok {
 		resp.ControllerID = id
 	}
-	b.meta.Read(func(s *meta.State) {
+	srv.Meta.Read(func(s *meta.State) {
 		for _, br := range s.Brokers() {
-			live := b.liveness.IsLive(br.ID)
+			live := srv.Liveness.IsLive(br.ID)
 			if !live && !req.IncludeFencedBrokers {
 				continue
 			}

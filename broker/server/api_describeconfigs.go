@@ -17,13 +17,13 @@ func init() { register(kmsg.DescribeConfigs, 0, 4, handleDescribeConfigs) }
 // HTTP endpoint.
 const httpEndpointConfig = "raftka.http.endpoint"
 
-func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
+func handleDescribeConfigs(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, res := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		if err := configsAllowed(b, r, res.ResourceType, res.ResourceName, kmsg.ACLOperationDescribeConfigs); err != nil {
+		if err := configsAllowed(srv, r, res.ResourceType, res.ResourceName, kmsg.ACLOperationDescribeConfigs); err != nil {
 			rr.ErrorCode, rr.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 			resp.Resources = append(resp.Resources, rr)
 			continue
@@ -51,7 +51,7 @@ func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
 		switch res.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			var t *meta.Topic
-			b.meta.Read(func(s *meta.State) {
+			srv.Meta.Read(func(s *meta.State) {
 				if found := s.Topic(res.ResourceName); found != nil {
 					cp := *found
 					t = &cp
@@ -69,28 +69,28 @@ func handleDescribeConfigs(b *Broker, r *request) (kmsg.Response, error) {
 				add(name, t.Value(name), source, false)
 			}
 		case kmsg.ConfigResourceTypeBroker:
-			if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(b.cfg.ID)) {
+			if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(srv.cfg.ID)) {
 				rr.ErrorCode = kerr.InvalidRequest.Code
 				break
 			}
 			src := kmsg.ConfigSourceStaticBrokerConfig
-			add("broker.id", strconv.Itoa(int(b.cfg.ID)), src, true)
-			add("auto.create.topics.enable", strconv.FormatBool(b.cfg.AutoCreateTopics), src, true)
-			add("num.partitions", strconv.Itoa(int(b.cfg.DefaultPartitions)), src, true)
-			add("default.replication.factor", strconv.Itoa(int(b.cfg.DefaultReplicationFactor)), src, true)
-			add("log.dirs", b.cfg.DataDir, src, true)
+			add("broker.id", strconv.Itoa(int(srv.cfg.ID)), src, true)
+			add("auto.create.topics.enable", strconv.FormatBool(srv.cfg.AutoCreateTopics), src, true)
+			add("num.partitions", strconv.Itoa(int(srv.cfg.DefaultPartitions)), src, true)
+			add("default.replication.factor", strconv.Itoa(int(srv.cfg.DefaultReplicationFactor)), src, true)
+			add("log.dirs", srv.cfg.DataDir, src, true)
 			// Where the broker's HTTP endpoint (/readyz, /safe-to-restart,
 			// /metrics) is reached, for tools that know only its Kafka address.
-			add(httpEndpointConfig, b.httpEndpoint(), src, true)
-			b.meta.Read(func(s *meta.State) {
-				flags := map[string]int64{meta.BrokerConfigLeaderThrottledRate: b.cfg.LeaderThrottledRate,
-					meta.BrokerConfigFollowerThrottledRate: b.cfg.FollowerThrottledRate}
+			add(httpEndpointConfig, srv.cfg.HTTPEndpoint, src, true)
+			srv.Meta.Read(func(s *meta.State) {
+				flags := map[string]int64{meta.BrokerConfigLeaderThrottledRate: srv.cfg.LeaderThrottledRate,
+					meta.BrokerConfigFollowerThrottledRate: srv.cfg.FollowerThrottledRate}
 				for _, key := range meta.BrokerConfigNames() {
 					value, source := strconv.FormatInt(flags[key], 10), kmsg.ConfigSourceStaticBrokerConfig
 					if flags[key] == 0 {
 						value, source = "9223372036854775807", kmsg.ConfigSourceDefaultConfig // Kafka's "no bound"
 					}
-					if v, ok := s.DynamicBrokerConfig(strconv.Itoa(int(b.cfg.ID)), key); ok {
+					if v, ok := s.DynamicBrokerConfig(strconv.Itoa(int(srv.cfg.ID)), key); ok {
 						value, source = v, kmsg.ConfigSourceDynamicBrokerConfig
 					} else if v, ok := s.DynamicBrokerConfig("", key); ok {
 						value, source = v, kmsg.ConfigSourceDynamicDefaultBrokerConfig

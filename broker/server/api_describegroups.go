@@ -12,14 +12,14 @@ import (
 // its committed offsets is Empty.
 func init() { register(kmsg.DescribeGroups, 0, 5, handleDescribeGroups) }
 
-func handleDescribeGroups(b *Broker, r *request) (kmsg.Response, error) {
+func handleDescribeGroups(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	coordinator := b.isCoordinator()
+	coordinator := srv.isCoordinator()
 	for _, id := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
-		if err := r.onGroup(b, kmsg.ACLOperationDescribe, id); err != nil {
+		if err := r.onGroup(srv, kmsg.ACLOperationDescribe, id); err != nil {
 			rg.ErrorCode = err.Code
 			resp.Groups = append(resp.Groups, rg)
 			continue
@@ -29,10 +29,10 @@ func handleDescribeGroups(b *Broker, r *request) (kmsg.Response, error) {
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
-		d, ok := b.groups.Describe(id)
+		d, ok := srv.Groups.Describe(id)
 		if !ok {
 			d = groups.Description{State: groups.StateDead}
-			b.meta.Read(func(s *meta.State) {
+			srv.Meta.Read(func(s *meta.State) {
 				if s.HasGroupOffsets(id) {
 					d.State = groups.StateEmpty
 				}

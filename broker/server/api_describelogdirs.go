@@ -12,7 +12,7 @@ import (
 // replica's log holds committed records only.
 func init() { register(kmsg.DescribeLogDirs, 0, 4, handleDescribeLogDirs) }
 
-func handleDescribeLogDirs(b *Broker, r *request) (kmsg.Response, error) {
+func handleDescribeLogDirs(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	wanted := map[string]map[int32]bool{} // nil Topics: every partition
@@ -24,15 +24,15 @@ func handleDescribeLogDirs(b *Broker, r *request) (kmsg.Response, error) {
 			wanted[t.Topic][p] = true
 		}
 	}
-	all := b.meta.HostedPartitions(b.cfg.ID, func(topic string, index int32) bool { return req.Topics == nil || wanted[topic][index] })
+	all := srv.Meta.HostedPartitions(srv.cfg.ID, func(topic string, index int32) bool { return req.Topics == nil || wanted[topic][index] })
 	dir := kmsg.NewDescribeLogDirsResponseDir()
-	dir.Dir = b.cfg.DataDir
-	if total, usable, err := b.volumeBytes(); err == nil {
+	dir.Dir = srv.cfg.DataDir
+	if total, usable, err := srv.volumeBytes(); err == nil {
 		dir.TotalBytes, dir.UsableBytes = total, usable
 	}
 	byTopic := map[string]int{}
 	for _, h := range all {
-		rep := b.replicas.Replica(h.Shard)
+		rep := srv.Replicas.Replica(h.Shard)
 		if rep == nil {
 			continue // placed here but not started yet
 		}

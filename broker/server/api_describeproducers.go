@@ -10,13 +10,13 @@ import (
 // open one (CurrentTxnStartOffset -1).
 func init() { register(kmsg.DescribeProducers, 0, 0, handleDescribeProducers) }
 
-func handleDescribeProducers(b *Broker, r *request) (kmsg.Response, error) {
+func handleDescribeProducers(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
-		denied := r.onTopic(b, kmsg.ACLOperationRead, t.Topic)
+		denied := r.onTopic(srv, kmsg.ACLOperationRead, t.Topic)
 		for _, index := range t.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = index
@@ -25,7 +25,7 @@ func handleDescribeProducers(b *Broker, r *request) (kmsg.Response, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			rep, _, err := b.leaderReplica(t.Topic, index)
+			rep, _, err := srv.leaderReplica(t.Topic, index)
 			if err != nil {
 				rp.ErrorCode = err.Code
 				rt.Partitions = append(rt.Partitions, rp)

@@ -27,13 +27,13 @@ func init() { register(kmsg.DescribeQuorum, 0, 2, handleDescribeQuorum) }
 // metadataTopic is the name Kafka's tools give the metadata log.
 const metadataTopic = "__cluster_metadata"
 
-func handleDescribeQuorum(b *Broker, r *request) (kmsg.Response, error) {
+func handleDescribeQuorum(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeQuorumRequest)
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
-		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(srv.ctx, 5*time.Second)
 		defer cancel()
-		view, err := b.quorum().Describe(ctx)
+		view, err := srv.Quorum.Describe(ctx)
 		switch {
 		case errors.Is(err, dragonboat.ErrClusterNotFound):
 			// Retriable: the client asks the metadata group's leader.
@@ -57,11 +57,11 @@ func handleDescribeQuorum(b *Broker, r *request) (kmsg.Response, error) {
 				}
 				p.LeaderID, p.LeaderEpoch, p.HighWatermark = view.Leader, view.Term, int64(view.Applied)
 				for _, m := range view.Voters {
-					p.CurrentVoters = append(p.CurrentVoters, quorumReplicaState(b, m))
+					p.CurrentVoters = append(p.CurrentVoters, quorumReplicaState(srv, m))
 					listed[m.Broker] = true
 				}
 				for _, m := range view.Observers {
-					p.Observers = append(p.Observers, quorumReplicaState(b, m))
+					p.Observers = append(p.Observers, quorumReplicaState(srv, m))
 					listed[m.Broker] = true
 				}
 				t.Partitions = append(t.Partitions, p)
@@ -91,11 +91,11 @@ func handleDescribeQuorum(b *Broker, r *request) (kmsg.Response, error) {
 	return nil, nil
 }
 
-func quorumReplicaState(b *Broker, m cluster.Member) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
+func quorumReplicaState(srv *Server, m cluster.Member) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
 	s := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 	s.ReplicaID, s.ReplicaDirectoryID, s.LogEndOffset = m.Broker, m.Incarnation, -1
-	if m.Broker == b.cfg.ID {
-		s.LogEndOffset = int64(b.meta.Applied())
+	if m.Broker == srv.cfg.ID {
+		s.LogEndOffset = int64(srv.Meta.Applied())
 	}
 	return s
 }

@@ -16,14 +16,14 @@ import (
 // RESOURCE_NOT_FOUND.
 func init() { register(kmsg.DescribeUserSCRAMCredentials, 0, 0, handleDescribeUserSCRAMCredentials) }
 
-func handleDescribeUserSCRAMCredentials(b *Broker, r *request) (kmsg.Response, error) {
+func handleDescribeUserSCRAMCredentials(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
-	if err := r.onCluster(b, kmsg.ACLOperationDescribe); err != nil {
+	if err := r.onCluster(srv, kmsg.ACLOperationDescribe); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 		return resp, nil
 	}
-	b.meta.Read(func(s *meta.State) {
+	srv.Meta.Read(func(s *meta.State) {
 		users := make([]string, 0, len(req.Users))
 		for _, u := range req.Users {
 			users = append(users, u.Name)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -25,16 +27,16 @@ func init() { register(kmsg.ElectLeaders, 0, 2, handleElectLeaders) }
 
 const electLeadersWait = 10 * time.Second
 
-func handleElectLeaders(b *Broker, r *request) (kmsg.Response, error) {
+func handleElectLeaders(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ElectLeadersRequest)
 	timeout := adminTimeout(req.TimeoutMillis, electLeadersWait)
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
-		ctx, cancel := context.WithTimeout(b.ctx, timeout)
+		ctx, cancel := context.WithTimeout(srv.ctx, timeout)
 		defer cancel()
 		asked := req.Topics
 		if asked == nil {
-			asked = b.allPartitions()
+			asked = srv.allPartitions()
 		}
 		for _, t := range asked {
 			rt := kmsg.NewElectLeadersResponseTopic()
@@ -48,11 +50,11 @@ func handleElectLeaders(b *Broker, r *request) (kmsg.Response, error) {
 				case req.ElectionType == 1 && req.Topics == nil:
 					err, msg = kerr.InvalidRequest, "a forced recovery names its partitions"
 				case req.ElectionType == 1:
-					err, msg = b.replicas.ForceRecovery(ctx, t.Topic, index)
+					err, msg = srv.Replicas.ForceRecovery(ctx, t.Topic, index)
 				case req.ElectionType != 0:
 					err, msg = kerr.InvalidRequest, "unknown election type"
 				default:
-					err, msg = b.electPreferred(ctx, t.Topic, index, req.Version)
+					err, msg = srv.electPreferred(ctx, t.Topic, index, req.Version)
 				}
 				if err != nil {
 					rp.ErrorCode = err.Code
@@ -69,9 +71,9 @@ func handleElectLeaders(b *Broker, r *request) (kmsg.Response, error) {
 	return nil, nil
 }
 
-func (b *Broker) allPartitions() []kmsg.ElectLeadersRequestTopic {
+func (srv *Server) allPartitions() []kmsg.ElectLeadersRequestTopic {
 	var out []kmsg.ElectLeadersRequestTopic
-	b.meta.Read(func(s *meta.State) {
+	srv.Meta.Read(func(s *meta.State) {
 		for _, name := range s.TopicNames() {
 			rt := kmsg.NewElectLeadersRequestTopic()
 			rt.Topic = name
@@ -86,8 +88,8 @@ func (b *Broker) allPartitions() []kmsg.ElectLeadersRequestTopic {
 
 // electPreferred moves a partition's leadership to its preferred replica
 // and waits until that replica leads.
-func (b *Broker) electPreferred(ctx context.Context, topic string, index int32, version int16) (*kerr.Error, string) {
-	info, kerr0 := b.partitionFor(topic, index)
+func (srv *Server) electPreferred(ctx context.Context, topic string, index int32, version int16) (*kerr.Error, string) {
+	info, kerr0 := srv.partitionFor(topic, index)
 	if kerr0 != nil {
 		return kerr0, "unknown topic or partition"
 	}
@@ -98,23 +100,23 @@ func (b *Broker) electPreferred(ctx context.Context, topic string, index int32, 
 	if info.Leader == preferred {
 		return kerr.ElectionNotNeeded, "the preferred replica leads already"
 	}
-	if !b.liveness.IsLive(preferred) {
+	if !srv.Liveness.IsLive(preferred) {
 		return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker does not answer"
 	}
-	if b.replicas.Replica(info.Shard) == nil {
-		return b.forwardElection(ctx, topic, index, version, preferred)
+	if srv.Replicas.Replica(info.Shard) == nil {
+		return srv.forwardElection(ctx, topic, index, version, preferred)
 	}
 	var node uint64
-	b.meta.Read(func(s *meta.State) {
+	srv.Meta.Read(func(s *meta.State) {
 		if _, p := s.PartitionOfShard(info.Shard); p != nil {
 			node = p.NodeOf(preferred)
 		}
 	})
 	for ctx.Err() == nil {
-		if id, ok, err := b.nh.GetLeaderID(info.Shard); err == nil && ok && id == node {
+		if id, ok, err := srv.Raft.GetLeaderID(info.Shard); err == nil && ok && id == node {
 			return nil, ""
 		}
-		_ = b.nh.RequestLeaderTransfer(info.Shard, node)
+		_ = srv.Raft.RequestLeaderTransfer(info.Shard, node)
 		wait.Sleep(ctx, 200*time.Millisecond)
 	}
 	return kerr.PreferredLeaderNotAvailable, "the preferred replica did not take the leadership in time: it may be catching up"
@@ -122,8 +124,8 @@ func (b *Broker) electPreferred(ctx context.Context, topic string, index int32, 
 
 // forwardElection asks the preferred replica's broker, which hosts the
 // partition, to elect it.
-func (b *Broker) forwardElection(ctx context.Context, topic string, index int32, version int16, via int32) (*kerr.Error, string) {
-	cl, err := b.replicas.PeerClient(via)
+func (srv *Server) forwardElection(ctx context.Context, topic string, index int32, version int16, via int32) (*kerr.Error, string) {
+	cl, err := srv.Replicas.PeerClient(via)
 	if err != nil {
 		return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker cannot be reached"
 	}
@@ -147,7 +149,7 @@ func (b *Broker) forwardElection(ctx context.Context, topic string, index int32,
 		if p.ErrorMessage != nil {
 			msg = *p.ErrorMessage
 		}
-		return kafkaError(kerr.ErrorForCode(p.ErrorCode), kerr.UnknownServerError), msg
+		return kafkaerr.Of(kerr.ErrorForCode(p.ErrorCode), kerr.UnknownServerError), msg
 	}
 	return kerr.PreferredLeaderNotAvailable, "the preferred replica's broker gave no answer for the partition"
 }

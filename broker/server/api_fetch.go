@@ -24,21 +24,21 @@ const maxFetchWait = 30 * time.Second
 
 // handleFetch long-polls: it answers once MinBytes are available, any
 // partition has an error, or MaxWait has passed.
-func handleFetch(b *Broker, r *request) (kmsg.Response, error) {
+func handleFetch(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.FetchRequest)
 	deadline := time.Now().Add(min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxFetchWait))
-	denied := fetchDenied(b, r, req)
+	denied := fetchDenied(srv, r, req)
 	r.deferred = func() kmsg.Response {
 		for {
-			resp, bytes, failed, wake := b.fetchOnce(req, r.conn.listener.Name, denied)
+			resp, bytes, failed, wake := srv.fetchOnce(req, r.conn.listener.Name, denied)
 			if failed || bytes >= int(req.MinBytes) || !time.Now().Before(deadline) {
 				if req.ReplicaID >= 0 || req.ReplicaState.ID >= 0 {
 					// A replica catching up: leader.replication.throttled.rate.
-					_ = b.replicas.WaitLeaderThrottle(b.ctx, bytes)
+					_ = srv.Replicas.WaitLeaderThrottle(srv.ctx, bytes)
 				}
 				return resp
 			}
-			waitAny(wake, time.Until(deadline), b.ctx.Done())
+			waitAny(wake, time.Until(deadline), srv.ctx.Done())
 		}
 	}
 	return nil, nil
@@ -48,20 +48,20 @@ func handleFetch(b *Broker, r *request) (kmsg.Response, error) {
 // connection's reader: READ on each topic for a consumer, CLUSTER_ACTION
 // for another broker's replica; a denied topic's partitions get its
 // error.
-func fetchDenied(b *Broker, r *request, req *kmsg.FetchRequest) map[string]*kerr.Error {
+func fetchDenied(srv *Server, r *request, req *kmsg.FetchRequest) map[string]*kerr.Error {
 	denied := map[string]*kerr.Error{}
 	if req.Version < 15 && req.ReplicaID >= 0 || req.Version >= 15 && req.ReplicaState.ID >= 0 {
-		if err := r.onCluster(b, kmsg.ACLOperationClusterAction); err != nil {
+		if err := r.onCluster(srv, kmsg.ACLOperationClusterAction); err != nil {
 			for _, t := range req.Topics {
-				name, _ := fetchTopicName(b, req, t)
+				name, _ := fetchTopicName(srv, req, t)
 				denied[name] = err
 			}
 		}
 		return denied
 	}
 	for _, t := range req.Topics {
-		if name, known := fetchTopicName(b, req, t); known {
-			if err := r.onTopic(b, kmsg.ACLOperationRead, name); err != nil {
+		if name, known := fetchTopicName(srv, req, t); known {
+			if err := r.onTopic(srv, kmsg.ACLOperationRead, name); err != nil {
 				denied[name] = err
 			}
 		}
@@ -69,14 +69,14 @@ func fetchDenied(b *Broker, r *request, req *kmsg.FetchRequest) map[string]*kerr
 	return denied
 }
 
-func fetchTopicName(b *Broker, req *kmsg.FetchRequest, t kmsg.FetchRequestTopic) (string, bool) {
+func fetchTopicName(srv *Server, req *kmsg.FetchRequest, t kmsg.FetchRequestTopic) (string, bool) {
 	if req.Version >= 13 {
-		return b.meta.TopicName(t.TopicID)
+		return srv.Meta.TopicName(t.TopicID)
 	}
 	return t.Topic, true
 }
 
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, denied map[string]*kerr.Error) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
+func (srv *Server) fetchOnce(req *kmsg.FetchRequest, listener string, denied map[string]*kerr.Error) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	budget := int(req.MaxBytes)
 	if budget <= 0 {
@@ -91,7 +91,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, denied map[s
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		name, known := fetchTopicName(b, req, t)
+		name, known := fetchTopicName(srv, req, t)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -109,13 +109,13 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, denied map[s
 			var rep *replica.Replica
 			var err *kerr.Error
 			if fromReplica {
-				rep, err = b.hostedReplica(name, p.Partition)
+				rep, err = srv.hostedReplica(name, p.Partition)
 			} else {
-				rep, _, err = b.actingReplica(name, p.Partition, true)
+				rep, _, err = srv.actingReplica(name, p.Partition, true)
 			}
 			if err != nil {
 				rp.ErrorCode, failed = err.Code, true
-				if h, ok := b.leaderHintFor(name, p.Partition, listener); ok && err == kerr.NotLeaderForPartition {
+				if h, ok := srv.leaderHintFor(name, p.Partition, listener); ok && err == kerr.NotLeaderForPartition {
 					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
 					if !listed[h.leader] {
 						listed[h.leader] = true

@@ -9,7 +9,7 @@ import (
 // The leader of the metadata group coordinates every group.
 func init() { register(kmsg.FindCoordinator, 0, 4, handleFindCoordinator) }
 
-func handleFindCoordinator(b *Broker, r *request) (kmsg.Response, error) {
+func handleFindCoordinator(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
@@ -22,11 +22,11 @@ func handleFindCoordinator(b *Broker, r *request) (kmsg.Response, error) {
 		if req.CoordinatorType != 0 {
 			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			c.ErrorMessage = kmsg.StringPtr("transactions are not supported yet")
-		} else if err := r.onGroup(b, kmsg.ACLOperationDescribe, key); err != nil {
+		} else if err := r.onGroup(srv, kmsg.ACLOperationDescribe, key); err != nil {
 			c.ErrorCode = err.Code
-		} else if id, ok := b.metaLeader(); !ok {
+		} else if id, ok := srv.MetaLeader(); !ok {
 			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		} else if br, known := b.meta.Broker(id); !known {
+		} else if br, known := srv.Meta.Broker(id); !known {
 			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		} else {
 			c.Host, c.Port = br.Address(r.conn.listener.Name)

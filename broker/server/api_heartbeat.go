@@ -8,18 +8,18 @@ import (
 // Heartbeat v0-v4: v3 static membership, v4 flexible.
 func init() { register(kmsg.Heartbeat, 0, 4, handleHeartbeat) }
 
-func handleHeartbeat(b *Broker, r *request) (kmsg.Response, error) {
+func handleHeartbeat(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if err := r.onGroup(b, kmsg.ACLOperationRead, req.Group); err != nil {
+	if err := r.onGroup(srv, kmsg.ACLOperationRead, req.Group); err != nil {
 		resp.ErrorCode = err.Code
 		return resp, nil
 	}
-	if !b.isCoordinator() {
+	if !srv.isCoordinator() {
 		resp.ErrorCode = kerr.NotCoordinator.Code
 		return resp, nil
 	}
-	if err := b.groups.Heartbeat(req); err != nil {
+	if err := srv.Groups.Heartbeat(req); err != nil {
 		resp.ErrorCode = err.Code
 	}
 	return resp, nil

@@ -13,7 +13,7 @@ import (
 // there are none of; v1 flexible.
 func init() { register(kmsg.IncrementalAlterConfigs, 0, 1, handleIncrementalAlterConfigs) }
 
-func handleIncrementalAlterConfigs(b *Broker, r *request) (kmsg.Response, error) {
+func handleIncrementalAlterConfigs(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for _, res := range req.Resources {
@@ -32,11 +32,11 @@ func handleIncrementalAlterConfigs(b *Broker, r *request) (kmsg.Response, error)
 				rr.ErrorCode, rr.ErrorMessage = kerr.InvalidConfig.Code, kmsg.StringPtr(c.Name+" is not a list config: use SET or DELETE")
 			}
 		}
-		if err := configsAllowed(b, r, res.ResourceType, res.ResourceName, kmsg.ACLOperationAlterConfigs); err != nil {
+		if err := configsAllowed(srv, r, res.ResourceType, res.ResourceName, kmsg.ACLOperationAlterConfigs); err != nil {
 			rr.ErrorCode, rr.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 		}
 		if rr.ErrorCode == 0 {
-			rr.ErrorCode, rr.ErrorMessage = b.alterConfigs(res.ResourceType, ac)
+			rr.ErrorCode, rr.ErrorMessage = srv.alterConfigs(res.ResourceType, ac)
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}

@@ -16,7 +16,7 @@ import (
 // v2 flexible; v3+ may bump the epoch of an existing producer id (KIP-360).
 func init() { register(kmsg.InitProducerID, 0, 4, handleInitProducerID) }
 
-func handleInitProducerID(b *Broker, r *request) (kmsg.Response, error) {
+func handleInitProducerID(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
@@ -24,7 +24,7 @@ func handleInitProducerID(b *Broker, r *request) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp, nil
 	}
-	if !b.mayProduceIdempotently(r) {
+	if !srv.mayProduceIdempotently(r) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
@@ -36,9 +36,9 @@ func handleInitProducerID(b *Broker, r *request) (kmsg.Response, error) {
 		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
 		return resp, nil
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(srv.ctx, 10*time.Second)
 	defer cancel()
-	id, err := b.pids.next(ctx, b)
+	id, err := srv.pids.next(ctx, srv)
 	if err != nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil
@@ -54,11 +54,11 @@ type producerIDs struct {
 	nextID, end int64
 }
 
-func (p *producerIDs) next(ctx context.Context, b *Broker) (int64, error) {
+func (p *producerIDs) next(ctx context.Context, srv *Server) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.nextID == p.end {
-		out, err := b.proposeMeta(ctx, &meta.Command{AllocateProducerIDs: true})
+		out, err := srv.Propose(ctx, &meta.Command{AllocateProducerIDs: true})
 		if err != nil {
 			return 0, err
 		}
@@ -71,12 +71,12 @@ func (p *producerIDs) next(ctx context.Context, b *Broker) (int64, error) {
 
 // mayProduceIdempotently is Kafka's rule for a producer id without a
 // transaction: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic.
-func (b *Broker) mayProduceIdempotently(r *request) bool {
-	if r.allowed(b, kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, acl.ClusterName) {
+func (srv *Server) mayProduceIdempotently(r *request) bool {
+	if r.allowed(srv, kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, acl.ClusterName) {
 		return true
 	}
 	found := false
-	b.meta.Read(func(s *meta.State) {
+	srv.Meta.Read(func(s *meta.State) {
 		found = acl.AllowsAny(s.ACLs(), r.conn.principal(), r.conn.host(), kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic)
 	})
 	return found

@@ -11,25 +11,25 @@ import (
 // (KIP-394), v5 static membership, v6 flexible.
 func init() { register(kmsg.JoinGroup, 0, 9, handleJoinGroup) }
 
-func handleJoinGroup(b *Broker, r *request) (kmsg.Response, error) {
+func handleJoinGroup(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.JoinGroupRequest)
-	if err := r.onGroup(b, kmsg.ACLOperationRead, req.Group); err != nil {
+	if err := r.onGroup(srv, kmsg.ACLOperationRead, req.Group); err != nil {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode, resp.Generation = err.Code, -1
 		return resp, nil
 	}
-	if !b.isCoordinator() {
+	if !srv.isCoordinator() {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode, resp.Generation = kerr.NotCoordinator.Code, -1
 		return resp, nil
 	}
 	host, _, _ := net.SplitHostPort(r.conn.nc.RemoteAddr().String())
-	wait := b.groups.Join(req, r.clientID, "/"+host)
+	wait := srv.Groups.Join(req, r.clientID, "/"+host)
 	r.deferred = func() kmsg.Response {
 		select {
 		case resp := <-wait:
 			return resp
-		case <-b.ctx.Done():
+		case <-srv.ctx.Done():
 			return &kmsg.JoinGroupResponse{ErrorCode: kerr.NotCoordinator.Code, Generation: -1}
 		}
 	}

@@ -8,14 +8,14 @@ import (
 // LeaveGroup v0-v5: v3 batches members by id or instance id, v4 flexible.
 func init() { register(kmsg.LeaveGroup, 0, 5, handleLeaveGroup) }
 
-func handleLeaveGroup(b *Broker, r *request) (kmsg.Response, error) {
+func handleLeaveGroup(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	if err := r.onGroup(b, kmsg.ACLOperationRead, req.Group); err != nil {
+	if err := r.onGroup(srv, kmsg.ACLOperationRead, req.Group); err != nil {
 		resp.ErrorCode = err.Code
 		return resp, nil
 	}
-	if !b.isCoordinator() {
+	if !srv.isCoordinator() {
 		resp.ErrorCode = kerr.NotCoordinator.Code
 		return resp, nil
 	}
@@ -25,7 +25,7 @@ func handleLeaveGroup(b *Broker, r *request) (kmsg.Response, error) {
 		m.MemberID = req.MemberID
 		members = []kmsg.LeaveGroupRequestMember{m}
 	}
-	groupErr, errs := b.groups.Leave(req.Group, members)
+	groupErr, errs := srv.Groups.Leave(req.Group, members)
 	if groupErr != nil {
 		resp.ErrorCode = groupErr.Code
 		return resp, nil

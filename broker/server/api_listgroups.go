@@ -12,16 +12,16 @@ import (
 // ListGroups v0-v4: v3 flexible, v4 filters by state.
 func init() { register(kmsg.ListGroups, 0, 4, handleListGroups) }
 
-func handleListGroups(b *Broker, r *request) (kmsg.Response, error) {
+func handleListGroups(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if !b.isCoordinator() {
+	if !srv.isCoordinator() {
 		// Only the coordinator knows the groups; others answer with none,
 		// as a Kafka broker without group partitions does.
 		return resp, nil
 	}
-	all := b.groups.List()
-	b.meta.Read(func(s *meta.State) {
+	all := srv.Groups.List()
+	srv.Meta.Read(func(s *meta.State) {
 		for _, id := range s.GroupsWithOffsets() {
 			if _, live := all[id]; !live {
 				all[id] = [2]string{groups.StateEmpty, "consumer"}
@@ -33,9 +33,9 @@ func handleListGroups(b *Broker, r *request) (kmsg.Response, error) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	everyGroup := r.onCluster(b, kmsg.ACLOperationDescribe) == nil
+	everyGroup := r.onCluster(srv, kmsg.ACLOperationDescribe) == nil
 	for _, id := range ids {
-		if !everyGroup && r.onGroup(b, kmsg.ACLOperationDescribe, id) != nil {
+		if !everyGroup && r.onGroup(srv, kmsg.ACLOperationDescribe, id) != nil {
 			continue // Kafka lists the groups the client may describe
 		}
 		st := all[id]

@@ -14,15 +14,15 @@ import (
 // or the first offset at a timestamp; v6 flexible.
 func init() { register(kmsg.ListOffsets, 1, 7, handleListOffsets) }
 
-func handleListOffsets(b *Broker, r *request) (kmsg.Response, error) {
+func handleListOffsets(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
-		denied := r.onTopic(b, kmsg.ACLOperationDescribe, t.Topic)
+		denied := r.onTopic(srv, kmsg.ACLOperationDescribe, t.Topic)
 		if req.ReplicaID >= 0 {
-			denied = r.onCluster(b, kmsg.ACLOperationClusterAction)
+			denied = r.onCluster(srv, kmsg.ACLOperationClusterAction)
 		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
@@ -37,10 +37,10 @@ func handleListOffsets(b *Broker, r *request) (kmsg.Response, error) {
 			if req.ReplicaID >= 0 {
 				// A partition's leader asking how far this replica got
 				// (see insync.go): answered from the local replica.
-				rep, err = b.hostedReplica(t.Topic, p.Partition)
+				rep, err = srv.hostedReplica(t.Topic, p.Partition)
 			} else {
 				var info partitionInfo
-				rep, info, err = b.actingReplica(t.Topic, p.Partition, true)
+				rep, info, err = srv.actingReplica(t.Topic, p.Partition, true)
 				rp.LeaderEpoch = info.LeaderEpoch
 			}
 			if err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,10 +15,10 @@ import (
 // still removing what it added is not listed, as in Kafka.
 func init() { register(kmsg.ListPartitionReassignments, 0, 0, handleListPartitionReassignments) }
 
-func handleListPartitionReassignments(b *Broker, r *request) (kmsg.Response, error) {
+func handleListPartitionReassignments(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	b.meta.Read(func(s *meta.State) {
+	srv.Meta.Read(func(s *meta.State) {
 		var asked map[string][]int32
 		if req.Topics != nil {
 			asked = map[string][]int32{}
@@ -34,7 +35,7 @@ func handleListPartitionReassignments(b *Broker, r *request) (kmsg.Response, err
 			rt := kmsg.NewListPartitionReassignmentsResponseTopic()
 			rt.Topic = name
 			for _, p := range t.Partitions {
-				if p.Reassignment == nil || p.Reassignment.Cancelled() || (asked != nil && !containsID(partitions, p.Index)) {
+				if p.Reassignment == nil || p.Reassignment.Cancelled() || (asked != nil && !slices.Contains(partitions, p.Index)) {
 					continue
 				}
 				rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()

@@ -21,26 +21,26 @@ func init() { register(kmsg.Metadata, 0, 12, handleMetadata) }
 // ClusterID is reported in Metadata and DescribeCluster.
 const ClusterID = "raftka"
 
-func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
+func handleMetadata(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.ClusterID = kmsg.StringPtr(ClusterID)
 	resp.ControllerID = -1
-	if id, ok := b.metaLeader(); ok {
+	if id, ok := srv.MetaLeader(); ok {
 		resp.ControllerID = id
 	}
 	var missing []string
 	who := r.conn.client()
-	b.meta.Read(func(s *meta.State) {
-		defer func() { resp.Brokers = b.metadataBrokers(s, resp, r.conn.listener.Name) }()
+	srv.Meta.Read(func(s *meta.State) {
+		defer func() { resp.Brokers = srv.metadataBrokers(s, resp, r.conn.listener.Name) }()
 		describable := func(name string) bool {
-			return b.authz.AllowsIn(s.ACLs(), who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name)
+			return srv.Authz.AllowsIn(s.ACLs(), who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name)
 		}
 		if req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0) {
 			// Every topic: those the client may describe.
 			for _, name := range s.TopicNames() {
 				if describable(name) {
-					resp.Topics = append(resp.Topics, b.metadataTopic(s.Topic(name)))
+					resp.Topics = append(resp.Topics, srv.metadataTopic(s.Topic(name)))
 				}
 			}
 			return
@@ -65,18 +65,18 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 				mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, kerr.UnknownTopicOrPartition.Code
 				if rt.Topic != nil && meta.ValidateTopicName(*rt.Topic) != nil {
 					mt.ErrorCode = kerr.InvalidTopicException.Code
-				} else if rt.Topic != nil && (b.authz.AllowsIn(s.ACLs(), who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, acl.ClusterName) ||
-					b.authz.AllowsIn(s.ACLs(), who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, *rt.Topic)) {
+				} else if rt.Topic != nil && (srv.Authz.AllowsIn(s.ACLs(), who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, acl.ClusterName) ||
+					srv.Authz.AllowsIn(s.ACLs(), who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, *rt.Topic)) {
 					missing = append(missing, *rt.Topic) // auto-created below, if on
 				}
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
-			resp.Topics = append(resp.Topics, b.metadataTopic(t))
+			resp.Topics = append(resp.Topics, srv.metadataTopic(t))
 		}
 	})
-	if len(missing) > 0 && b.cfg.AutoCreateTopics && (req.AllowAutoTopicCreation || req.GetVersion() < 4) {
-		b.autoCreate(missing, resp)
+	if len(missing) > 0 && srv.cfg.AutoCreateTopics && (req.AllowAutoTopicCreation || req.GetVersion() < 4) {
+		srv.autoCreate(missing, resp)
 	}
 	return resp, nil
 }
@@ -90,7 +90,7 @@ func handleMetadata(b *Broker, r *request) (kmsg.Response, error) {
 // names their partitions by the leaders last recorded; a client drops a
 // broker missing from a Metadata answer (franz-go does), so leaving them
 // out would leave it only the cut-off broker to ask.
-func (b *Broker) metadataBrokers(s *meta.State, resp *kmsg.MetadataResponse, listener string) []kmsg.MetadataResponseBroker {
+func (srv *Server) metadataBrokers(s *meta.State, resp *kmsg.MetadataResponse, listener string) []kmsg.MetadataResponseBroker {
 	named := map[int32]bool{resp.ControllerID: true}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
@@ -99,7 +99,7 @@ func (b *Broker) metadataBrokers(s *meta.State, resp *kmsg.MetadataResponse, lis
 	}
 	var out []kmsg.MetadataResponseBroker
 	for _, br := range s.Brokers() {
-		if !named[br.ID] && !b.liveness.IsLive(br.ID) {
+		if !named[br.ID] && !srv.Liveness.IsLive(br.ID) {
 			continue
 		}
 		mb := kmsg.NewMetadataResponseBroker()
@@ -115,16 +115,16 @@ func (b *Broker) metadataBrokers(s *meta.State, resp *kmsg.MetadataResponse, lis
 
 // autoCreate creates unknown topics with the broker defaults and answers
 // LEADER_NOT_AVAILABLE, as Kafka does, so the client asks again.
-func (b *Broker) autoCreate(names []string, resp *kmsg.MetadataResponse) {
-	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+func (srv *Server) autoCreate(names []string, resp *kmsg.MetadataResponse) {
+	ctx, cancel := context.WithTimeout(srv.ctx, 5*time.Second)
 	defer cancel()
 	for i := range resp.Topics {
 		mt := &resp.Topics[i]
 		if mt.Topic == nil || mt.ErrorCode != kerr.UnknownTopicOrPartition.Code || !slices.Contains(names, *mt.Topic) {
 			continue
 		}
-		_, err := b.proposeMeta(ctx, &meta.Command{CreateTopic: &meta.CreateTopic{Placement: b.placementRules(), Name: *mt.Topic,
-			Partitions: b.cfg.DefaultPartitions, ReplicationFactor: b.cfg.DefaultReplicationFactor}})
+		_, err := srv.Propose(ctx, &meta.Command{CreateTopic: &meta.CreateTopic{Placement: srv.placementRules(), Name: *mt.Topic,
+			Partitions: srv.cfg.DefaultPartitions, ReplicationFactor: srv.cfg.DefaultReplicationFactor}})
 		if err == nil {
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
@@ -140,7 +140,7 @@ func (b *Broker) autoCreate(names []string, resp *kmsg.MetadataResponse) {
 // Java producer cut off with it stayed, its produce answered
 // NOT_ENOUGH_REPLICAS (no reason to look again), until metadata.max.age.ms.
 // franz-go keeps what it knew of the partition and asks again.
-func (b *Broker) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
+func (srv *Server) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
 	mt.TopicID = t.ID
@@ -148,18 +148,18 @@ func (b *Broker) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index
 		info := meta.PartitionView{Shard: p.Shard, Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, LeaderReplaced: p.LeaderReplaced()}
-		mp.Leader, mp.LeaderEpoch = b.currentLeader(info)
+		mp.Leader, mp.LeaderEpoch = srv.currentLeader(info)
 		mp.Replicas = append([]int32(nil), p.Replicas...)
-		mp.ISR = b.replicas.InSyncReplicas(p.Shard, p.Replicas)
+		mp.ISR = srv.Replicas.InSyncReplicas(p.Shard, p.Replicas)
 		for _, id := range p.Replicas {
-			if !b.liveness.IsLive(id) {
+			if !srv.Liveness.IsLive(id) {
 				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
 			}
 		}
 		switch {
 		case mp.Leader < 0:
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
-		case mp.Leader == b.cfg.ID && !b.replicas.IsLeader(p.Shard):
+		case mp.Leader == srv.cfg.ID && !srv.Replicas.IsLeader(p.Shard):
 			mp.ErrorCode = kerr.ReplicaNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)

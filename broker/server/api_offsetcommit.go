@@ -5,30 +5,33 @@ import (
 	"errors"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/meta"
+	"github.com/raftka/raftka/broker/replica"
 )
 
 // OffsetCommit v2-v8: commits go through the metadata Raft group, so they
 // survive the coordinator; v7 static membership, v8 flexible.
 func init() { register(kmsg.OffsetCommit, 2, 8, handleOffsetCommit) }
 
-func handleOffsetCommit(b *Broker, r *request) (kmsg.Response, error) {
+func handleOffsetCommit(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	code := int16(0)
-	groupDenied := r.onGroup(b, kmsg.ACLOperationRead, req.Group)
+	groupDenied := r.onGroup(srv, kmsg.ACLOperationRead, req.Group)
 	switch {
 	case groupDenied != nil:
 		code = groupDenied.Code
-	case !b.isCoordinator():
+	case !srv.isCoordinator():
 		code = kerr.NotCoordinator.Code
 	case req.Group == "":
 		code = kerr.InvalidGroupID.Code
 	default:
-		if err := b.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation); err != nil {
+		if err := srv.Groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation); err != nil {
 			code = err.Code
 		}
 	}
@@ -36,14 +39,14 @@ func handleOffsetCommit(b *Broker, r *request) (kmsg.Response, error) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
-		topicDenied := r.onTopic(b, kmsg.ACLOperationRead, t.Topic)
+		topicDenied := r.onTopic(srv, kmsg.ACLOperationRead, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, code
 			if code == 0 && topicDenied != nil {
 				rp.ErrorCode = topicDenied.Code
 			} else if code == 0 {
-				if _, err := b.partitionFor(t.Topic, p.Partition); err != nil {
+				if _, err := srv.partitionFor(t.Topic, p.Partition); err != nil {
 					rp.ErrorCode = err.Code
 				} else {
 					if commit.Offsets[t.Topic] == nil {
@@ -64,20 +67,20 @@ func handleOffsetCommit(b *Broker, r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	r.deferred = func() kmsg.Response {
-		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		ctx, cancel := context.WithTimeout(srv.ctx, 10*time.Second)
 		defer cancel()
-		out, err := b.proposeMeta(ctx, &meta.Command{CommitOffsets: commit})
+		out, err := srv.Propose(ctx, &meta.Command{CommitOffsets: commit})
 		if err == nil && out.Err == nil {
 			return resp
 		}
 		failed := kerr.RequestTimedOut.Code
 		switch {
-		case errors.Is(err, errDeposed):
+		case errors.Is(err, replica.ErrDeposed):
 			// The group moves with the metadata group's leadership;
 			// clients look up the new coordinator.
 			failed = kerr.NotCoordinator.Code
 		case err == nil:
-			failed = errCode(out.Err)
+			failed = kafkaerr.Code(out.Err)
 		}
 		for i := range resp.Topics {
 			for j := range resp.Topics[i].Partitions {

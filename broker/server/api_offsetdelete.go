@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -16,20 +18,20 @@ import (
 // protocol keeps all of them (NON_EMPTY_GROUP).
 func init() { register(kmsg.OffsetDelete, 0, 0, handleOffsetDelete) }
 
-func handleOffsetDelete(b *Broker, r *request) (kmsg.Response, error) {
+func handleOffsetDelete(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if err := r.onGroup(b, kmsg.ACLOperationDelete, req.Group); err != nil {
+	if err := r.onGroup(srv, kmsg.ACLOperationDelete, req.Group); err != nil {
 		resp.ErrorCode = err.Code
 		return resp, nil
 	}
-	if !b.isCoordinator() {
+	if !srv.isCoordinator() {
 		resp.ErrorCode = kerr.NotCoordinator.Code
 		return resp, nil
 	}
 	var known bool
-	b.meta.Read(func(s *meta.State) { known = s.HasGroupOffsets(req.Group) })
-	live, alive := b.groups.Describe(req.Group)
+	srv.Meta.Read(func(s *meta.State) { known = s.HasGroupOffsets(req.Group) })
+	live, alive := srv.Groups.Describe(req.Group)
 	alive = alive && len(live.Members) > 0
 	switch {
 	case !known && !alive:
@@ -55,11 +57,11 @@ func handleOffsetDelete(b *Broker, r *request) (kmsg.Response, error) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
-		denied := r.onTopic(b, kmsg.ACLOperationRead, t.Topic)
+		denied := r.onTopic(srv, kmsg.ACLOperationRead, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
-			_, err := b.partitionFor(t.Topic, p.Partition)
+			_, err := srv.partitionFor(t.Topic, p.Partition)
 			switch {
 			case denied != nil:
 				rp.ErrorCode = denied.Code
@@ -77,12 +79,12 @@ func handleOffsetDelete(b *Broker, r *request) (kmsg.Response, error) {
 	if len(doomed.Partitions) == 0 {
 		return resp, nil
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(srv.ctx, 10*time.Second)
 	defer cancel()
-	if out, err := b.proposeMeta(ctx, &meta.Command{DeleteOffsets: doomed}); err != nil || out.Err != nil {
+	if out, err := srv.Propose(ctx, &meta.Command{DeleteOffsets: doomed}); err != nil || out.Err != nil {
 		code := kerr.RequestTimedOut.Code
 		if err == nil {
-			code = errCode(out.Err)
+			code = kafkaerr.Code(out.Err)
 		}
 		for i := range resp.Topics {
 			for j := range resp.Topics[i].Partitions {

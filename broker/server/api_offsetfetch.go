@@ -11,10 +11,10 @@ import (
 // (v2+); v6 flexible; v8 batches groups.
 func init() { register(kmsg.OffsetFetch, 1, 8, handleOffsetFetch) }
 
-func handleOffsetFetch(b *Broker, r *request) (kmsg.Response, error) {
+func handleOffsetFetch(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	coordinator := b.isCoordinator()
+	coordinator := srv.isCoordinator()
 	if req.GetVersion() < 8 {
 		// Before v8 a request names one group; answer it through the
 		// batched form and copy the answer back.
@@ -26,7 +26,7 @@ func handleOffsetFetch(b *Broker, r *request) (kmsg.Response, error) {
 				g.Topics = append(g.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 			}
 		}
-		rg := b.offsetFetchGroup(r, g, coordinator)
+		rg := srv.offsetFetchGroup(r, g, coordinator)
 		resp.ErrorCode = rg.ErrorCode
 		for _, t := range rg.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -41,7 +41,7 @@ func handleOffsetFetch(b *Broker, r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	for _, g := range req.Groups {
-		resp.Groups = append(resp.Groups, b.offsetFetchGroup(r, g, coordinator))
+		resp.Groups = append(resp.Groups, srv.offsetFetchGroup(r, g, coordinator))
 	}
 	return resp, nil
 }
@@ -49,10 +49,10 @@ func handleOffsetFetch(b *Broker, r *request) (kmsg.Response, error) {
 // offsetFetchGroup answers one group: DESCRIBE on the group is needed,
 // and a topic the client may not describe is answered
 // TOPIC_AUTHORIZATION_FAILED, or left out when every topic was asked.
-func (b *Broker) offsetFetchGroup(r *request, g kmsg.OffsetFetchRequestGroup, coordinator bool) kmsg.OffsetFetchResponseGroup {
+func (srv *Server) offsetFetchGroup(r *request, g kmsg.OffsetFetchRequestGroup, coordinator bool) kmsg.OffsetFetchResponseGroup {
 	rg := kmsg.NewOffsetFetchResponseGroup()
 	rg.Group = g.Group
-	if err := r.onGroup(b, kmsg.ACLOperationDescribe, g.Group); err != nil {
+	if err := r.onGroup(srv, kmsg.ACLOperationDescribe, g.Group); err != nil {
 		rg.ErrorCode = err.Code
 		return rg
 	}
@@ -67,10 +67,10 @@ func (b *Broker) offsetFetchGroup(r *request, g kmsg.OffsetFetchRequestGroup, co
 			asked[t.Topic] = t.Partitions
 		}
 	}
-	for topic, parts := range b.committedOffsets(g.Group, asked) {
+	for topic, parts := range srv.committedOffsets(g.Group, asked) {
 		rt := kmsg.NewOffsetFetchResponseGroupTopic()
 		rt.Topic = topic
-		denied := r.onTopic(b, kmsg.ACLOperationDescribe, topic)
+		denied := r.onTopic(srv, kmsg.ACLOperationDescribe, topic)
 		if denied != nil && asked == nil {
 			continue
 		}
@@ -94,9 +94,9 @@ type committed struct {
 
 // committedOffsets returns a group's offsets for the asked partitions (all
 // when asked is nil); a partition without a commit gets offset -1.
-func (b *Broker) committedOffsets(group string, asked map[string][]int32) map[string][]committed {
+func (srv *Server) committedOffsets(group string, asked map[string][]int32) map[string][]committed {
 	out := map[string][]committed{}
-	b.meta.Read(func(s *meta.State) {
+	srv.Meta.Read(func(s *meta.State) {
 		if asked == nil {
 			s.EachGroupOffset(group, func(topic string, p int32, o meta.GroupOffset) {
 				out[topic] = append(out[topic], committed{partition: p, GroupOffset: o})

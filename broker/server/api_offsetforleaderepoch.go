@@ -9,20 +9,20 @@ import (
 // a leader change; v4 flexible.
 func init() { register(kmsg.OffsetForLeaderEpoch, 2, 4, handleOffsetForLeaderEpoch) }
 
-func handleOffsetForLeaderEpoch(b *Broker, r *request) (kmsg.Response, error) {
+func handleOffsetForLeaderEpoch(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
-		denied := r.onTopic(b, kmsg.ACLOperationDescribe, t.Topic)
+		denied := r.onTopic(srv, kmsg.ACLOperationDescribe, t.Topic)
 		if req.ReplicaID >= 0 {
-			denied = r.onCluster(b, kmsg.ACLOperationClusterAction)
+			denied = r.onCluster(srv, kmsg.ACLOperationClusterAction)
 		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
-			rep, info, err := b.actingReplica(t.Topic, p.Partition, true)
+			rep, info, err := srv.actingReplica(t.Topic, p.Partition, true)
 			switch {
 			case denied != nil:
 				rp.ErrorCode = denied.Code

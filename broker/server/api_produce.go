@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/lni/dragonboat/v3"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,7 +32,7 @@ type pendingProduce struct {
 // handleProduce proposes every partition's batches at once, in request
 // order, and answers when Raft has committed and applied them: committed
 // means a majority of replicas fsynced the entry in their Raft logs.
-func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
+func handleProduce(srv *Server, r *request) (kmsg.Response, error) {
 	began := time.Now()
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -42,7 +44,7 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		name, known := t.Topic, true
 		if req.Version >= 13 {
-			name, known = b.meta.TopicName(t.TopicID)
+			name, known = srv.Meta.TopicName(t.TopicID)
 		}
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		for i, p := range t.Partitions {
@@ -53,11 +55,11 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 				rp.ErrorCode = kerr.UnknownTopicID.Code
 				continue
 			}
-			if err := r.onTopic(b, kmsg.ACLOperationWrite, name); err != nil {
+			if err := r.onTopic(srv, kmsg.ACLOperationWrite, name); err != nil {
 				rp.ErrorCode = err.Code
 				continue
 			}
-			pp, err := b.proposeProduce(req, name, p, timeout)
+			pp, err := srv.proposeProduce(req, name, p, timeout)
 			if err != nil {
 				rp.ErrorCode = err.Code
 				continue
@@ -69,15 +71,15 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 		names = append(names, name)
 	}
 	if len(pending) == 0 {
-		b.addProduceLeaderHints(resp, names, r.conn.listener.Name)
+		srv.addProduceLeaderHints(resp, names, r.conn.listener.Name)
 		return resp, nil
 	}
 	proposed := time.Now()
-	b.metrics.stage(stageRead, began.Sub(r.arrived))
-	b.metrics.stage(stagePropose, proposed.Sub(began))
+	srv.Metrics.Stage(stageRead, began.Sub(r.arrived))
+	srv.Metrics.Stage(stagePropose, proposed.Sub(began))
 	r.deferred = func() kmsg.Response {
 		for _, p := range pending {
-			res, ok := b.awaitProposal(p)
+			res, ok := srv.awaitProposal(p)
 			switch {
 			case !ok:
 				p.rp.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -85,12 +87,12 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 				out := partition.DecodeResult(res.GetResult())
 				switch {
 				case errors.Is(out.Err, kerr.OutOfOrderSequenceNumber):
-					b.metrics.outOfOrder.WithLabelValues(p.topic).Inc()
+					srv.Metrics.OutOfOrder(p.topic)
 				case out.Duplicate:
-					b.metrics.duplicates.WithLabelValues(p.topic).Inc()
+					srv.Metrics.Duplicate(p.topic)
 				}
 				if out.Err != nil {
-					p.rp.ErrorCode = errCode(out.Err)
+					p.rp.ErrorCode = kafkaerr.Code(out.Err)
 				} else {
 					p.rp.BaseOffset, p.rp.LogStartOffset, p.rp.LogAppendTime = out.BaseOffset, out.LogStartOffset, p.appendTime
 				}
@@ -102,10 +104,10 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 			p.rs.Release()
 		}
 		answered := time.Now()
-		b.metrics.stage(stageCommit, answered.Sub(proposed))
-		r.written = func() { b.metrics.stage(stageRespond, time.Since(answered)) }
-		b.metrics.produced.Inc()
-		b.addProduceLeaderHints(resp, names, r.conn.listener.Name)
+		srv.Metrics.Stage(stageCommit, answered.Sub(proposed))
+		r.written = func() { srv.Metrics.Stage(stageRespond, time.Since(answered)) }
+		srv.Metrics.Produced()
+		srv.addProduceLeaderHints(resp, names, r.conn.listener.Name)
 		return resp
 	}
 	return nil, nil
@@ -122,13 +124,13 @@ func handleProduce(b *Broker, r *request) (kmsg.Response, error) {
 // lets a deposed leader still acknowledge what the new leader commits, as
 // after a leadership transfer, where a producer that is not idempotent
 // would otherwise write its retry twice.
-func (b *Broker) awaitProposal(p pendingProduce) (dragonboat.RequestResult, bool) {
+func (srv *Server) awaitProposal(p pendingProduce) (dragonboat.RequestResult, bool) {
 	select {
 	case res := <-p.rs.ResultC():
 		return res, true
 	case <-p.deposed:
 	}
-	grace := time.NewTimer(b.stepDownGrace())
+	grace := time.NewTimer(srv.cfg.StepDownGrace)
 	defer grace.Stop()
 	select {
 	case res := <-p.rs.ResultC():
@@ -141,7 +143,7 @@ func (b *Broker) awaitProposal(p pendingProduce) (dragonboat.RequestResult, bool
 
 // addProduceLeaderHints names the current leader of every partition answered
 // with NOT_LEADER_OR_FOLLOWER, and that leader's endpoint.
-func (b *Broker) addProduceLeaderHints(resp *kmsg.ProduceResponse, names []string, listener string) {
+func (srv *Server) addProduceLeaderHints(resp *kmsg.ProduceResponse, names []string, listener string) {
 	listed := map[int32]bool{}
 	for ti := range resp.Topics {
 		rt, name := &resp.Topics[ti], names[ti]
@@ -150,7 +152,7 @@ func (b *Broker) addProduceLeaderHints(resp *kmsg.ProduceResponse, names []strin
 			if rp.ErrorCode != kerr.NotLeaderForPartition.Code {
 				continue
 			}
-			h, ok := b.leaderHintFor(name, rp.Partition, listener)
+			h, ok := srv.leaderHintFor(name, rp.Partition, listener)
 			if !ok {
 				continue
 			}
@@ -166,11 +168,11 @@ func (b *Broker) addProduceLeaderHints(resp *kmsg.ProduceResponse, names []strin
 // proposeProduce validates one partition's records and proposes them; the
 // pending proposal has the log append time they will carry, or -1 for
 // CreateTime.
-func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.ProduceRequestTopicPartition, timeout time.Duration) (pendingProduce, *kerr.Error) {
+func (srv *Server) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.ProduceRequestTopicPartition, timeout time.Duration) (pendingProduce, *kerr.Error) {
 	if req.TransactionID != nil {
 		return pendingProduce{}, kerr.TransactionalIDAuthorizationFailed
 	}
-	rep, info, notLeader := b.leaderReplica(topic, p.Partition)
+	rep, info, notLeader := srv.leaderReplica(topic, p.Partition)
 	if rep == nil && notLeader != nil {
 		return pendingProduce{}, notLeader
 	}
@@ -178,18 +180,18 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	// leader, and where this broker stands in (currentLeader) the precise
 	// answer is that replicas are missing. Elsewhere clients are to look
 	// for the leader.
-	if req.Acks == -1 && info.Leader == b.cfg.ID && len(b.replicas.InSyncReplicas(info.Shard, info.Replicas)) < info.MinISR {
+	if req.Acks == -1 && info.Leader == srv.cfg.ID && len(srv.Replicas.InSyncReplicas(info.Shard, info.Replicas)) < info.MinISR {
 		return pendingProduce{}, kerr.NotEnoughReplicas
 	}
 	if notLeader != nil {
 		return pendingProduce{}, notLeader
 	}
-	if b.diskFull() {
+	if srv.diskFull() {
 		return pendingProduce{}, kerr.KafkaStorageError
 	}
 	batches, err := partition.SplitBatches(p.Records, info.MaxMessage)
 	if err != nil {
-		return pendingProduce{}, kafkaError(err, kerr.CorruptMessage)
+		return pendingProduce{}, kafkaerr.Of(err, kerr.CorruptMessage)
 	}
 	if info.Compacted {
 		// Compaction keeps the newest record of each key; one without a
@@ -204,20 +206,20 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 	}
 	records, err := partition.Recompress(p.Records, batches, info.codec, info.MaxMessage)
 	if err != nil {
-		return pendingProduce{}, kafkaError(err, kerr.UnknownServerError)
+		return pendingProduce{}, kafkaerr.Of(err, kerr.UnknownServerError)
 	}
 	var cmd []byte
 	appendTime := int64(-1)
 	if info.AppendTime {
 		appendTime = time.Now().UnixMilli()
-		cmd = partition.ProduceAppendTimeCommand(b.replicas.Term(info.Shard), appendTime, records)
+		cmd = partition.ProduceAppendTimeCommand(srv.Replicas.Term(info.Shard), appendTime, records)
 	} else {
-		cmd = partition.ProduceCommand(b.replicas.Term(info.Shard), records)
+		cmd = partition.ProduceCommand(srv.Replicas.Term(info.Shard), records)
 	}
-	deposed := b.replicas.Deposed(info.Shard) // before proposing, to see a step-down that follows
+	deposed := srv.Replicas.Deposed(info.Shard) // before proposing, to see a step-down that follows
 	deadline := time.Now().Add(timeout)
 	for {
-		rs, err := b.nh.Propose(b.nh.GetNoOPSession(info.Shard), cmd, time.Until(deadline))
+		rs, err := srv.Raft.Propose(srv.Raft.GetNoOPSession(info.Shard), cmd, time.Until(deadline))
 		if err == nil {
 			return pendingProduce{rs: rs, appendTime: appendTime, deposed: deposed}, nil
 		}
@@ -229,7 +231,7 @@ func (b *Broker) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.P
 			}
 			return pendingProduce{}, kerr.NotLeaderForPartition
 		}
-		b.metrics.busy.Inc()
+		srv.Metrics.Busy()
 		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -15,14 +15,14 @@ import (
 // voters left would have no live majority (quorum.removeVoter).
 func init() { register(kmsg.RemoveRaftVoter, 0, 0, handleRemoveRaftVoter) }
 
-func handleRemoveRaftVoter(b *Broker, r *request) (kmsg.Response, error) {
+func handleRemoveRaftVoter(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.RemoveRaftVoterRequest)
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
-		ctx, cancel := context.WithTimeout(b.ctx, voterChangeWait)
+		ctx, cancel := context.WithTimeout(srv.ctx, voterChangeWait)
 		defer cancel()
 		change := cluster.VoterChange{ClusterID: req.ClusterID, Broker: req.VoterID, Key: req.VoterDirectoryID}
-		if err, msg := b.quorum().RemoveVoter(ctx, change); err != nil {
+		if err, msg := srv.Quorum.RemoveVoter(ctx, change); err != nil {
 			resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(msg)
 		}
 		return resp

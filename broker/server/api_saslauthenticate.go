@@ -18,7 +18,7 @@ import (
 // the connection is closed.
 func init() { register(kmsg.SASLAuthenticate, 0, 2, handleSASLAuthenticate) }
 
-func handleSASLAuthenticate(b *Broker, r *request) (kmsg.Response, error) {
+func handleSASLAuthenticate(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.SASLAuthenticateRequest)
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	s := r.conn.sasl
@@ -51,14 +51,14 @@ func (c *clientConn) saslStep(msg []byte, now time.Time) (answer []byte, done, o
 	answer, done, err := s.Step(msg, now)
 	switch {
 	case err != nil:
-		c.b.metrics.authentications.WithLabelValues(mechanism, "failure").Inc()
-		c.b.log.Warn("closing connection: SASL authentication failed", "remote", c.nc.RemoteAddr().String(), "mechanism", mechanism,
+		c.srv.Metrics.Authentication(mechanism, "failure")
+		c.srv.Log.Warn("closing connection: SASL authentication failed", "remote", c.nc.RemoteAddr().String(), "mechanism", mechanism,
 			"reauthentication", reauthentication, "error", err)
 		return nil, false, false
 	case done && reauthentication:
-		c.b.metrics.authentications.WithLabelValues(mechanism, "reauthentication").Inc()
+		c.srv.Metrics.Authentication(mechanism, "reauthentication")
 	case done:
-		c.b.metrics.authentications.WithLabelValues(mechanism, "success").Inc()
+		c.srv.Metrics.Authentication(mechanism, "success")
 	}
 	return answer, done, true
 }

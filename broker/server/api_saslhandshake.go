@@ -15,7 +15,7 @@ import (
 // the connection closed, as Kafka's brokers do.
 func init() { register(kmsg.SASLHandshake, 0, 1, handleSASLHandshake) }
 
-func handleSASLHandshake(b *Broker, r *request) (kmsg.Response, error) {
+func handleSASLHandshake(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	s := r.conn.sasl
@@ -24,7 +24,7 @@ func handleSASLHandshake(b *Broker, r *request) (kmsg.Response, error) {
 		r.closeAfter = true
 		return resp, nil
 	}
-	resp.SupportedMechanisms = b.auth.Mechanisms(r.conn.listener.Listener)
+	resp.SupportedMechanisms = srv.Auth.Mechanisms(r.conn.listener.Listener)
 	offered := false
 	for _, m := range resp.SupportedMechanisms {
 		offered = offered || m == req.Mechanism
@@ -35,7 +35,7 @@ func handleSASLHandshake(b *Broker, r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	if err := s.Begin(req.Mechanism, req.GetVersion() == 0); err != nil {
-		b.log.Warn("closing connection: SASL handshake in the middle of an exchange", "remote", r.conn.nc.RemoteAddr().String(), "error", err)
+		srv.Log.Warn("closing connection: SASL handshake in the middle of an exchange", "remote", r.conn.nc.RemoteAddr().String(), "error", err)
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		r.closeAfter = true
 		return resp, nil

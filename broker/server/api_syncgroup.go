@@ -8,20 +8,20 @@ import (
 // SyncGroup v0-v5: v3 static membership, v4 flexible, v5 protocol checks.
 func init() { register(kmsg.SyncGroup, 0, 5, handleSyncGroup) }
 
-func handleSyncGroup(b *Broker, r *request) (kmsg.Response, error) {
+func handleSyncGroup(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.SyncGroupRequest)
-	if err := r.onGroup(b, kmsg.ACLOperationRead, req.Group); err != nil {
+	if err := r.onGroup(srv, kmsg.ACLOperationRead, req.Group); err != nil {
 		return &kmsg.SyncGroupResponse{ErrorCode: err.Code}, nil
 	}
-	if !b.isCoordinator() {
+	if !srv.isCoordinator() {
 		return &kmsg.SyncGroupResponse{ErrorCode: kerr.NotCoordinator.Code}, nil
 	}
-	wait := b.groups.Sync(req)
+	wait := srv.Groups.Sync(req)
 	r.deferred = func() kmsg.Response {
 		select {
 		case resp := <-wait:
 			return resp
-		case <-b.ctx.Done():
+		case <-srv.ctx.Done():
 			return &kmsg.SyncGroupResponse{ErrorCode: kerr.NotCoordinator.Code}
 		}
 	}

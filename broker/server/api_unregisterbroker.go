@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -24,13 +26,13 @@ func init() { register(kmsg.UnregisterBroker, 0, 0, handleUnregisterBroker) }
 
 const unregisterBrokerWait = 10 * time.Second
 
-func handleUnregisterBroker(b *Broker, r *request) (kmsg.Response, error) {
+func handleUnregisterBroker(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.UnregisterBrokerRequest)
 	r.deferred = func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
-		ctx, cancel := context.WithTimeout(b.ctx, unregisterBrokerWait)
+		ctx, cancel := context.WithTimeout(srv.ctx, unregisterBrokerWait)
 		defer cancel()
-		if err, msg := b.unregisterBroker(ctx, req.BrokerID); err != nil {
+		if err, msg := srv.unregisterBroker(ctx, req.BrokerID); err != nil {
 			resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(msg)
 		}
 		return resp
@@ -38,37 +40,37 @@ func handleUnregisterBroker(b *Broker, r *request) (kmsg.Response, error) {
 	return nil, nil
 }
 
-func (b *Broker) unregisterBroker(ctx context.Context, id int32) (*kerr.Error, string) {
-	mem, err := b.nh.SyncGetClusterMembership(ctx, meta.MetadataShard)
+func (srv *Server) unregisterBroker(ctx context.Context, id int32) (*kerr.Error, string) {
+	mem, err := srv.Raft.SyncGetClusterMembership(ctx, meta.MetadataShard)
 	if err != nil {
 		return kerr.RequestTimedOut, "the metadata group did not answer: " + err.Error()
 	}
-	br, known := b.meta.Broker(id)
+	br, known := srv.Meta.Broker(id)
 	node := br.Node()
 	if !known {
 		// A retry after the metadata forgot it: its node may be left.
-		if err := b.removeMetadataNodesOf(ctx, id, mem.Observers, mem.ConfigChangeID); err != nil {
+		if err := srv.removeMetadataNodesOf(ctx, id, mem.Observers, mem.ConfigChangeID); err != nil {
 			return kerr.RequestTimedOut, err.Error()
 		}
 		return kerr.BrokerIDNotRegistered, fmt.Sprintf("broker %d is not registered", id)
 	}
-	if id == b.cfg.ID || b.liveness.IsLive(id) {
+	if id == srv.cfg.ID || srv.Liveness.IsLive(id) {
 		return kerr.InvalidRequest, fmt.Sprintf("broker %d is running: stop it first", id)
 	}
 	if _, voter := mem.Nodes[node]; voter {
 		return kerr.InvalidRequest, fmt.Sprintf("broker %d votes in the metadata group: a voter stays registered", id)
 	}
-	out, err := b.proposeMeta(ctx, &meta.Command{UnregisterBroker: &meta.UnregisterBroker{ID: id}})
+	out, err := srv.Propose(ctx, &meta.Command{UnregisterBroker: &meta.UnregisterBroker{ID: id}})
 	switch {
 	case err != nil:
 		return kerr.RequestTimedOut, "the metadata group did not take the change: " + err.Error()
 	case errors.Is(out.Err, kerr.InvalidRequest):
 		return kerr.InvalidRequest, fmt.Sprintf("broker %d still holds partition replicas: move them to other brokers first", id)
 	case out.Err != nil:
-		return kafkaError(out.Err, kerr.UnknownServerError), out.Err.Error()
+		return kafkaerr.Of(out.Err, kerr.UnknownServerError), out.Err.Error()
 	}
-	b.log.Info("broker unregistered", "unregistered", id, "generation", meta.EpochOfNode(node))
-	if err := b.removeMetadataNodesOf(ctx, id, mem.Observers, mem.ConfigChangeID); err != nil {
+	srv.Log.Info("broker unregistered", "unregistered", id, "generation", meta.EpochOfNode(node))
+	if err := srv.removeMetadataNodesOf(ctx, id, mem.Observers, mem.ConfigChangeID); err != nil {
 		return kerr.RequestTimedOut, err.Error()
 	}
 	return nil, ""
@@ -76,15 +78,15 @@ func (b *Broker) unregisterBroker(ctx context.Context, id int32) (*kerr.Error, s
 
 // removeMetadataNodesOf removes a broker's observer nodes from the
 // metadata group.
-func (b *Broker) removeMetadataNodesOf(ctx context.Context, id int32, observers map[uint64]string, ccid uint64) error {
+func (srv *Server) removeMetadataNodesOf(ctx context.Context, id int32, observers map[uint64]string, ccid uint64) error {
 	for n := range observers {
 		if meta.BrokerOfNode(n) != id {
 			continue
 		}
-		if err := b.nh.SyncRequestDeleteNode(ctx, meta.MetadataShard, n, ccid); err != nil {
+		if err := srv.Raft.SyncRequestDeleteNode(ctx, meta.MetadataShard, n, ccid); err != nil {
 			return fmt.Errorf("remove broker %d's node from the metadata group: %w", id, err)
 		}
-		mem, err := b.nh.SyncGetClusterMembership(ctx, meta.MetadataShard)
+		mem, err := srv.Raft.SyncGetClusterMembership(ctx, meta.MetadataShard)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,7 @@ import (
 // use it, and it must be reachable by them alone.
 func (c *clientConn) client() security.Client {
 	return security.Client{Principal: c.principal(), Host: c.host(),
-		Trusted: c.listener == c.b.listeners[0] && c.listener.Protocol == security.Plaintext}
+		Trusted: c.listener == c.srv.listeners[0] && c.listener.Protocol == security.Plaintext}
 }
 
 // principal is who the connection is, as Kafka names it: the SASL user,
@@ -43,28 +43,28 @@ func remoteHost(nc net.Conn) string {
 }
 
 // allowed asks the authorizer about the request's connection.
-func (r *request) allowed(b *Broker, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	return b.authz.Allows(r.conn.client(), op, rt, name)
+func (r *request) allowed(srv *Server, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	return srv.Authz.Allows(r.conn.client(), op, rt, name)
 }
 
 // onTopic, onGroup and onCluster are the common questions, with the
 // error Kafka answers when the answer is no.
-func (r *request) onTopic(b *Broker, op kmsg.ACLOperation, topic string) *kerr.Error {
-	if r.allowed(b, op, kmsg.ACLResourceTypeTopic, topic) {
+func (r *request) onTopic(srv *Server, op kmsg.ACLOperation, topic string) *kerr.Error {
+	if r.allowed(srv, op, kmsg.ACLResourceTypeTopic, topic) {
 		return nil
 	}
 	return kerr.TopicAuthorizationFailed
 }
 
-func (r *request) onGroup(b *Broker, op kmsg.ACLOperation, group string) *kerr.Error {
-	if r.allowed(b, op, kmsg.ACLResourceTypeGroup, group) {
+func (r *request) onGroup(srv *Server, op kmsg.ACLOperation, group string) *kerr.Error {
+	if r.allowed(srv, op, kmsg.ACLResourceTypeGroup, group) {
 		return nil
 	}
 	return kerr.GroupAuthorizationFailed
 }
 
-func (r *request) onCluster(b *Broker, op kmsg.ACLOperation) *kerr.Error {
-	if r.allowed(b, op, kmsg.ACLResourceTypeCluster, acl.ClusterName) {
+func (r *request) onCluster(srv *Server, op kmsg.ACLOperation) *kerr.Error {
+	if r.allowed(srv, op, kmsg.ACLResourceTypeCluster, acl.ClusterName) {
 		return nil
 	}
 	return kerr.ClusterAuthorizationFailed
@@ -89,5 +89,5 @@ var clusterGated = map[kmsg.Key]kmsg.ACLOperation{
 // at all: false for a clusterGated one without its cluster operation.
 func (c *clientConn) admitsAPI(key int16) bool {
 	op, gated := clusterGated[kmsg.Key(key)]
-	return !gated || c.b.authz.Allows(c.client(), op, kmsg.ACLResourceTypeCluster, acl.ClusterName)
+	return !gated || c.srv.Authz.Allows(c.client(), op, kmsg.ACLResourceTypeCluster, acl.ClusterName)
 }

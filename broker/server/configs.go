@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/kafkaerr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -12,16 +14,16 @@ import (
 
 // configsAllowed is the check of the config APIs: op on the topic, or on
 // the cluster for a broker's configs.
-func configsAllowed(b *Broker, r *request, rt kmsg.ConfigResourceType, name string, op kmsg.ACLOperation) *kerr.Error {
+func configsAllowed(srv *Server, r *request, rt kmsg.ConfigResourceType, name string, op kmsg.ACLOperation) *kerr.Error {
 	if rt == kmsg.ConfigResourceTypeTopic {
-		return r.onTopic(b, op, name)
+		return r.onTopic(srv, op, name)
 	}
-	return r.onCluster(b, op)
+	return r.onCluster(srv, op)
 }
 
 // alterConfigs changes a topic's configs, or broker configs: those of one
 // broker, or with an empty name of every broker (meta.BrokerConfigNames).
-func (b *Broker) alterConfigs(typ kmsg.ConfigResourceType, ac *meta.AlterConfigs) (int16, *string) {
+func (srv *Server) alterConfigs(typ kmsg.ConfigResourceType, ac *meta.AlterConfigs) (int16, *string) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 	case kmsg.ConfigResourceTypeBroker:
@@ -29,9 +31,9 @@ func (b *Broker) alterConfigs(typ kmsg.ConfigResourceType, ac *meta.AlterConfigs
 	default:
 		return kerr.InvalidRequest.Code, kmsg.StringPtr("only topic and broker configs can be altered")
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(srv.ctx, 10*time.Second)
 	defer cancel()
-	out, err := b.proposeMeta(ctx, &meta.Command{AlterConfigs: ac})
+	out, err := srv.Propose(ctx, &meta.Command{AlterConfigs: ac})
 	switch {
 	case err != nil:
 		return kerr.RequestTimedOut.Code, nil
@@ -42,7 +44,7 @@ func (b *Broker) alterConfigs(typ kmsg.ConfigResourceType, ac *meta.AlterConfigs
 	case out.Err == kerr.InvalidRequest && ac.Broker:
 		return kerr.InvalidRequest.Code, kmsg.StringPtr("no broker " + ac.Name)
 	case out.Err != nil:
-		return errCode(out.Err), nil
+		return kafkaerr.Code(out.Err), nil
 	}
 	return 0, nil
 }

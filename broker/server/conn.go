@@ -38,7 +38,7 @@ type kafkaListener struct {
 }
 
 type clientConn struct {
-	b        *Broker
+	srv      *Server
 	listener *kafkaListener
 	nc       net.Conn
 	out      chan chan reply // responses in request order
@@ -64,16 +64,16 @@ type reply struct {
 	written func()
 }
 
-// serve accepts connections on every listener until ctx ends.
-func (b *Broker) serve(ctx context.Context) {
+// Serve accepts connections on every listener until ctx ends.
+func (srv *Server) Serve(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, l := range b.listeners {
-		wg.Go(func() { b.accept(ctx, l) })
+	for _, l := range srv.listeners {
+		wg.Go(func() { srv.accept(ctx, l) })
 	}
 	wg.Wait()
 }
 
-func (b *Broker) accept(ctx context.Context, l *kafkaListener) {
+func (srv *Server) accept(ctx context.Context, l *kafkaListener) {
 	for {
 		nc, err := l.ln.Accept()
 		if err != nil {
@@ -95,11 +95,11 @@ func (b *Broker) accept(ctx context.Context, l *kafkaListener) {
 		if l.tls != nil {
 			nc = tls.Server(nc, l.tls)
 		}
-		c := &clientConn{b: b, listener: l, nc: nc, out: make(chan chan reply, maxInFlight), done: make(chan struct{}), remoteHost: remoteHost(nc)}
+		c := &clientConn{srv: srv, listener: l, nc: nc, out: make(chan chan reply, maxInFlight), done: make(chan struct{}), remoteHost: remoteHost(nc)}
 		if l.Protocol.SASL() {
-			c.sasl = b.auth.NewSession(nc)
+			c.sasl = srv.Auth.NewSession(nc)
 		}
-		b.conns.Add(2)
+		srv.conns.Add(2)
 		go c.readLoop()
 		go c.writeLoop()
 	}
@@ -111,7 +111,7 @@ func (b *Broker) accept(ctx context.Context, l *kafkaListener) {
 // for a later request's (a produce pipeline's next commit, a fetch's
 // long poll).
 func (c *clientConn) writeLoop() {
-	defer c.b.conns.Done()
+	defer c.srv.conns.Done()
 	defer c.nc.Close()
 	w := bufio.NewWriterSize(c.nc, 64<<10)
 	var unflushed []func()
@@ -136,7 +136,7 @@ func (c *clientConn) writeLoop() {
 			}
 			select {
 			case rep = <-slot:
-			case <-c.b.ctx.Done():
+			case <-c.srv.ctx.Done():
 				return
 			}
 		}
@@ -172,10 +172,10 @@ func (c *clientConn) drain() {
 }
 
 func (c *clientConn) readLoop() {
-	defer c.b.conns.Done()
+	defer c.srv.conns.Done()
 	defer close(c.out)
 	go func() {
-		<-c.b.ctx.Done()
+		<-c.srv.ctx.Done()
 		c.nc.Close()
 	}()
 	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(tc) {
@@ -184,7 +184,7 @@ func (c *clientConn) readLoop() {
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	var sizeBuf [4]byte
 	for {
-		if !c.waitUnmuted(c.b.ctx) {
+		if !c.waitUnmuted(c.srv.ctx) {
 			return
 		}
 		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
@@ -193,8 +193,8 @@ func (c *clientConn) readLoop() {
 		arrived := time.Now()
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 		raw := c.sasl != nil && c.sasl.Raw()
-		if (size < 8 && !raw) || size < 0 || size > c.b.cfg.MaxRequestBytes {
-			c.b.log.Warn("closing connection: bad request size", "remote", c.nc.RemoteAddr().String(), "size", size)
+		if (size < 8 && !raw) || size < 0 || size > c.srv.cfg.MaxRequestBytes {
+			c.srv.Log.Warn("closing connection: bad request size", "remote", c.nc.RemoteAddr().String(), "size", size)
 			return
 		}
 		body := make([]byte, size)
@@ -216,23 +216,23 @@ func (c *clientConn) readLoop() {
 // handshake runs a TLS handshake within the authentication timeout (a
 // SASL listener's session set that deadline already).
 func (c *clientConn) handshake(tc *tls.Conn) bool {
-	timeout := c.b.cfg.SASL.AuthenticationTimeout
+	timeout := c.srv.cfg.AuthenticationTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
 	if c.sasl == nil {
 		_ = tc.SetReadDeadline(time.Now().Add(timeout))
 	}
-	ctx, cancel := context.WithTimeout(c.b.ctx, timeout)
+	ctx, cancel := context.WithTimeout(c.srv.ctx, timeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
-		c.b.log.Debug("closing connection: TLS handshake failed", "remote", tc.RemoteAddr().String(), "listener", c.listener.Name, "error", err)
+		c.srv.Log.Debug("closing connection: TLS handshake failed", "remote", tc.RemoteAddr().String(), "listener", c.listener.Name, "error", err)
 		return false
 	}
 	if c.sasl == nil {
 		_ = tc.SetReadDeadline(time.Time{})
 		c.tlsPrincipal = security.Principal(tc.ConnectionState())
-		c.b.log.Debug("TLS client connected", "remote", tc.RemoteAddr().String(), "listener", c.listener.Name, "principal", c.tlsPrincipal)
+		c.srv.Log.Debug("TLS client connected", "remote", tc.RemoteAddr().String(), "listener", c.listener.Name, "principal", c.tlsPrincipal)
 	}
 	return true
 }
@@ -245,7 +245,7 @@ func (c *clientConn) handle(body []byte, arrived time.Time) (keep bool) {
 	queued := false
 	defer func() {
 		if p := recover(); p != nil {
-			c.b.log.Error("request handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			c.srv.Log.Error("request handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			keep = false
 			if queued {
 				slot <- reply{}
@@ -262,7 +262,7 @@ func (c *clientConn) handle(body []byte, arrived time.Time) (keep bool) {
 			c.out <- ready(frame(parsed.corr, false, resp))
 			return true
 		}
-		c.b.log.Warn("closing connection: bad request", "remote", c.nc.RemoteAddr().String(), "error", err)
+		c.srv.Log.Warn("closing connection: bad request", "remote", c.nc.RemoteAddr().String(), "error", err)
 		return false
 	}
 	key, version, corr, kreq, h := parsed.key, parsed.version, parsed.corr, parsed.kreq, handlers[parsed.key]
@@ -270,12 +270,12 @@ func (c *clientConn) handle(body []byte, arrived time.Time) (keep bool) {
 	if c.sasl != nil && !c.sasl.Admits(key, time.Now()) {
 		// Kafka's brokers too close a connection whose first request is
 		// not part of the SASL exchange, or whose session ended.
-		c.b.log.Warn("closing connection: request without authentication", "remote", c.nc.RemoteAddr().String(), "api", kmsg.NameForKey(key),
+		c.srv.Log.Warn("closing connection: request without authentication", "remote", c.nc.RemoteAddr().String(), "api", kmsg.NameForKey(key),
 			"listener", c.listener.Name, "session_ended", c.sasl.Principal() != "")
 		return false
 	}
 	if !c.admitsAPI(key) {
-		c.b.log.Warn("closing connection: API needs an operation on the cluster the principal lacks", "remote", c.nc.RemoteAddr().String(),
+		c.srv.Log.Warn("closing connection: API needs an operation on the cluster the principal lacks", "remote", c.nc.RemoteAddr().String(),
 			"api", kmsg.NameForKey(key), "principal", c.principal())
 		return false
 	}
@@ -286,19 +286,19 @@ func (c *clientConn) handle(body []byte, arrived time.Time) (keep bool) {
 	use := quotaUse{user: c.quotaUser(), clientID: clientID, exempt: isReplicaFetch(kreq)}
 	pr, produce := kreq.(*kmsg.ProduceRequest)
 	if produce {
-		use.throttle = c.b.quotas.Record(quota.ProducerByteRate, use.user, clientID, len(body), start, false)
+		use.throttle = c.srv.Quotas.Record(quota.ProducerByteRate, use.user, clientID, len(body), start, false)
 		c.mute(use.throttle)
 	}
 	// Produce with acks=0 expects no answer at all.
 	if produce && pr.Acks == 0 {
-		_, _ = h.handle(c.b, req)
+		_, _ = h.handle(c.srv, req)
 		return true
 	}
 	c.out <- slot
 	queued = true
-	resp, err := h.handle(c.b, req)
+	resp, err := h.handle(c.srv, req)
 	if err != nil {
-		c.b.log.Warn("request failed", "api", kmsg.NameForKey(key), "error", err)
+		c.srv.Log.Warn("request failed", "api", kmsg.NameForKey(key), "error", err)
 		slot <- reply{}
 		return false
 	}
@@ -307,18 +307,18 @@ func (c *clientConn) handle(body []byte, arrived time.Time) (keep bool) {
 		go func() {
 			defer func() {
 				if p := recover(); p != nil {
-					c.b.log.Error("request handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					c.srv.Log.Error("request handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 					slot <- reply{} // closes the connection in order
 				}
 			}()
 			resp := req.deferred()
-			c.b.metrics.observe(key, start)
+			c.srv.Metrics.Request(key, start)
 			resp.SetVersion(version)
 			slot <- reply{frame: c.throttled(corr, flexible, resp, use), written: req.written}
 		}()
 		return true
 	}
-	c.b.metrics.observe(key, start)
+	c.srv.Metrics.Request(key, start)
 	resp.SetVersion(version)
 	slot <- reply{frame: c.throttled(corr, flexible, resp, use), written: req.written}
 	return !req.closeAfter
@@ -334,7 +334,7 @@ func (c *clientConn) throttled(corr int32, flexible bool, resp kmsg.Response, us
 	f := frame(corr, flexible, resp)
 	fetched, fetch := resp.(*kmsg.FetchResponse)
 	if fetch && !use.exempt {
-		use.throttle = c.b.quotas.Record(quota.ConsumerByteRate, use.user, use.clientID, len(f), time.Now(), true)
+		use.throttle = c.srv.Quotas.Record(quota.ConsumerByteRate, use.user, use.clientID, len(f), time.Now(), true)
 		c.mute(use.throttle)
 		if use.throttle > 0 {
 			empty := fetched.RequestKind().ResponseKind().(*kmsg.FetchResponse)

@@ -1,7 +1,7 @@
 package server
 
 // isCoordinator reports whether this broker coordinates groups now.
-func (b *Broker) isCoordinator() bool {
-	id, ok := b.metaLeader()
-	return ok && id == b.cfg.ID
+func (srv *Server) isCoordinator() bool {
+	id, ok := srv.MetaLeader()
+	return ok && id == srv.cfg.ID
 }

@@ -25,7 +25,7 @@ type request struct {
 	closeAfter bool
 }
 
-type handlerFunc func(b *Broker, r *request) (kmsg.Response, error)
+type handlerFunc func(srv *Server, r *request) (kmsg.Response, error)
 
 type apiHandler struct {
 	min, max int16

@@ -1,19 +1,17 @@
-// Package server is, for now, the Raftka broker's composition root and its
-// Kafka front door. Broker builds the broker's parts and starts them
-// (broker.go: Start is a list of named steps, startLoops the loops that
-// are not a part's own), and the Kafka listener serves the protocol in
-// front of them, one file per API key (api_*.go) with its supported
-// versions at the top, registered in one dispatch table (dispatch.go).
-// Helpers that several handlers share have files of their own
-// (coordinator.go, errors.go, admin.go, topics.go, configs.go, lookup.go,
-// authorizer.go, quotas.go).
+// Package server is the Raftka broker's Kafka front door: the listeners
+// (server.go), their connections (conn.go: one reader and one writer per
+// connection, answers in request order), and the handlers that answer the
+// protocol, one file per API key (api_*.go) with its supported versions at
+// the top, registered in one dispatch table (dispatch.go). Helpers that
+// several handlers share have files of their own (coordinator.go,
+// admin.go, admintimeout.go, topics.go, configs.go, lookup.go,
+// authorizer.go, quotas.go, stages.go); the Kafka error an error carries
+// is package internal/kafkaerr's rule.
 //
-// The rooms it composes each own one concern and its loops, and take what
-// they need explicitly: package replica (the partition replicas'
-// lifecycle), package cluster (liveness, the metadata quorum, this
-// broker's incarnation, peer HTTP), package security (listeners, TLS,
-// SASL, ACLs, quotas), and package meta's named queries for every read of
-// the metadata. Network, disk checks and time live at these edges; the
-// replicated state machines in packages meta and partition stay
-// deterministic and never import the server side.
+// The handlers answer from the parts in Deps, which the composition root
+// (package node) builds and hands over: the metadata's named queries
+// (package meta), the partition replicas (package replica), the group
+// coordinator (package groups), liveness and the metadata quorum (package
+// cluster), authentication, ACLs and quotas (package security), and a
+// small Raft interface for proposals. No handler reaches the Broker.
 package server

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"net"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -24,8 +22,8 @@ type partitionInfo struct {
 }
 
 // partitionFor looks a partition up in the metadata.
-func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.Error) {
-	view, ok := b.meta.PartitionView(topic, index)
+func (srv *Server) partitionFor(topic string, index int32) (partitionInfo, *kerr.Error) {
+	view, ok := srv.Meta.PartitionView(topic, index)
 	if !ok {
 		return partitionInfo{}, kerr.UnknownTopicOrPartition
 	}
@@ -33,7 +31,7 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 	if codec, ok := partition.TopicCodec(view.Compression); ok {
 		info.codec = codec
 	}
-	info.Leader, info.LeaderEpoch = b.currentLeader(view)
+	info.Leader, info.LeaderEpoch = srv.currentLeader(view)
 	return info, nil
 }
 
@@ -55,10 +53,10 @@ func (b *Broker) partitionFor(topic string, index int32) (partitionInfo, *kerr.E
 // came back on an empty disk) is named by no one: no replica of it holds
 // the partition's records, so clients are told the leader is not
 // available, as for a lost quorum.
-func (b *Broker) currentLeader(info meta.PartitionView) (int32, int32) {
-	if b.replicas.Replica(info.Shard) != nil {
-		if id, ok, err := b.nh.GetLeaderID(info.Shard); err == nil && ok && id != 0 {
-			return brokerOf(id), max(b.replicas.Term(info.Shard), info.LeaderEpoch)
+func (srv *Server) currentLeader(info meta.PartitionView) (int32, int32) {
+	if srv.Replicas.Replica(info.Shard) != nil {
+		if id, ok, err := srv.Raft.GetLeaderID(info.Shard); err == nil && ok && id != 0 {
+			return meta.BrokerOfNode(id), max(srv.Replicas.Term(info.Shard), info.LeaderEpoch)
 		}
 		if info.LeaderReplaced {
 			return -1, info.LeaderEpoch
@@ -66,20 +64,20 @@ func (b *Broker) currentLeader(info meta.PartitionView) (int32, int32) {
 		return info.Leader, info.LeaderEpoch
 	}
 	if info.LeaderReplaced {
-		return b.standIn(info), info.LeaderEpoch
+		return srv.standIn(info), info.LeaderEpoch
 	}
-	if b.liveness.IsLive(info.Leader) {
+	if srv.Liveness.IsLive(info.Leader) {
 		return info.Leader, info.LeaderEpoch
 	}
-	return b.standIn(info), info.LeaderEpoch
+	return srv.standIn(info), info.LeaderEpoch
 }
 
 // standIn names, for a partition this broker does not host whose leader it
 // does not see live, a replica it does see live, or -1; that replica
 // answers for itself.
-func (b *Broker) standIn(info meta.PartitionView) int32 {
+func (srv *Server) standIn(info meta.PartitionView) int32 {
 	for _, id := range info.Replicas {
-		if b.liveness.IsLive(id) {
+		if srv.Liveness.IsLive(id) {
 			return id
 		}
 	}
@@ -88,37 +86,37 @@ func (b *Broker) standIn(info meta.PartitionView) int32 {
 
 // leaderReplica returns the local replica if this broker leads the
 // partition, else the error a client should see.
-func (b *Broker) leaderReplica(topic string, index int32) (*replica.Replica, partitionInfo, *kerr.Error) {
-	return b.actingReplica(topic, index, false)
+func (srv *Server) leaderReplica(topic string, index int32) (*replica.Replica, partitionInfo, *kerr.Error) {
+	return srv.actingReplica(topic, index, false)
 }
 
 // actingReplica is leaderReplica that also accepts this broker standing in
 // for a leaderless partition, for reads of committed records.
-func (b *Broker) actingReplica(topic string, index int32, standIn bool) (*replica.Replica, partitionInfo, *kerr.Error) {
-	info, err := b.partitionFor(topic, index)
+func (srv *Server) actingReplica(topic string, index int32, standIn bool) (*replica.Replica, partitionInfo, *kerr.Error) {
+	info, err := srv.partitionFor(topic, index)
 	if err != nil {
 		return nil, info, err
 	}
-	rep := b.replicas.Replica(info.Shard)
+	rep := srv.Replicas.Replica(info.Shard)
 	if rep == nil {
 		return nil, info, kerr.NotLeaderForPartition
 	}
-	if b.replicas.IsLeader(info.Shard) {
+	if srv.Replicas.IsLeader(info.Shard) {
 		return rep, info, nil
 	}
-	if standIn && info.Leader == b.cfg.ID && !info.LeaderReplaced {
+	if standIn && info.Leader == srv.cfg.ID && !info.LeaderReplaced {
 		return rep, info, nil
 	}
 	return rep, info, kerr.NotLeaderForPartition
 }
 
 // hostedReplica is this broker's replica of a partition, leader or not.
-func (b *Broker) hostedReplica(topic string, index int32) (*replica.Replica, *kerr.Error) {
-	info, err := b.partitionFor(topic, index)
+func (srv *Server) hostedReplica(topic string, index int32) (*replica.Replica, *kerr.Error) {
+	info, err := srv.partitionFor(topic, index)
 	if err != nil {
 		return nil, err
 	}
-	if rep := b.replicas.Replica(info.Shard); rep != nil {
+	if rep := srv.Replicas.Replica(info.Shard); rep != nil {
 		return rep, nil
 	}
 	return nil, kerr.NotLeaderForPartition
@@ -131,37 +129,28 @@ type freeSpace struct {
 	bytes uint64
 }
 
-func (b *Broker) diskFull() bool {
-	if b.cfg.MinFreeBytes <= 0 {
+func (srv *Server) diskFull() bool {
+	if srv.cfg.MinFreeBytes <= 0 {
 		return false
 	}
-	b.free.mu.Lock()
-	defer b.free.mu.Unlock()
-	if time.Since(b.free.at) > time.Second {
-		if _, usable, err := b.volumeBytes(); err == nil {
-			b.free.at, b.free.bytes = time.Now(), uint64(usable)
+	srv.free.mu.Lock()
+	defer srv.free.mu.Unlock()
+	if time.Since(srv.free.at) > time.Second {
+		if _, usable, err := srv.volumeBytes(); err == nil {
+			srv.free.at, srv.free.bytes = time.Now(), uint64(usable)
 		}
 	}
-	return b.free.bytes < uint64(b.cfg.MinFreeBytes)
+	return srv.free.bytes < uint64(srv.cfg.MinFreeBytes)
 }
 
 // volumeBytes is the size of the data directory's file system and what of
 // it this process may still use.
-func (b *Broker) volumeBytes() (total, usable int64, err error) {
+func (srv *Server) volumeBytes() (total, usable int64, err error) {
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(b.cfg.DataDir, &st); err != nil {
+	if err := syscall.Statfs(srv.cfg.DataDir, &st); err != nil {
 		return 0, 0, err
 	}
 	return int64(st.Blocks * uint64(st.Bsize)), int64(st.Bavail * uint64(st.Bsize)), nil
-}
-
-func splitHostPort(addr string) (string, int32, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, err
-	}
-	n, err := strconv.ParseInt(port, 10, 32)
-	return host, int32(n), err
 }
 
 // leaderHint is KIP-951's addition to NOT_LEADER_OR_FOLLOWER: the leader as
@@ -174,13 +163,13 @@ type leaderHint struct {
 	rack          *string
 }
 
-func (b *Broker) leaderHintFor(topic string, index int32, listener string) (leaderHint, bool) {
-	info, err := b.partitionFor(topic, index)
-	if err != nil || info.Leader < 0 || info.Leader == b.cfg.ID {
+func (srv *Server) leaderHintFor(topic string, index int32, listener string) (leaderHint, bool) {
+	info, err := srv.partitionFor(topic, index)
+	if err != nil || info.Leader < 0 || info.Leader == srv.cfg.ID {
 		return leaderHint{}, false
 	}
 	h := leaderHint{leader: info.Leader, epoch: info.LeaderEpoch}
-	br, found := b.meta.Broker(info.Leader)
+	br, found := srv.Meta.Broker(info.Leader)
 	if !found {
 		return leaderHint{}, false
 	}

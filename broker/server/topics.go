@@ -10,9 +10,9 @@ import (
 // placementRules are the newest placement rules every broker applies:
 // while brokers from before placement epochs run (a rolling upgrade), the
 // rules they know, so that every replica of the metadata places alike.
-func (b *Broker) placementRules() int {
+func (srv *Server) placementRules() int {
 	rules := meta.PlacementLegacy
-	b.meta.Read(func(s *meta.State) {
+	srv.Meta.Read(func(s *meta.State) {
 		if s.AllBrokersRecordIncarnations() {
 			rules = meta.PlacementEpochs
 		}
@@ -31,9 +31,9 @@ const preferredLeaderWait = 4 * time.Second
 // see handBackNewPartition), so leadership does not move under the client
 // right after it starts. A preferred replica on a broker the liveness
 // probes have not seen yet is probed first rather than taken for gone.
-func (b *Broker) awaitLeaders(ctx context.Context, topics []string) {
+func (srv *Server) awaitLeaders(ctx context.Context, topics []string) {
 	var preferredBrokers []meta.Broker
-	b.meta.Read(func(s *meta.State) {
+	srv.Meta.Read(func(s *meta.State) {
 		seen := map[int32]bool{}
 		for _, name := range topics {
 			if t := s.Topic(name); t != nil {
@@ -47,17 +47,17 @@ func (b *Broker) awaitLeaders(ctx context.Context, topics []string) {
 			}
 		}
 	})
-	b.liveness.Confirm(preferredBrokers)
+	srv.Liveness.Confirm(preferredBrokers)
 	var allLedSince time.Time
 	for len(topics) > 0 {
-		changed := b.meta.Changed()
+		changed := srv.Meta.Changed()
 		led, preferred := true, true
-		b.meta.Read(func(s *meta.State) {
+		srv.Meta.Read(func(s *meta.State) {
 			for _, name := range topics {
 				if t := s.Topic(name); t != nil {
 					for _, p := range t.Partitions {
 						led = led && p.Leader >= 0
-						if len(p.Replicas) > 0 && p.Leader != p.Replicas[0] && b.liveness.IsLive(p.Replicas[0]) {
+						if len(p.Replicas) > 0 && p.Leader != p.Replicas[0] && srv.Liveness.IsLive(p.Replicas[0]) {
 							preferred = false
 						}
 					}

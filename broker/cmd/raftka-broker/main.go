@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/raftka/raftka/broker/node"
 	"github.com/raftka/raftka/broker/raftlog"
 	"github.com/raftka/raftka/broker/security"
-	"github.com/raftka/raftka/broker/server"
 )
 
 func main() {
@@ -45,7 +45,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := server.Start(cfg)
+	b, err := node.Start(cfg)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func run(args []string) error {
 // options are the command's flags: most set the broker's Config as they
 // are, the others are read into it by config.
 type options struct {
-	cfg                                             server.Config
+	cfg                                             node.Config
 	tls                                             security.TLSConfig
 	id, defParts, defRF                             int
 	idFromHost                                      bool
@@ -140,7 +140,7 @@ func (o *options) define(fs *flag.FlagSet) {
 }
 
 // config reads the flags that are not the Config's as they are into it.
-func (o *options) config(fs *flag.FlagSet) (server.Config, error) {
+func (o *options) config(fs *flag.FlagSet) (node.Config, error) {
 	cfg := o.cfg
 	logger, err := newLogger(o.logLevel, o.logFormat)
 	if err != nil {
@@ -173,7 +173,7 @@ func (o *options) config(fs *flag.FlagSet) (server.Config, error) {
 	if o.voters == "" {
 		o.voters = fmt.Sprintf("%d=%s", o.id, cfg.RaftAddr)
 	}
-	if cfg.MetadataVoters, err = server.ParseVoters(o.voters); err != nil {
+	if cfg.MetadataVoters, err = node.ParseVoters(o.voters); err != nil {
 		return cfg, err
 	}
 	cfg.JoinAddresses = splitList(o.join)
@@ -181,7 +181,7 @@ func (o *options) config(fs *flag.FlagSet) (server.Config, error) {
 }
 
 // readListeners reads the Kafka listeners and their TLS into cfg.
-func (o *options) readListeners(fs *flag.FlagSet, cfg *server.Config) error {
+func (o *options) readListeners(fs *flag.FlagSet, cfg *node.Config) error {
 	mine, err := advertisedByID(o.advByID, o.id)
 	if err != nil {
 		return err

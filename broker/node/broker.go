@@ -1,4 +1,4 @@
-package server
+package node
 
 import (
 	"context"
@@ -8,8 +8,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lni/dragonboat/v3"
@@ -26,16 +28,16 @@ import (
 	"github.com/raftka/raftka/broker/raftlog"
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/broker/security"
+	"github.com/raftka/raftka/broker/server"
 )
 
-// Broker is one running Raftka broker.
+// Broker is one running Raftka broker: the composition root that builds
+// the broker's parts, starts them in order and stops them.
 type Broker struct {
 	cfg  Config
 	log  *slog.Logger
 	nh   *dragonboat.NodeHost
 	meta *meta.StateMachine
-	// raftLog is the Raft log store with --raft-log-store wal, for metrics.
-	raftLog *raftlog.Store
 	// incarnation is this broker's identity in the cluster, settled in
 	// Start before any Raft group starts and then fixed.
 	incarnation *cluster.Incarnation
@@ -47,20 +49,19 @@ type Broker struct {
 	replicas *replica.Manager
 	liveness *cluster.Liveness
 	groups   *groups.Coordinator
-	pids     producerIDs
-	metrics  *metrics
-	free     freeSpace
+	// front is the Kafka front door (package server), once its
+	// listeners are bound.
+	front   *server.Server
+	metrics *metrics
+	// raftLog is the Raft log store with --raft-log-store wal, for
+	// metrics.
+	raftLog atomic.Pointer[raftlog.Store]
 	// peerHTTP: brokers' calls to each other's HTTP endpoint.
 	peerHTTP *cluster.PeerHTTP
 
-	listeners []*kafkaListener
-	auth      *security.Authenticator
-	authz     *security.Authorizer
-	quotas    *security.Quotas
-	conns     sync.WaitGroup
-	ctx       context.Context
-	cancel    context.CancelFunc
-	bg        sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+	bg     sync.WaitGroup
 }
 
 func init() {
@@ -107,7 +108,7 @@ func Start(cfg Config) (*Broker, error) {
 		{"start raft", b.startNodeHost},
 		{"settle this broker's incarnation", func() error { return b.incarnation.Settle(b.ctx, b.nh) }},
 		{"start metadata group", b.startMetadata},
-		{"bind kafka listeners", b.bindListeners},
+		{"bind kafka listeners", b.openFrontDoor},
 	} {
 		if err := step.run(); err != nil {
 			b.abortStart()
@@ -116,7 +117,7 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	close(b.started)
 	b.startLoops()
-	b.log.Info("broker started", "kafka", b.Addr().String(), "listeners", len(b.listeners), "raft", cfg.RaftAddr, "generation", b.incarnation.Generation())
+	b.log.Info("broker started", "kafka", b.Addr().String(), "listeners", b.front.Listeners(), "raft", cfg.RaftAddr, "generation", b.incarnation.Generation())
 	return b, nil
 }
 
@@ -128,10 +129,7 @@ func newBroker(cfg Config) (*Broker, error) {
 		ctx: ctx, cancel: cancel, started: make(chan struct{})}
 	b.liveness = cluster.NewLiveness(cfg.ID, b.meta)
 	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
-	b.metrics = newMetrics(b)
-	b.auth = security.NewAuthenticator(cfg.SASL, b.meta)
-	b.authz = security.NewAuthorizer(cfg.Authorizer, b.meta)
-	b.quotas = security.NewQuotas(b.meta, cfg.QuotaWindowing, func(key string) { b.metrics.throttled.WithLabelValues(key).Inc() })
+	b.metrics = newMetrics()
 	var err error
 	if b.peerHTTP, err = cluster.NewPeerHTTP(cfg.RaftTLS, b.log); err != nil {
 		cancel()
@@ -149,6 +147,8 @@ func newBroker(cfg Config) (*Broker, error) {
 		cancel()
 		return nil, err
 	}
+	b.metrics.registry.MustRegister(partitionCollector{id: cfg.ID, meta: b.meta, replicas: b.replicas,
+		generation: b.incarnation.Generation, raftLog: &b.raftLog})
 	return b, nil
 }
 
@@ -166,8 +166,8 @@ func (b *Broker) replicaConfig() replica.Config {
 // abortStart undoes a start that failed: it closes the listeners bound,
 // stops Raft if it runs, and ends the loops started.
 func (b *Broker) abortStart() {
-	for _, l := range b.listeners {
-		l.ln.Close()
+	if b.front != nil {
+		b.front.Close()
 	}
 	if b.nh != nil {
 		b.nh.Stop()
@@ -227,7 +227,7 @@ func (b *Broker) expertConfig() dbconfig.ExpertConfig {
 	expert.LogDB = logdb
 	if b.cfg.RaftLogStore == RaftLogWAL {
 		opened := func(s *raftlog.Store) {
-			b.raftLog = s
+			b.raftLog.Store(s)
 			b.replicas.UseRaftLog(s)
 			if n := s.Dropped(); n > 0 {
 				b.log.Warn("raft log replay dropped records whose partition frames a crash tore: their saves never returned, so nothing was acknowledged from them", "records", n)
@@ -251,35 +251,24 @@ func (b *Broker) expertConfig() dbconfig.ExpertConfig {
 	return expert
 }
 
-// bindListeners binds the Kafka listeners, each SSL or SASL_SSL one with
-// its TLS files (a listener's own, or the broker's).
-func (b *Broker) bindListeners() error {
-	certs := map[security.TLSConfig]*security.Files{}
-	for _, l := range b.cfg.Listeners {
-		var served *security.Files
-		if l.Protocol.TLS() {
-			files, own := b.cfg.ListenerTLS[l.Name]
-			if !own {
-				files = b.cfg.TLS
-			}
-			if served = certs[files]; served == nil {
-				var err error
-				if served, err = security.NewFiles(files, b.log); err != nil {
-					return fmt.Errorf("listener %s: %w", l.Name, err)
-				}
-				certs[files] = served
-			}
-		}
-		ln, err := net.Listen("tcp", l.Listen)
-		if err != nil {
-			return fmt.Errorf("listener %s: %w", l.Name, err)
-		}
-		kl := &kafkaListener{Listener: l, ln: ln}
-		if served != nil {
-			kl.tls = served.ServerConfig(l)
-		}
-		b.listeners = append(b.listeners, kl)
+// openFrontDoor binds the Kafka listeners of the front door (package
+// server), with what its handlers answer from.
+func (b *Broker) openFrontDoor() error {
+	c := b.cfg
+	cfg := server.Config{ID: c.ID, DataDir: c.DataDir, Listeners: c.Listeners, TLS: c.TLS, ListenerTLS: c.ListenerTLS,
+		MaxRequestBytes: c.MaxRequestBytes, AuthenticationTimeout: c.SASL.AuthenticationTimeout, AuthorizerEnabled: c.Authorizer.Enabled,
+		AutoCreateTopics: c.AutoCreateTopics, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
+		MinFreeBytes: c.MinFreeBytes, FollowerThrottledRate: c.FollowerThrottledRate, LeaderThrottledRate: c.LeaderThrottledRate,
+		HTTPEndpoint: b.httpEndpoint(), StepDownGrace: b.stepDownGrace()}
+	deps := server.Deps{Meta: b.meta, Replicas: b.replicas, Groups: b.groups, Liveness: b.liveness,
+		Auth: security.NewAuthenticator(c.SASL, b.meta), Authz: security.NewAuthorizer(c.Authorizer, b.meta),
+		Quotas: security.NewQuotas(b.meta, c.QuotaWindowing, func(key string) { b.metrics.throttled.WithLabelValues(key).Inc() }),
+		Raft:   b.nh, Quorum: b.quorum(), Propose: b.proposeMeta, MetaLeader: b.metaLeader, Metrics: b.metrics, Log: b.log}
+	front, err := server.Listen(b.ctx, cfg, deps)
+	if err != nil {
+		return err
 	}
+	b.front = front
 	return nil
 }
 
@@ -287,13 +276,13 @@ func (b *Broker) bindListeners() error {
 // concern, and the Kafka listeners' accept loops last.
 func (b *Broker) startLoops() {
 	b.goBackground(b.incarnation.Register)
-	b.replicas.Start(b.ctx, b.nh)
+	b.replicas.Start(b.ctx)
 	b.goBackground(b.liveness.Run)
 	b.goBackground(b.groups.Run)
 	if b.cfg.ScramUsersDir != "" {
 		b.goBackground(security.ScramUsers{Dir: b.cfg.ScramUsersDir, Credentials: b.meta, Propose: b.proposeMeta, Log: b.log}.Run)
 	}
-	b.goBackground(b.serve)
+	b.goBackground(b.front.Serve)
 }
 
 // startMetadata starts this broker's member of the metadata group in the
@@ -348,19 +337,17 @@ func (b *Broker) goBackground(fn func(ctx context.Context)) {
 }
 
 // Addr is the address the inter-broker Kafka listener is bound to.
-func (b *Broker) Addr() net.Addr { return b.listeners[0].ln.Addr() }
+func (b *Broker) Addr() net.Addr { return b.front.Addr() }
 
 // Close hands off the leadership of the groups it leads (replica.Manager),
 // stops serving and closes Raft; data stays on disk.
 func (b *Broker) Close() {
 	b.replicas.HandOffLeadership(b.cfg.ControlledShutdownTimeout)
 	b.cancel()
-	for _, l := range b.listeners {
-		l.ln.Close()
-	}
+	b.front.Close()
 	b.bg.Wait()
 	b.replicas.Wait()
-	b.conns.Wait()
+	b.front.Wait()
 	b.nh.Stop()
 	b.replicas.Close()
 }
@@ -377,6 +364,15 @@ func (b *Broker) selfRecord() (meta.Broker, error) {
 	}
 	return meta.Broker{ID: b.cfg.ID, Host: endpoints[0].Host, Port: endpoints[0].Port, Listeners: endpoints, RaftAddr: b.cfg.RaftAddr,
 		HTTPAddr: b.httpEndpoint(), Rack: b.cfg.Rack}, nil
+}
+
+func splitHostPort(addr string) (string, int32, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := strconv.ParseInt(port, 10, 32)
+	return host, int32(n), err
 }
 
 // httpEndpoint is where this broker's HTTP endpoint is reached, as the
@@ -411,8 +407,8 @@ func (b *Broker) proposeMeta(ctx context.Context, cmd *meta.Command) (meta.Outco
 		if err == nil {
 			return meta.DecodeOutcome(res.Data)
 		}
-		if errors.Is(context.Cause(ctx), errDeposed) {
-			return meta.Outcome{}, errDeposed
+		if errors.Is(context.Cause(ctx), replica.ErrDeposed) {
+			return meta.Outcome{}, replica.ErrDeposed
 		}
 		if !retriable(err) || ctx.Err() != nil {
 			return meta.Outcome{}, err
@@ -423,12 +419,7 @@ func (b *Broker) proposeMeta(ctx context.Context, cmd *meta.Command) (meta.Outco
 	}
 }
 
-// errDeposed is why a proposal made as a group's leader was given up: this
-// broker stopped leading the group, and what it had pending commits only if
-// the new leader got it.
-var errDeposed = errors.New("this broker stopped leading the Raft group")
-
-// untilDeposed returns ctx, ended with errDeposed stepDownGrace after this
+// untilDeposed returns ctx, ended with replica.ErrDeposed stepDownGrace after this
 // broker stops leading shard, if it leads it now (see deposed): a leader
 // cut off from its followers would otherwise hold its callers until their
 // timeout.
@@ -449,7 +440,7 @@ func (b *Broker) untilDeposed(ctx context.Context, shard uint64) (context.Contex
 		defer grace.Stop()
 		select {
 		case <-grace.C:
-			cancel(errDeposed)
+			cancel(replica.ErrDeposed)
 		case <-done:
 		}
 	}()

@@ -1,186 +1,18 @@
-package server
+package node
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"log/slog"
-	"net"
-	"net/http"
-	"net/http/pprof"
-	"sort"
+	"sync/atomic"
 	"time"
 
-	"github.com/lni/dragonboat/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
+	"github.com/raftka/raftka/broker/raftlog"
+	"github.com/raftka/raftka/broker/replica"
 )
-
-// serveHTTP serves /metrics, /readyz and /safe-to-restart for Prometheus,
-// the kubelet and the operator, and the endpoints brokers ask each other
-// when they start (cluster.Incarnation). It starts before Raft does; the
-// endpoints that need Raft answer 503 until it runs.
-func (b *Broker) serveHTTP(ctx context.Context, ln net.Listener) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("GET /internal/identity", b.incarnation.HandleIdentity)
-	mux.Handle("/metrics", b.afterStart(promhttp.HandlerFor(b.metrics.registry, promhttp.HandlerOpts{})))
-	mux.Handle("/readyz", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.Readiness()) })))
-	mux.Handle("/safe-to-restart", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.SafeToRestart()) })))
-	mux.Handle("POST /internal/join", b.peerHTTP.OnlyPeers(b.afterStart(http.HandlerFunc(b.incarnation.HandleJoin))))
-	mux.Handle("GET /internal/replica", b.peerHTTP.OnlyPeers(b.afterStart(http.HandlerFunc(b.replicas.HandleReplica))))
-	if b.cfg.EnablePprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
-	// A refused handshake (a scanner, a client of another CA) is the
-	// caller's business; it is logged at debug.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	_ = srv.Serve(b.peerHTTP.Listen(ln))
-}
-
-// afterStart answers 503 until the broker's Raft runs.
-func (b *Broker) afterStart(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-b.started:
-			h.ServeHTTP(w, r)
-		default:
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-		}
-	})
-}
-
-// Check is the answer of a health check: OK, or the reasons it is not.
-type Check struct {
-	OK      bool     `json:"ok"`
-	Reasons []string `json:"reasons,omitempty"`
-}
-
-func writeCheck(w http.ResponseWriter, c Check) {
-	w.Header().Set("Content-Type", "application/json")
-	if !c.OK {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}
-	_ = json.NewEncoder(w).Encode(c)
-}
-
-// Readiness is OK once the broker is registered, the metadata group has a
-// leader, and every partition replica it hosts has a leader.
-func (b *Broker) Readiness() Check {
-	var reasons []string
-	now := time.Now()
-	switch leader, ok, err := b.nh.GetLeaderID(meta.MetadataShard); {
-	case errors.Is(err, dragonboat.ErrClusterNotFound):
-		reasons = append(reasons, "removed from the metadata group (RemoveRaftVoter): this broker is leaving the cluster")
-	case (err != nil || !ok || leader == 0) && !b.replicas.Electing(meta.MetadataShard, now):
-		reasons = append(reasons, "metadata group has no leader")
-	}
-	if _, registered := b.meta.Broker(b.cfg.ID); !registered {
-		reasons = append(reasons, "broker not registered yet")
-	}
-	// A replica still joining its group is not ready; a group electing a
-	// new leader after another broker's restart does not make this one
-	// unready, or a rolling restart would see two brokers down at once.
-	leaderless := 0
-	for _, shard := range b.replicas.Shards() {
-		if _, ok, err := b.nh.GetLeaderID(shard); (err != nil || !ok) && !b.replicas.Electing(shard, now) {
-			leaderless++
-		}
-	}
-	if leaderless > 0 {
-		reasons = append(reasons, plural(leaderless, "hosted partition has", "hosted partitions have")+" no leader")
-	}
-	return Check{OK: len(reasons) == 0, Reasons: reasons}
-}
-
-// SafeToRestart is OK when every Raft group this broker belongs to keeps a
-// quorum of live voters without it. The voters are the group's members as
-// this broker's replica knows them: a replica still catching up as an
-// observer does not count, nor does the node of an incarnation its broker
-// replaced.
-func (b *Broker) SafeToRestart() Check {
-	var reasons []string
-	voters := map[uint64][]int32{}
-	if info := b.nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true}); info != nil {
-		b.meta.Read(func(s *meta.State) {
-			for _, ci := range info.ClusterInfoList {
-				if ci.Pending {
-					continue
-				}
-				current := func(id int32) uint64 { br, _ := s.Broker(id); return br.Node() }
-				if _, p := s.PartitionOfShard(ci.ClusterID); p != nil {
-					current = p.NodeOf
-				}
-				voters[ci.ClusterID] = voterBrokers(ci.Nodes, current)
-			}
-		})
-	}
-	if !b.keepsQuorumWithoutMe(voters[meta.MetadataShard]) {
-		reasons = append(reasons, "metadata group would lose its quorum")
-	}
-	var lost []string
-	for _, h := range b.meta.HostedPartitions(b.cfg.ID, nil) {
-		members, known := voters[h.Shard]
-		if !known {
-			members = h.Replicas
-		}
-		if !b.keepsQuorumWithoutMe(members) {
-			lost = append(lost, h.Topic+"-"+itoa(h.Index))
-		}
-	}
-	sort.Strings(lost)
-	if len(lost) > 0 {
-		if len(lost) > 10 {
-			lost = append(lost[:10], "...")
-		}
-		reasons = append(reasons, "partitions would lose their quorum: "+joinComma(lost))
-	}
-	return Check{OK: len(reasons) == 0, Reasons: reasons}
-}
-
-// voterBrokers names the broker of each voter node, or -1 for a node
-// its broker no longer runs (current names the node it runs), which never
-// answers again.
-func voterBrokers(nodes map[uint64]string, current func(broker int32) uint64) []int32 {
-	out := make([]int32, 0, len(nodes))
-	for n := range nodes {
-		if id := meta.BrokerOfNode(n); current(id) == n {
-			out = append(out, id)
-		} else {
-			out = append(out, -1)
-		}
-	}
-	return out
-}
-
-func (b *Broker) keepsQuorumWithoutMe(members []int32) bool {
-	live := 0
-	for _, id := range members {
-		if id != b.cfg.ID && b.liveness.IsLive(id) {
-			live++
-		}
-	}
-	return live >= len(members)/2+1
-}
-
-func containsID(ids []int32, id int32) bool {
-	for _, v := range ids {
-		if v == id {
-			return true
-		}
-	}
-	return false
-}
 
 // metrics are the broker's Prometheus metrics. Partition gauges are read
 // from the logs at scrape time rather than kept up to date on every write.
@@ -208,7 +40,7 @@ type metrics struct {
 	throttled *prometheus.CounterVec
 }
 
-func newMetrics(b *Broker) *metrics {
+func newMetrics() *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -234,12 +66,30 @@ func newMetrics(b *Broker) *metrics {
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_client_quota_throttles_total",
 			Help: "Responses this broker throttled because the client was over its quota, by quota: producer_byte_rate or consumer_byte_rate."}, []string{"quota"}),
 	}
-	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, m.outOfOrder, m.duplicates, m.authentications, m.throttled, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), partitionCollector{b})
+	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, m.outOfOrder, m.duplicates, m.authentications, m.throttled, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-func (m *metrics) observe(key int16, start time.Time) {
-	m.latency.WithLabelValues(apiName(key)).Observe(time.Since(start).Seconds())
+// Request implements server.Metrics.
+func (m *metrics) Request(key int16, start time.Time) {
+	m.latency.WithLabelValues(kmsg.NameForKey(key)).Observe(time.Since(start).Seconds())
+}
+
+// Produced implements server.Metrics.
+func (m *metrics) Produced() { m.produced.Inc() }
+
+// Busy implements server.Metrics.
+func (m *metrics) Busy() { m.busy.Inc() }
+
+// OutOfOrder implements server.Metrics.
+func (m *metrics) OutOfOrder(topic string) { m.outOfOrder.WithLabelValues(topic).Inc() }
+
+// Duplicate implements server.Metrics.
+func (m *metrics) Duplicate(topic string) { m.duplicates.WithLabelValues(topic).Inc() }
+
+// Authentication implements server.Metrics.
+func (m *metrics) Authentication(mechanism, result string) {
+	m.authentications.WithLabelValues(mechanism, result).Inc()
 }
 
 var (
@@ -266,7 +116,15 @@ var (
 	descRaftLogRelocated = prometheus.NewDesc("raftka_raft_log_relocated_bytes_total", "Live Raft entries the log store copied out of mostly dead files so the files could go.", nil, nil)
 )
 
-type partitionCollector struct{ b *Broker }
+// partitionCollector reads the hosted replicas' gauges at scrape time.
+type partitionCollector struct {
+	id         int32
+	meta       *meta.StateMachine
+	replicas   *replica.Manager
+	generation func() uint32
+	// raftLog is the wal Raft log store once it opened; nil with pebble.
+	raftLog *atomic.Pointer[raftlog.Store]
+}
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas, descSnapshots, descSnapshotBytes, descLeadersWon,
@@ -277,10 +135,9 @@ func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
-	b := c.b
 	leaders, under, observers := 0, 0, 0
-	for _, h := range b.meta.HostedPartitions(b.cfg.ID, nil) {
-		rep := b.replicas.Replica(h.Shard)
+	for _, h := range c.meta.HostedPartitions(c.id, nil) {
+		rep := c.replicas.Replica(h.Shard)
 		if rep == nil {
 			continue
 		}
@@ -293,25 +150,25 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descHighWatermark, prometheus.GaugeValue, float64(end), h.Topic, part)
 		ch <- prometheus.MustNewConstMetric(descLogStart, prometheus.GaugeValue, float64(start), h.Topic, part)
 		ch <- prometheus.MustNewConstMetric(descSize, prometheus.GaugeValue, float64(l.SizeBytes()), h.Topic, part)
-		if b.replicas.IsLeader(h.Shard) {
+		if c.replicas.IsLeader(h.Shard) {
 			leaders++
-			if len(b.replicas.InSyncReplicas(h.Shard, h.Replicas)) < len(h.Replicas) {
+			if len(c.replicas.InSyncReplicas(h.Shard, h.Replicas)) < len(h.Replicas) {
 				under++
 			}
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(descUnder, prometheus.GaugeValue, float64(under))
 	ch <- prometheus.MustNewConstMetric(descLeaders, prometheus.GaugeValue, float64(leaders))
-	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(b.replicas.Count()))
-	ch <- prometheus.MustNewConstMetric(descLeaderless, prometheus.GaugeValue, float64(b.replicas.WithoutLeader(time.Now())))
+	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(c.replicas.Count()))
+	ch <- prometheus.MustNewConstMetric(descLeaderless, prometheus.GaugeValue, float64(c.replicas.WithoutLeader(time.Now())))
 	ch <- prometheus.MustNewConstMetric(descObservers, prometheus.GaugeValue, float64(observers))
-	ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(b.incarnation.Generation()))
-	ch <- prometheus.MustNewConstMetric(descMemberChanges, prometheus.CounterValue, float64(b.replicas.MemberChanges()))
+	ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(c.generation()))
+	ch <- prometheus.MustNewConstMetric(descMemberChanges, prometheus.CounterValue, float64(c.replicas.MemberChanges()))
 	ch <- prometheus.MustNewConstMetric(descSnapshots, prometheus.CounterValue, float64(partition.SnapshotsRecovered.Load()))
-	ch <- prometheus.MustNewConstMetric(descLeadersWon, prometheus.CounterValue, float64(b.replicas.LeadershipsWon()))
+	ch <- prometheus.MustNewConstMetric(descLeadersWon, prometheus.CounterValue, float64(c.replicas.LeadershipsWon()))
 	ch <- prometheus.MustNewConstMetric(descSnapshotBytes, prometheus.CounterValue, float64(partition.SnapshotBytesFetched.Load()))
-	if b.raftLog != nil {
-		st := b.raftLog.Stats()
+	if raftLog := c.raftLog.Load(); raftLog != nil {
+		st := raftLog.Stats()
 		ch <- prometheus.MustNewConstMetric(descRaftLogFiles, prometheus.GaugeValue, float64(st.Files))
 		ch <- prometheus.MustNewConstMetric(descRaftLogBytes, prometheus.GaugeValue, float64(st.Bytes))
 		ch <- prometheus.MustNewConstMetric(descRaftLogSpares, prometheus.GaugeValue, float64(st.SpareFiles))
