@@ -322,6 +322,25 @@ func (m *StateMachine) ScramCredential(user, mechanism string) (ScramCredential,
 	return c, ok
 }
 
+// HasGroupOffsets is State.HasGroupOffsets.
+func (m *StateMachine) HasGroupOffsets(group string) bool {
+	var has bool
+	m.Read(func(s *State) { has = s.HasGroupOffsets(group) })
+	return has
+}
+
+// NodeOf is the Raft node of broker's replica in the partition whose group
+// is shard, or 0 when no partition has that group.
+func (m *StateMachine) NodeOf(shard uint64, broker int32) uint64 {
+	var node uint64
+	m.Read(func(s *State) {
+		if _, p := s.PartitionOfShard(shard); p != nil {
+			node = p.NodeOf(broker)
+		}
+	})
+	return node
+}
+
 // Brokers is State.Brokers.
 func (m *StateMachine) Brokers() []Broker {
 	var out []Broker

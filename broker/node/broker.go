@@ -255,21 +255,28 @@ func (b *Broker) expertConfig() dbconfig.ExpertConfig {
 // server), with what its handlers answer from.
 func (b *Broker) openFrontDoor() error {
 	c := b.cfg
-	cfg := server.Config{ID: c.ID, DataDir: c.DataDir, Listeners: c.Listeners, TLS: c.TLS, ListenerTLS: c.ListenerTLS,
-		MaxRequestBytes: c.MaxRequestBytes, AuthenticationTimeout: c.SASL.AuthenticationTimeout, AuthorizerEnabled: c.Authorizer.Enabled,
-		AutoCreateTopics: c.AutoCreateTopics, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
-		MinFreeBytes: c.MinFreeBytes, FollowerThrottledRate: c.FollowerThrottledRate, LeaderThrottledRate: c.LeaderThrottledRate,
-		HTTPEndpoint: b.httpEndpoint(), StepDownGrace: b.stepDownGrace()}
+	throttled := func(key string) { b.metrics.throttled.WithLabelValues(key).Inc() }
 	deps := server.Deps{Meta: b.meta, Replicas: b.replicas, Groups: b.groups, Liveness: b.liveness,
 		Auth: security.NewAuthenticator(c.SASL, b.meta), Authz: security.NewAuthorizer(c.Authorizer, b.meta),
-		Quotas: security.NewQuotas(b.meta, c.QuotaWindowing, func(key string) { b.metrics.throttled.WithLabelValues(key).Inc() }),
-		Raft:   b.nh, Quorum: b.quorum(), Propose: b.proposeMeta, MetaLeader: b.metaLeader, Metrics: b.metrics, Log: b.log}
-	front, err := server.Listen(b.ctx, cfg, deps)
+		Quotas: security.NewQuotas(b.meta, c.QuotaWindowing, throttled), Raft: b.nh, Quorum: b.quorum(),
+		Propose: b.proposeMeta, MetaLeader: b.metaLeader, Metrics: b.metrics, Log: b.log}
+	front, err := server.Listen(b.ctx, b.frontDoorConfig(), deps)
 	if err != nil {
 		return err
 	}
 	b.front = front
 	return nil
+}
+
+// frontDoorConfig is what the Kafka front door needs of the
+// configuration.
+func (b *Broker) frontDoorConfig() server.Config {
+	c := b.cfg
+	return server.Config{ID: c.ID, DataDir: c.DataDir, Listeners: c.Listeners, TLS: c.TLS, ListenerTLS: c.ListenerTLS,
+		MaxRequestBytes: c.MaxRequestBytes, AuthenticationTimeout: c.SASL.AuthenticationTimeout, AuthorizerEnabled: c.Authorizer.Enabled,
+		AutoCreateTopics: c.AutoCreateTopics, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
+		MinFreeBytes: c.MinFreeBytes, FollowerThrottledRate: c.FollowerThrottledRate, LeaderThrottledRate: c.LeaderThrottledRate,
+		HTTPEndpoint: b.httpEndpoint(), StepDownGrace: b.stepDownGrace()}
 }
 
 // startLoops starts the broker's background loops, each owning one

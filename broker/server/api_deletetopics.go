@@ -36,12 +36,8 @@ func handleDeleteTopics(srv *Server, r *request) (kmsg.Response, error) {
 		if t.Topic != nil {
 			name = *t.Topic
 		} else {
-			srv.Meta.Read(func(s *meta.State) {
-				if tp := s.TopicByID(t.TopicID); tp != nil {
-					name = tp.Name
-				}
-			})
-			if name == "" {
+			var known bool
+			if name, known = srv.Meta.TopicName(t.TopicID); !known {
 				rt.ErrorCode = kerr.UnknownTopicID.Code
 				resp.Topics = append(resp.Topics, rt)
 				continue

@@ -5,7 +5,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/groups"
-	"github.com/raftka/raftka/broker/meta"
 )
 
 // DescribeGroups v0-v5: v4 instance ids, v5 flexible. A group known only by
@@ -32,11 +31,9 @@ func handleDescribeGroups(srv *Server, r *request) (kmsg.Response, error) {
 		d, ok := srv.Groups.Describe(id)
 		if !ok {
 			d = groups.Description{State: groups.StateDead}
-			srv.Meta.Read(func(s *meta.State) {
-				if s.HasGroupOffsets(id) {
-					d.State = groups.StateEmpty
-				}
-			})
+			if srv.Meta.HasGroupOffsets(id) {
+				d.State = groups.StateEmpty
+			}
 		}
 		rg.State, rg.ProtocolType, rg.Protocol = d.State, d.ProtocolType, d.Protocol
 		for _, m := range d.Members {

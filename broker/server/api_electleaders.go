@@ -106,12 +106,7 @@ func (srv *Server) electPreferred(ctx context.Context, topic string, index int32
 	if srv.Replicas.Replica(info.Shard) == nil {
 		return srv.forwardElection(ctx, topic, index, version, preferred)
 	}
-	var node uint64
-	srv.Meta.Read(func(s *meta.State) {
-		if _, p := s.PartitionOfShard(info.Shard); p != nil {
-			node = p.NodeOf(preferred)
-		}
-	})
+	node := srv.Meta.NodeOf(info.Shard, preferred)
 	for ctx.Err() == nil {
 		if id, ok, err := srv.Raft.GetLeaderID(info.Shard); err == nil && ok && id == node {
 			return nil, ""

@@ -29,8 +29,7 @@ func handleOffsetDelete(srv *Server, r *request) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.NotCoordinator.Code
 		return resp, nil
 	}
-	var known bool
-	srv.Meta.Read(func(s *meta.State) { known = s.HasGroupOffsets(req.Group) })
+	known := srv.Meta.HasGroupOffsets(req.Group)
 	live, alive := srv.Groups.Describe(req.Group)
 	alive = alive && len(live.Members) > 0
 	switch {
