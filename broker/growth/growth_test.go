@@ -1,0 +1,94 @@
+package growth
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestDecide(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	s := Settings{Quiet: 5 * time.Second, MaxHold: 5 * time.Minute}
+	visible := Growth{Seq: 1, From: 2, To: 3, Visible: t0, Splits: []int64{100, 40}, Releases: []int64{100, 55}}
+	stale := visible
+	stale.LastStale = t0.Add(20 * time.Second)
+	empty := visible
+	empty.Splits, empty.Releases = []int64{0, 0}, []int64{0, 0}
+	hidden := visible
+	hidden.Visible = time.Time{}
+	past := Commits{"a": {0: 100, 1: 55}, "b": {0: 120, 1: 60}}
+	for _, tc := range []struct {
+		name    string
+		now     time.Time
+		g       Growth
+		commits Commits
+		want    Reason
+	}{
+		{"hidden growths hold nothing, however old", t0.Add(time.Hour), hidden, nil, NotYet},
+		{"no counted group, quiet passed", t0.Add(s.Quiet), visible, nil, Drained},
+		{"no counted group, not quiet yet", t0.Add(time.Second), visible, nil, NotYet},
+		{"every group at or past every release", t0.Add(time.Minute), visible, past, Drained},
+		{"one group short on one partition", t0.Add(time.Minute), visible, Commits{"a": {0: 100, 1: 55}, "b": {0: 120, 1: 54}}, NotYet},
+		{"a group with no commit on a partition with records", t0.Add(time.Minute), visible, Commits{"a": {0: 100}}, NotYet},
+		{"a group with no commit where there was nothing to read", t0.Add(time.Minute), empty, Commits{"a": {}}, Drained},
+		{"a stale record restarts the quiet", t0.Add(22 * time.Second), stale, past, NotYet},
+		{"quiet after the last stale record", t0.Add(25 * time.Second), stale, past, Drained},
+		{"the bound lifts a hold a group never drains", t0.Add(s.MaxHold), visible, Commits{"stuck": {0: 3}}, Bound},
+		{"just before the bound", t0.Add(s.MaxHold - time.Millisecond), visible, Commits{"stuck": {0: 3}}, NotYet},
+	} {
+		if got := Decide(tc.now, tc.g, s, tc.commits); got != tc.want {
+			t.Errorf("%s: Decide = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHold(t *testing.T) {
+	g := Growth{From: 2, To: 4, Visible: time.Unix(1, 0), Splits: []int64{100, 40}}
+	for _, tc := range []struct {
+		partition int32
+		want      int64
+		held      bool
+	}{{0, 100, true}, {1, 40, true}, {2, 0, true}, {3, 0, true}, {4, 0, false}, {-1, 0, false}} {
+		if got, held := Hold(g, tc.partition); got != tc.want || held != tc.held {
+			t.Errorf("Hold(%d) = %d, %v; want %d, %v", tc.partition, got, held, tc.want, tc.held)
+		}
+	}
+	g.Visible = time.Time{}
+	if _, held := Hold(g, 0); held {
+		t.Error("a hidden growth holds partition 0")
+	}
+}
+
+// TestStale checks Stale against what franz-go's default partitioner
+// (murmur2, as the Java client's) does to the same keys before and after a
+// growth from 4 to 6 partitions: the producer that placed a key by 4 wrote
+// it stale exactly when a producer counting 6 places it elsewhere.
+func TestStale(t *testing.T) {
+	before := kgo.StickyKeyPartitioner(nil).ForTopic("orders")
+	after := kgo.StickyKeyPartitioner(nil).ForTopic("orders")
+	moved, stayed := 0, 0
+	for i := range 1000 {
+		key := []byte("customer-" + strconv.Itoa(i))
+		old := int32(before.Partition(&kgo.Record{Key: key}, 4))
+		now := int32(after.Partition(&kgo.Record{Key: key}, 6))
+		if got := Stale(key, old, 6); got != (now != old) {
+			t.Fatalf("key %s in partition %d of 4, %d of 6: Stale = %v", key, old, now, got)
+		}
+		if Stale(key, now, 6) {
+			t.Fatalf("key %s written where 6 partitions place it is called stale", key)
+		}
+		if now != old {
+			moved++
+		} else {
+			stayed++
+		}
+	}
+	if moved == 0 || stayed == 0 {
+		t.Fatalf("keys moved %d, stayed %d: the test needs both", moved, stayed)
+	}
+	if Stale(nil, 0, 6) {
+		t.Error("a record without a key is called stale")
+	}
+}
