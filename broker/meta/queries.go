@@ -176,6 +176,22 @@ func (s *State) GroupsWithOffsets() []string {
 	return slices.Sorted(maps.Keys(s.offsets))
 }
 
+// GroupsCommittedOn are the groups with an offset on topic committed at
+// or after since (Unix milliseconds), sorted.
+func (s *State) GroupsCommittedOn(topic string, since int64) []string {
+	var out []string
+	for group, topics := range s.offsets {
+		for _, o := range topics[topic] {
+			if o.CommittedAt >= since {
+				out = append(out, group)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // GroupOffset is a group's committed offset of one partition.
 func (s *State) GroupOffset(group, topic string, partition int32) (GroupOffset, bool) {
 	o, ok := s.offsets[group][topic][partition]

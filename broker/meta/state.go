@@ -87,6 +87,11 @@ type GroupOffset struct {
 	Offset      int64
 	LeaderEpoch int32
 	Metadata    string `json:",omitempty"`
+	// CommittedAt is when the coordinator took the commit (Unix
+	// milliseconds, its clock, proposed with the command); 0 for a commit
+	// from before it was recorded. Ordered growth counts the groups that
+	// committed on a topic lately (docs/design/ordered-growth.md).
+	CommittedAt int64 `json:",omitempty"`
 }
 
 // State is the whole replicated metadata. Its fields are private: readers

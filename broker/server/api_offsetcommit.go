@@ -36,6 +36,7 @@ func handleOffsetCommit(srv *Server, r *request) (kmsg.Response, error) {
 		}
 	}
 	commit := &meta.CommitOffsets{Group: req.Group, Offsets: map[string]map[int32]meta.GroupOffset{}}
+	now := time.Now().UnixMilli() // the coordinator's clock, proposed: replicas apply it as given
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
@@ -52,7 +53,7 @@ func handleOffsetCommit(srv *Server, r *request) (kmsg.Response, error) {
 					if commit.Offsets[t.Topic] == nil {
 						commit.Offsets[t.Topic] = map[int32]meta.GroupOffset{}
 					}
-					o := meta.GroupOffset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch}
+					o := meta.GroupOffset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, CommittedAt: now}
 					if p.Metadata != nil {
 						o.Metadata = *p.Metadata
 					}
