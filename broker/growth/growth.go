@@ -1,6 +1,7 @@
 package growth
 
 import (
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,6 +18,10 @@ type Growth struct {
 	// Splits are the old partitions' split offsets, by index; -1 until
 	// the partition's leader reported it.
 	Splits []int64
+	// Holds are where consumers of each old partition are held: the first
+	// record that moved in from another old partition (MovedIn), once one
+	// came; until then, how far the partition's leader classified.
+	Holds []int64
 	// Releases are the offsets the counted groups must reach on each old
 	// partition: its split, raised past every stale record (Stale).
 	Releases []int64
@@ -55,13 +60,8 @@ func Decide(now time.Time, g Growth, s Settings, counted Commits) Reason {
 	if now.Sub(g.Visible) >= s.MaxHold {
 		return Bound
 	}
-	for _, offsets := range counted {
-		for p, release := range g.Releases {
-			committed, ok := offsets[int32(p)]
-			if release > 0 && (!ok || committed < release) {
-				return NotYet
-			}
-		}
+	if len(Draining(g, counted)) > 0 {
+		return NotYet
 	}
 	quietFrom := g.Visible
 	if g.LastStale.After(quietFrom) {
@@ -73,9 +73,26 @@ func Decide(now time.Time, g Growth, s Settings, counted Commits) Reason {
 	return Drained
 }
 
+// Draining names the counted groups, sorted, that have not committed at
+// or past the release on every old partition that has records to read.
+func Draining(g Growth, counted Commits) []string {
+	var out []string
+	for group, offsets := range counted {
+		for p, release := range g.Releases {
+			committed, ok := offsets[int32(p)]
+			if release > 0 && (!ok || committed < release) {
+				out = append(out, group)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Hold is the offset below which consumers may read partition while the
-// growth is held: an old partition's split, the start of a new one. It is
-// false for a hidden growth, and for a partition the growth did not
+// growth is held: an old partition's hold (Holds), the start of a new one.
+// It is false for a hidden growth, and for a partition the growth did not
 // concern.
 func Hold(g Growth, partition int32) (int64, bool) {
 	switch {
@@ -84,7 +101,7 @@ func Hold(g Growth, partition int32) (int64, bool) {
 	case partition >= g.From:
 		return 0, true
 	default:
-		return g.Splits[partition], true
+		return g.Holds[partition], true
 	}
 }
 
@@ -92,13 +109,38 @@ func Hold(g Growth, partition int32) (int64, bool) {
 // KafkaJS, through kgo's hasher rather than one of our own.
 var murmur2 = kgo.StickyKeyPartitioner(nil).ForTopic("")
 
-// Stale tells whether a record with key, taken into old partition while a
-// growth to `to` partitions is held, was placed by a producer that still
-// counted the old partitions: the default partitioner puts its key
-// elsewhere now. Records without a key have no order to keep.
-func Stale(key []byte, partition, to int32) bool {
+// Kind is what a record taken into an old partition during a growth says
+// of its producer's partition count.
+type Kind int
+
+const (
+	// Neutral: no key, or a key the default partitioner places in this
+	// partition under both counts (or in neither: another partitioner).
+	Neutral Kind = iota
+	// Stale: placed by the old count; the key now belongs elsewhere. Its
+	// producer has not refreshed yet, and the group must read it before
+	// the key's records in its new partition.
+	Stale
+	// MovedIn: placed by the new count; the key belonged to another old
+	// partition, whose records of it the group must read first.
+	MovedIn
+)
+
+// Classify tells what a record with key, taken into old partition of a
+// growth from `from` to `to` partitions, is. Records without a key have no
+// order to keep.
+func Classify(key []byte, partition, from, to int32) Kind {
 	if key == nil {
-		return false
+		return Neutral
 	}
-	return int32(murmur2.Partition(&kgo.Record{Key: key}, int(to))) != partition
+	r := &kgo.Record{Key: key}
+	before := int32(murmur2.Partition(r, int(from))) == partition
+	after := int32(murmur2.Partition(r, int(to))) == partition
+	switch {
+	case before && !after:
+		return Stale
+	case after && !before:
+		return MovedIn
+	}
+	return Neutral
 }

@@ -45,7 +45,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestHold(t *testing.T) {
-	g := Growth{From: 2, To: 4, Visible: time.Unix(1, 0), Splits: []int64{100, 40}}
+	g := Growth{From: 2, To: 4, Visible: time.Unix(1, 0), Splits: []int64{90, 40}, Holds: []int64{100, 40}}
 	for _, tc := range []struct {
 		partition int32
 		want      int64
@@ -61,11 +61,12 @@ func TestHold(t *testing.T) {
 	}
 }
 
-// TestStale checks Stale against what franz-go's default partitioner
-// (murmur2, as the Java client's) does to the same keys before and after a
-// growth from 4 to 6 partitions: the producer that placed a key by 4 wrote
-// it stale exactly when a producer counting 6 places it elsewhere.
-func TestStale(t *testing.T) {
+// TestClassify checks Classify against what franz-go's default
+// partitioner (murmur2, as the Java client's) does to the same keys before
+// and after a growth from 4 to 6 partitions: a key written where 4 place
+// it and 6 do not is stale; one written where 6 place it and 4 do not
+// moved in; a key both counts place alike is neutral.
+func TestClassify(t *testing.T) {
 	before := kgo.StickyKeyPartitioner(nil).ForTopic("orders")
 	after := kgo.StickyKeyPartitioner(nil).ForTopic("orders")
 	moved, stayed := 0, 0
@@ -73,22 +74,31 @@ func TestStale(t *testing.T) {
 		key := []byte("customer-" + strconv.Itoa(i))
 		old := int32(before.Partition(&kgo.Record{Key: key}, 4))
 		now := int32(after.Partition(&kgo.Record{Key: key}, 6))
-		if got := Stale(key, old, 6); got != (now != old) {
-			t.Fatalf("key %s in partition %d of 4, %d of 6: Stale = %v", key, old, now, got)
-		}
-		if Stale(key, now, 6) {
-			t.Fatalf("key %s written where 6 partitions place it is called stale", key)
-		}
-		if now != old {
-			moved++
-		} else {
+		switch now {
+		case old:
 			stayed++
+			if got := Classify(key, old, 4, 6); got != Neutral {
+				t.Fatalf("key %s in partition %d under both counts: %v", key, old, got)
+			}
+		default:
+			moved++
+			if got := Classify(key, old, 4, 6); got != Stale {
+				t.Fatalf("key %s written to %d of 4, now %d of 6: %v, want Stale", key, old, now, got)
+			}
+			if got := Classify(key, now, 4, 6); now < 4 && got != MovedIn {
+				t.Fatalf("key %s written to %d of 6, was %d of 4: %v, want MovedIn", key, now, old, got)
+			}
+		}
+		for p := int32(0); p < 4; p++ {
+			if p != old && p != now && Classify(key, p, 4, 6) != Neutral {
+				t.Fatalf("key %s in %d, placed there by neither count, is not neutral", key, p)
+			}
 		}
 	}
 	if moved == 0 || stayed == 0 {
 		t.Fatalf("keys moved %d, stayed %d: the test needs both", moved, stayed)
 	}
-	if Stale(nil, 0, 6) {
-		t.Error("a record without a key is called stale")
+	if Classify(nil, 0, 4, 6) != Neutral {
+		t.Error("a record without a key is not neutral")
 	}
 }

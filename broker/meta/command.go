@@ -13,6 +13,9 @@ type Command struct {
 	CreateTopic          *CreateTopic          `json:",omitempty"`
 	DeleteTopic          string                `json:",omitempty"`
 	CreatePartitions     *CreatePartitions     `json:",omitempty"`
+	RecordSplit          *RecordSplit          `json:",omitempty"`
+	AdvanceHold          *AdvanceHold          `json:",omitempty"`
+	LiftGrowth           *LiftGrowth           `json:",omitempty"`
 	AlterConfigs         *AlterConfigs         `json:",omitempty"`
 	Leader               *LeaderChange         `json:",omitempty"`
 	AllocateProducerIDs  bool                  `json:",omitempty"`
@@ -96,6 +99,12 @@ type CreatePartitions struct {
 	Assignment [][]int32 `json:",omitempty"`
 	// Placement: as in CreateTopic.
 	Placement int `json:",omitempty"`
+	// Ordered makes the growth an ordered one (growth.go), as the topic's
+	// raftka.growth.ordered said when it was proposed; false in commands
+	// from before, which replay as they were applied then. At is the
+	// proposer's clock, Unix milliseconds.
+	Ordered bool  `json:",omitempty"`
+	At      int64 `json:",omitempty"`
 }
 
 // AlterConfigs changes a topic's configs: Replace drops every key not set

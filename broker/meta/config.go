@@ -115,6 +115,11 @@ func init() {
 		{ConfigUncleanLeaderElect, "false", oneOf("false")},
 		{ConfigLeaderThrottledReplicas, "", throttledReplicas.MatchString},
 		{ConfigFollowerThrottledReplicas, "", throttledReplicas.MatchString},
+		// Ordered growth (growth.go), on by default.
+		{ConfigGrowthOrdered, "true", oneOf("true", "false")},
+		{ConfigGrowthQuietMs, "5000", atLeast(0)},
+		{ConfigGrowthMaxHoldMs, "300000", atLeast(0)},
+		{ConfigGrowthGroupWindow, "86400000", atLeast(0)},
 	} {
 		topicConfigs[c.Name] = c
 	}

@@ -35,7 +35,7 @@ func commandsFrom(data []byte) []Command {
 	topics := []string{"a", "b"}
 	for len(data) > 0 {
 		topic := topics[next()%2]
-		switch next() % 16 {
+		switch next() % 19 {
 		case 0:
 			out = append(out, Command{RegisterBroker: &Broker{ID: int32(next() % 5), RaftAddr: "r", Incarnation: string(rune('a' + next()%3)), Generation: uint32(next() % 3)}})
 		case 1:
@@ -49,7 +49,14 @@ func commandsFrom(data []byte) []Command {
 			}
 			out = append(out, Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: topic, Assignment: assignment}})
 		case 4:
-			out = append(out, Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: topic, Count: int32(next() % 6)}})
+			out = append(out, Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: topic, Count: int32(next() % 6), Ordered: next()%2 == 0, At: int64(next())}})
+		case 16:
+			out = append(out, Command{RecordSplit: &RecordSplit{Topic: topic, Seq: next() % 3, Partition: int32(next()%5) - 1, Offset: int64(next()), At: int64(next())}})
+		case 17:
+			out = append(out, Command{AdvanceHold: &AdvanceHold{Topic: topic, Seq: next() % 3, Partition: int32(next()%5) - 1, Scanned: int64(next()),
+				MovedIn: int64(next()) - 1, Release: int64(next()), StaleAt: int64(next())}})
+		case 18:
+			out = append(out, Command{LiftGrowth: &LiftGrowth{Topic: topic, Seq: next() % 3, Reason: []string{"drained", "bound"}[next()%2], At: int64(next())}})
 		case 5:
 			out = append(out, Command{Reassign: &Reassign{Topic: topic, Partition: int32(next()%3) - 1, Target: brokerList(), Cancel: next()%4 == 0}})
 		case 6:

@@ -42,3 +42,128 @@ func TestGroupsCommittedOnCountByTopicAndTime(t *testing.T) {
 		t.Fatalf("commit time after a snapshot = %d, want 9000", o.CommittedAt)
 	}
 }
+
+// An ordered growth hides the new partitions until every old partition's
+// split is in, then holds consumers at the splits and the new partitions
+// at 0; stacked growths lift in order, and the holds go with them.
+func TestOrderedGrowthIsHiddenUntilSplitThenHeldUntilLifted(t *testing.T) {
+	s := clusterOf(3)
+	s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "orders", Partitions: 2, ReplicationFactor: 3}})
+	grow := func(index uint64, count int32) Outcome {
+		return s.Apply(index, &Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "orders", Count: count, Ordered: true, At: 1_000}})
+	}
+	split := func(index uint64, seq int, p int32, offset int64) {
+		if out := s.Apply(index, &Command{RecordSplit: &RecordSplit{Topic: "orders", Seq: seq, Partition: p, Offset: offset, At: 2_000}}); out.Err != nil {
+			t.Fatalf("split %d of growth %d: %v", p, seq, out.Err)
+		}
+	}
+	if out := grow(11, 3); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	topic := s.Topic("orders")
+	if got := topic.VisiblePartitions(); got != 2 {
+		t.Fatalf("visible while hidden = %d, want 2", got)
+	}
+	if out := grow(12, 3); out.Err != nil {
+		t.Fatalf("the same growth asked again while hidden: %v", out.Err)
+	}
+	if _, held := topic.Hold(0); held {
+		t.Fatal("a hidden growth holds consumers")
+	}
+	split(13, 1, 0, 40)
+	split(14, 1, 0, 99) // a later report of the same partition does not move the split
+	if topic.VisiblePartitions() != 2 {
+		t.Fatal("visible before every split was in")
+	}
+	split(15, 1, 1, 7)
+	if got := topic.VisiblePartitions(); got != 3 {
+		t.Fatalf("visible after the splits = %d, want 3", got)
+	}
+	for p, want := range []int64{40, 7, 0} {
+		if hold, held := topic.Hold(int32(p)); !held || hold != want {
+			t.Fatalf("hold of %d = %d %v, want %d", p, hold, held, want)
+		}
+	}
+	if out := grow(16, 4); out.Err != nil { // a second growth stacks
+		t.Fatal(out.Err)
+	}
+	if got := topic.VisiblePartitions(); got != 3 {
+		t.Fatalf("visible with the second growth hidden = %d, want 3", got)
+	}
+	split(17, 2, 0, 50)
+	split(18, 2, 1, 9)
+	split(19, 2, 2, 5)
+	if hold, _ := topic.Hold(0); hold != 40 {
+		t.Fatalf("stacked hold of 0 = %d, want the first growth's 40", hold)
+	}
+	if out := s.Apply(20, &Command{LiftGrowth: &LiftGrowth{Topic: "orders", Seq: 2, Reason: "drained", At: 3_000}}); out.Err == nil {
+		t.Fatal("the second growth lifted before the first")
+	}
+	s.Apply(21, &Command{LiftGrowth: &LiftGrowth{Topic: "orders", Seq: 1, Reason: "bound", At: 3_000}})
+	for p, want := range []int64{50, 9, 5, 0} {
+		if hold, held := topic.Hold(int32(p)); !held || hold != want {
+			t.Fatalf("hold of %d after the first lift = %d %v, want %d", p, hold, held, want)
+		}
+	}
+	if topic.ForcedLifts != 1 || topic.LastLift.HeldMs != 1_000 {
+		t.Fatalf("lift record = %d forced, %+v", topic.ForcedLifts, topic.LastLift)
+	}
+	s.Apply(22, &Command{LiftGrowth: &LiftGrowth{Topic: "orders", Seq: 2, Reason: "drained", At: 4_000}})
+	if _, held := topic.Hold(0); held {
+		t.Fatal("held after every growth lifted")
+	}
+	if !s.StartsGrownPartition("g", "orders", 3) {
+		s.Apply(23, &Command{CommitOffsets: &CommitOffsets{Group: "g", Offsets: map[string]map[int32]GroupOffset{"orders": {0: {Offset: 1}}}}})
+	}
+	if !s.StartsGrownPartition("g", "orders", 3) || s.StartsGrownPartition("g", "orders", 1) || s.StartsGrownPartition("other", "orders", 3) {
+		t.Fatal("only a consuming group starts a grown partition at its log start")
+	}
+}
+
+// A CreatePartitions from before ordered growth replays as it was applied.
+func TestUnorderedGrowthShowsItsPartitionsAtOnce(t *testing.T) {
+	s := clusterOf(3)
+	s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "orders", Partitions: 2, ReplicationFactor: 3}})
+	s.Apply(11, &Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "orders", Count: 3}})
+	topic := s.Topic("orders")
+	if topic.VisiblePartitions() != 3 || len(topic.Growths) != 0 {
+		t.Fatalf("visible %d, growths %v", topic.VisiblePartitions(), topic.Growths)
+	}
+	if out := s.Apply(12, &Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "orders", Count: 3}}); out.Err == nil {
+		t.Fatal("growing to the count it has was accepted")
+	}
+}
+
+// The leader's classification raises an old partition's hold until the
+// first record that moved in, and its release past every stale record,
+// also those behind the hold; reports only move forward.
+func TestAdvanceHoldStopsAtTheFirstRecordThatMovedIn(t *testing.T) {
+	s := clusterOf(3)
+	s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "orders", Partitions: 1, ReplicationFactor: 3}})
+	s.Apply(11, &Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "orders", Count: 2, Ordered: true, At: 1_000}})
+	s.Apply(12, &Command{RecordSplit: &RecordSplit{Topic: "orders", Seq: 1, Partition: 0, Offset: 10, At: 2_000}})
+	topic := s.Topic("orders")
+	advance := func(index uint64, scanned, movedIn, release, at int64) Outcome {
+		return s.Apply(index, &Command{AdvanceHold: &AdvanceHold{Topic: "orders", Seq: 1, Partition: 0, Scanned: scanned, MovedIn: movedIn, Release: release, StaleAt: at}})
+	}
+	expect := func(when string, hold, release int64) {
+		t.Helper()
+		g := topic.Growths[0]
+		if got, _ := topic.Hold(0); got != hold || g.Releases[0] != release {
+			t.Fatalf("%s: hold %d, release %d; want %d, %d", when, got, g.Releases[0], hold, release)
+		}
+	}
+	expect("at the split", 10, 10)
+	advance(13, 20, -1, 15, 2_500)
+	expect("after stale records", 20, 15)
+	advance(14, 30, 24, 0, 0)
+	expect("after a record moved in", 24, 15)
+	advance(15, 40, 35, 38, 3_000) // a stale record behind the hold
+	expect("after a later stale record", 24, 38)
+	if out := advance(16, 35, -1, 0, 0); out.Err == nil {
+		t.Fatal("a report from before the last one was taken")
+	}
+	if g := topic.Growths[0]; g.LastStaleAt != 3_000 || g.Scanned[0] != 40 {
+		t.Fatalf("last stale at %d, scanned %d", g.LastStaleAt, g.Scanned[0])
+	}
+}

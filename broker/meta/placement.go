@@ -49,6 +49,11 @@ type Partition struct {
 	Reassignment *Reassignment `json:",omitempty"`
 	// Recovery is the partition's latest forced recovery (recovery.go).
 	Recovery *Recovery `json:",omitempty"`
+	// Growth is the sequence number of the ordered growth that created
+	// the partition, 0 for one the topic was created with or grew by
+	// without order: a group that consumes the topic starts such a
+	// partition at its log start (growth.go).
+	Growth int `json:",omitempty"`
 }
 
 // NodeOf returns the Raft node of broker's replica, or 0 if broker holds

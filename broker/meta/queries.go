@@ -192,6 +192,30 @@ func (s *State) GroupsCommittedOn(topic string, since int64) []string {
 	return out
 }
 
+// StartsGrownPartition reports whether group, which has no commit on
+// partition index of topic, starts it at its log start rather than where
+// its auto.offset.reset says: an ordered growth made the partition, and
+// the group consumes the topic (it committed on another partition), so
+// no record produced into it since the growth is skipped.
+func (s *State) StartsGrownPartition(group, topic string, index int32) bool {
+	if _, p := s.Partition(topic, index); p == nil || p.Growth == 0 {
+		return false
+	}
+	return len(s.offsets[group][topic]) > 0
+}
+
+// HeldSince names each topic whose earliest growth holds its consumers,
+// with when the hold began (Unix milliseconds).
+func (s *State) HeldSince() map[string]int64 {
+	out := map[string]int64{}
+	for name, t := range s.topics {
+		if len(t.Growths) > 0 && !t.Growths[0].Hidden() {
+			out[name] = t.Growths[0].VisibleAt
+		}
+	}
+	return out
+}
+
 // GroupOffset is a group's committed offset of one partition.
 func (s *State) GroupOffset(group, topic string, partition int32) (GroupOffset, bool) {
 	o, ok := s.offsets[group][topic][partition]
@@ -228,13 +252,26 @@ type PartitionView struct {
 	Compacted      bool
 	AppendTime     bool   // message.timestamp.type=LogAppendTime
 	Compression    string // compression.type
+	// Hidden: an ordered growth made the partition and is not visible to
+	// clients yet; its replicas serve only each other.
+	Hidden bool
+	// Hold, when Held, is where consumers are held back (Topic.Hold).
+	Hold int64
+	Held bool
+	// Grown: an ordered growth made the partition, so a group that
+	// consumes the topic starts it at its log start.
+	Grown bool
 }
 
 // View copies what a handler needs of p, of topic t.
 func (p *Partition) View(t *Topic) PartitionView {
-	return PartitionView{Shard: p.Shard, Replicas: slices.Clone(p.Replicas), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, LeaderReplaced: p.LeaderReplaced(),
+	v := PartitionView{Shard: p.Shard, Replicas: slices.Clone(p.Replicas), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, LeaderReplaced: p.LeaderReplaced(),
 		MinISR: int(t.Int(ConfigMinInsyncReplicas)), MaxMessage: int32(t.Int(ConfigMaxMessageBytes)), Compacted: t.HasCleanupPolicy(CleanupCompact),
 		AppendTime: t.Value(ConfigTimestampType) == TimestampLogAppendTime, Compression: t.Value(ConfigCompressionType)}
+	v.Hidden = p.Index >= t.VisiblePartitions()
+	v.Hold, v.Held = t.Hold(p.Index)
+	v.Grown = p.Growth > 0
+	return v
 }
 
 // HostedPartition is a partition that the metadata places on a broker.
@@ -243,6 +280,9 @@ type HostedPartition struct {
 	Index    int32
 	Shard    uint64
 	Replicas []int32
+	// Hold, when Held, is where an ordered growth holds its consumers.
+	Hold int64
+	Held bool
 }
 
 // HostedPartitions lists the partitions placed on broker, only those that
@@ -251,7 +291,9 @@ func (s *State) HostedPartitions(broker int32, want func(topic string, index int
 	var out []HostedPartition
 	s.EachPartitionOf(broker, func(t *Topic, p *Partition) {
 		if want == nil || want(t.Name, p.Index) {
-			out = append(out, HostedPartition{t.Name, p.Index, p.Shard, slices.Clone(p.Replicas)})
+			h := HostedPartition{Topic: t.Name, Index: p.Index, Shard: p.Shard, Replicas: slices.Clone(p.Replicas)}
+			h.Hold, h.Held = t.Hold(p.Index)
+			out = append(out, h)
 		}
 	})
 	return out
@@ -270,6 +312,17 @@ func (m *StateMachine) PartitionView(topic string, index int32) (PartitionView, 
 		}
 	})
 	return v, found
+}
+
+// HeldGrowth is Topic.HeldGrowth, 0 for an unknown topic.
+func (m *StateMachine) HeldGrowth(topic string) int {
+	seq := 0
+	m.Read(func(s *State) {
+		if t := s.Topic(topic); t != nil {
+			seq = t.HeldGrowth()
+		}
+	})
+	return seq
 }
 
 // HostedPartitions is State.HostedPartitions.

@@ -80,6 +80,13 @@ type Topic struct {
 	ReplicationFactor int16
 	Configs           map[string]string `json:",omitempty"`
 	Partitions        []Partition
+	// Growths are its ordered growths not lifted yet, oldest first
+	// (growth.go); GrowthSeq numbers them; LastLift and ForcedLifts tell
+	// its status how the latest ended and how many the bound lifted.
+	Growths     []Growth    `json:",omitempty"`
+	GrowthSeq   int         `json:",omitempty"`
+	LastLift    *GrowthLift `json:",omitempty"`
+	ForcedLifts int         `json:",omitempty"`
 }
 
 // GroupOffset is a committed consumer-group offset.
@@ -228,6 +235,12 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		return Outcome{Topic: t}
 	case c.CreatePartitions != nil:
 		return s.createPartitions(c.CreatePartitions)
+	case c.RecordSplit != nil:
+		return s.recordSplit(c.RecordSplit)
+	case c.AdvanceHold != nil:
+		return s.advanceHold(c.AdvanceHold)
+	case c.LiftGrowth != nil:
+		return s.liftGrowth(c.LiftGrowth)
 	case c.AlterConfigs != nil:
 		return s.alterConfigs(c.AlterConfigs)
 	case c.Leader != nil:
@@ -438,6 +451,9 @@ func (s *State) createPartitions(cp *CreatePartitions) Outcome {
 	if t == nil {
 		return Outcome{Err: kerr.UnknownTopicOrPartition}
 	}
+	if cp.Count == int32(len(t.Partitions)) && t.VisiblePartitions() < cp.Count {
+		return Outcome{Topic: t} // asked again while the growth is hidden
+	}
 	if cp.Count <= int32(len(t.Partitions)) {
 		return Outcome{Err: kerr.InvalidPartitions}
 	}
@@ -452,8 +468,12 @@ func (s *State) createPartitions(cp *CreatePartitions) Outcome {
 	if cp.ValidateOnly {
 		return Outcome{Topic: t}
 	}
-	s.addPartitions(t, cp.Count-int32(len(t.Partitions)), cp.Assignment, cp.Placement)
+	from := int32(len(t.Partitions))
+	s.addPartitions(t, cp.Count-from, cp.Assignment, cp.Placement)
 	s.indexShards(t)
+	if cp.Ordered {
+		s.startGrowth(t, from, cp)
+	}
 	return Outcome{Topic: t}
 }
 

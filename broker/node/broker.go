@@ -21,6 +21,7 @@ import (
 
 	"github.com/raftka/raftka/broker/cluster"
 	"github.com/raftka/raftka/broker/groups"
+	"github.com/raftka/raftka/broker/hold"
 	"github.com/raftka/raftka/broker/identity"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/raftlog"
@@ -282,6 +283,10 @@ func (b *Broker) startLoops() {
 	b.replicas.Start(b.ctx)
 	b.goBackground(b.liveness.Run)
 	b.goBackground(b.groups.Run)
+	b.goBackground(func(ctx context.Context) {
+		hold.Run(ctx, hold.Deps{ID: b.cfg.ID, Meta: b.meta, Replicas: b.replicas, Propose: b.proposeMeta,
+			MetaLeader: b.metaLeader, Metrics: b.metrics, Log: b.log})
+	})
 	if b.cfg.ScramUsersDir != "" {
 		b.goBackground(security.ScramUsers{Dir: b.cfg.ScramUsersDir, Credentials: b.meta, Propose: b.proposeMeta, Log: b.log}.Run)
 	}

@@ -14,10 +14,11 @@ import (
 	"github.com/lni/dragonboat/v3"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/raftka/raftka/broker/hold"
 	"github.com/raftka/raftka/broker/meta"
 )
 
-// serveHTTP serves /metrics, /readyz and /safe-to-restart for Prometheus,
+// serveHTTP serves /metrics, /readyz, /safe-to-restart and /growth for Prometheus,
 // the kubelet and the operator, and the endpoints brokers ask each other
 // when they start (cluster.Incarnation). It starts before Raft does; the
 // endpoints that need Raft answer 503 until it runs.
@@ -27,6 +28,7 @@ func (b *Broker) serveHTTP(ctx context.Context, ln net.Listener) {
 	mux.HandleFunc("GET /internal/identity", b.incarnation.HandleIdentity)
 	mux.Handle("/metrics", b.afterStart(promhttp.HandlerFor(b.metrics.registry, promhttp.HandlerOpts{})))
 	mux.Handle("/readyz", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.Readiness()) })))
+	mux.Handle("GET /growth", b.afterStart(hold.Handler(b.meta)))
 	mux.Handle("/safe-to-restart", b.afterStart(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeCheck(w, b.SafeToRestart()) })))
 	mux.Handle("POST /internal/join", b.peerHTTP.OnlyPeers(b.afterStart(http.HandlerFunc(b.incarnation.HandleJoin))))
 	mux.Handle("GET /internal/replica", b.peerHTTP.OnlyPeers(b.afterStart(http.HandlerFunc(b.replicas.HandleReplica))))

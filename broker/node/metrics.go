@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftka/raftka/broker/growth"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 	"github.com/raftka/raftka/broker/raftlog"
@@ -38,6 +39,9 @@ type metrics struct {
 	authentications *prometheus.CounterVec
 	// throttled counts responses throttled by a client quota, by quota.
 	throttled *prometheus.CounterVec
+	// forcedLifts counts ordered growths this broker, as metadata leader,
+	// lifted at their bound (package hold).
+	forcedLifts *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -65,8 +69,10 @@ func newMetrics() *metrics {
 			Help: "SASL exchanges on this broker's SASL listeners by mechanism and result: success, reauthentication (KIP-368, on a connection already authenticated) or failure."}, []string{"mechanism", "result"}),
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_client_quota_throttles_total",
 			Help: "Responses this broker throttled because the client was over its quota, by quota: producer_byte_rate or consumer_byte_rate."}, []string{"quota"}),
+		forcedLifts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_growth_forced_lifts_total",
+			Help: "Ordered growths this broker, as metadata leader, lifted at raftka.growth.max.hold.ms before every counted group had drained the old partitions: a group may have read a key out of order."}, []string{"topic"}),
 	}
-	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, m.outOfOrder, m.duplicates, m.authentications, m.throttled, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, m.outOfOrder, m.duplicates, m.authentications, m.throttled, m.forcedLifts, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -87,12 +93,21 @@ func (m *metrics) OutOfOrder(topic string) { m.outOfOrder.WithLabelValues(topic)
 // Duplicate implements server.Metrics.
 func (m *metrics) Duplicate(topic string) { m.duplicates.WithLabelValues(topic).Inc() }
 
+// Lifted implements hold.Metrics.
+func (m *metrics) Lifted(topic string, reason growth.Reason) {
+	if reason == growth.Bound {
+		m.forcedLifts.WithLabelValues(topic).Inc()
+	}
+}
+
 // Authentication implements server.Metrics.
 func (m *metrics) Authentication(mechanism, result string) {
 	m.authentications.WithLabelValues(mechanism, result).Inc()
 }
 
 var (
+	descHeldRecords   = prometheus.NewDesc("raftka_growth_held_records", "Records of a partition this broker leads that an ordered growth holds back from consumers: the log end less the hold.", []string{"topic", "partition"}, nil)
+	descHoldAge       = prometheus.NewDesc("raftka_growth_hold_age_seconds", "How long a topic's earliest ordered growth has held its consumers; every broker reports the same.", []string{"topic"}, nil)
 	descHighWatermark = prometheus.NewDesc("raftka_partition_high_watermark", "High watermark of a hosted partition replica.", []string{"topic", "partition"}, nil)
 	descLogStart      = prometheus.NewDesc("raftka_partition_log_start_offset", "Log start offset of a hosted partition replica.", []string{"topic", "partition"}, nil)
 	descSize          = prometheus.NewDesc("raftka_partition_size_bytes", "Bytes on disk of a hosted partition replica.", []string{"topic", "partition"}, nil)
@@ -127,7 +142,7 @@ type partitionCollector struct {
 }
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas, descSnapshots, descSnapshotBytes, descLeadersWon,
+	for _, d := range []*prometheus.Desc{descHeldRecords, descHoldAge, descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas, descSnapshots, descSnapshotBytes, descLeadersWon,
 		descLeaderless, descObservers, descGeneration, descMemberChanges,
 		descRaftLogFiles, descRaftLogBytes, descRaftLogSpares, descRaftLogReused, descRaftLogSyncs, descRaftLogSyncSecs, descRaftLogRelocated} {
 		ch <- d
@@ -151,11 +166,19 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLogStart, prometheus.GaugeValue, float64(start), h.Topic, part)
 		ch <- prometheus.MustNewConstMetric(descSize, prometheus.GaugeValue, float64(l.SizeBytes()), h.Topic, part)
 		if c.replicas.IsLeader(h.Shard) {
+			if h.Held {
+				ch <- prometheus.MustNewConstMetric(descHeldRecords, prometheus.GaugeValue, float64(max(end-h.Hold, 0)), h.Topic, part)
+			}
 			leaders++
 			if len(c.replicas.InSyncReplicas(h.Shard, h.Replicas)) < len(h.Replicas) {
 				under++
 			}
 		}
+	}
+	var held map[string]int64
+	c.meta.Read(func(s *meta.State) { held = s.HeldSince() })
+	for topic, since := range held {
+		ch <- prometheus.MustNewConstMetric(descHoldAge, prometheus.GaugeValue, time.Since(time.UnixMilli(since)).Seconds(), topic)
 	}
 	ch <- prometheus.MustNewConstMetric(descUnder, prometheus.GaugeValue, float64(under))
 	ch <- prometheus.MustNewConstMetric(descLeaders, prometheus.GaugeValue, float64(leaders))

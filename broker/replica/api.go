@@ -31,6 +31,16 @@ func (b *Manager) Shards() []uint64 { return b.replicas.shards() }
 // Count is how many replicas this broker hosts.
 func (b *Manager) Count() int { return b.replicas.count() }
 
+// PartitionLog is the log of this broker's replica of shard, false if it
+// holds none.
+func (b *Manager) PartitionLog(shard uint64) (*partition.Log, bool) {
+	r := b.replicas.get(shard)
+	if r == nil {
+		return nil, false
+	}
+	return r.sm.Log(), true
+}
+
 // IsLeader tells whether this broker's node leads a group.
 func (b *Manager) IsLeader(shard uint64) bool { return b.isLeader(shard) }
 

@@ -37,7 +37,8 @@ func handleCreatePartitions(srv *Server, r *request) (kmsg.Response, error) {
 				resp.Topics = append(resp.Topics, rt)
 				continue
 			}
-			cp := &meta.CreatePartitions{Placement: srv.placementRules(), Name: t.Topic, Count: t.Count, ValidateOnly: req.ValidateOnly}
+			cp := &meta.CreatePartitions{Placement: srv.placementRules(), Name: t.Topic, Count: t.Count, ValidateOnly: req.ValidateOnly,
+				Ordered: srv.orderedGrowth(t.Topic), At: time.Now().UnixMilli()}
 			for _, a := range t.Assignment {
 				cp.Assignment = append(cp.Assignment, append([]int32{}, a.Replicas...))
 			}
@@ -68,4 +69,16 @@ func handleCreatePartitions(srv *Server, r *request) (kmsg.Response, error) {
 		return resp
 	}
 	return nil, nil
+}
+
+// orderedGrowth reads the topic's raftka.growth.ordered for the command,
+// so that a replica replaying it later grows the topic as it did then.
+func (srv *Server) orderedGrowth(topic string) bool {
+	ordered := false
+	srv.Meta.Read(func(s *meta.State) {
+		if t := s.Topic(topic); t != nil {
+			ordered = t.OrderedGrowth()
+		}
+	})
+	return ordered
 }

@@ -85,6 +85,7 @@ func (srv *Server) fetchOnce(req *kmsg.FetchRequest, listener string, denied map
 	total, failed := 0, false
 	var wake []<-chan struct{}
 	listed := map[int32]bool{}
+	heldWake := false
 	// A follower fetch (another broker's replica catching up) is answered
 	// by any replica from its own log, which holds committed records only.
 	fromReplica := req.Version < 15 && req.ReplicaID >= 0 || req.Version >= 15 && req.ReplicaState.ID >= 0
@@ -107,11 +108,12 @@ func (srv *Server) fetchOnce(req *kmsg.FetchRequest, listener string, denied map
 				continue
 			}
 			var rep *replica.Replica
+			var info partitionInfo
 			var err *kerr.Error
 			if fromReplica {
 				rep, err = srv.hostedReplica(name, p.Partition)
 			} else {
-				rep, _, err = srv.actingReplica(name, p.Partition, true)
+				rep, info, err = srv.actingReplica(name, p.Partition, true)
 			}
 			if err != nil {
 				rp.ErrorCode, failed = err.Code, true
@@ -127,6 +129,10 @@ func (srv *Server) fetchOnce(req *kmsg.FetchRequest, listener string, denied map
 			}
 			log := rep.StateMachine().Log()
 			wake = append(wake, log.Changed())
+			if info.Held && !heldWake {
+				heldWake = true
+				wake = append(wake, srv.Meta.Changed()) // a hold rises or lifts in the metadata
+			}
 			start, end := log.Offsets()
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = end, end, start
 			maxBytes := min(int(p.PartitionMaxBytes), budget)
@@ -134,7 +140,7 @@ func (srv *Server) fetchOnce(req *kmsg.FetchRequest, listener string, denied map
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			data, rerr := log.Read(p.FetchOffset, int32(max(maxBytes, 1)))
+			data, rerr := readUpToHold(log, info, p.FetchOffset, maxBytes)
 			switch {
 			case errors.Is(rerr, partition.ErrOffsetOutOfRange):
 				rp.ErrorCode, failed = kerr.OffsetOutOfRange.Code, true
@@ -177,4 +183,22 @@ func waitAny(chans []<-chan struct{}, d time.Duration, stop <-chan struct{}) {
 	case <-t.C:
 	case <-stop:
 	}
+}
+
+// readUpToHold reads a partition for a consumer: a partition an ordered
+// growth holds yields only the batches before its hold (the high
+// watermark stays the log end, so the held records count as lag); a
+// replica's fetch has no view (info is zero) and is never held.
+func readUpToHold(log *partition.Log, info partitionInfo, offset int64, maxBytes int) ([]byte, error) {
+	if info.Held && offset >= info.Hold {
+		if start, end := log.Offsets(); offset < start || offset > end {
+			return nil, partition.ErrOffsetOutOfRange
+		}
+		return nil, nil
+	}
+	data, err := log.Read(offset, int32(max(maxBytes, 1)))
+	if info.Held {
+		data = partition.RecordsBefore(data, info.Hold)
+	}
+	return data, err
 }

@@ -33,13 +33,13 @@ func handleListOffsets(srv *Server, r *request) (kmsg.Response, error) {
 				continue
 			}
 			var rep *replica.Replica
+			var info partitionInfo
 			var err *kerr.Error
 			if req.ReplicaID >= 0 {
 				// A partition's leader asking how far this replica got
 				// (see insync.go): answered from the local replica.
 				rep, err = srv.hostedReplica(t.Topic, p.Partition)
 			} else {
-				var info partitionInfo
 				rep, info, err = srv.actingReplica(t.Topic, p.Partition, true)
 				rp.LeaderEpoch = info.LeaderEpoch
 			}
@@ -50,6 +50,9 @@ func handleListOffsets(srv *Server, r *request) (kmsg.Response, error) {
 			}
 			log := rep.StateMachine().Log()
 			start, end := log.Offsets()
+			if req.ReplicaID < 0 && info.Held {
+				end = min(end, info.Hold) // a `latest` reset during an ordered growth's hold skips nothing
+			}
 			var rerr error
 			switch p.Timestamp {
 			case -2:
@@ -60,6 +63,9 @@ func handleListOffsets(srv *Server, r *request) (kmsg.Response, error) {
 				rp.Offset, rp.Timestamp, rerr = log.MaxTimestamp()
 			default:
 				rp.Offset, rp.Timestamp, rerr = log.OffsetForTimestamp(p.Timestamp)
+			}
+			if rp.Offset > end {
+				rp.Offset, rp.Timestamp = end, -1 // past a hold, as past the log end
 			}
 			switch {
 			case errors.Is(rerr, partition.ErrOffsetOutOfRange):

@@ -144,7 +144,7 @@ func (srv *Server) metadataTopic(t *meta.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
 	mt.TopicID = t.ID
-	for _, p := range t.Partitions {
+	for _, p := range t.Partitions[:t.VisiblePartitions()] { // an ordered growth is shown once split
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index
 		info := meta.PartitionView{Shard: p.Shard, Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, LeaderReplaced: p.LeaderReplaced()}

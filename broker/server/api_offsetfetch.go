@@ -106,7 +106,10 @@ func (srv *Server) committedOffsets(group string, asked map[string][]int32) map[
 		for topic, parts := range asked {
 			for _, p := range parts {
 				o, ok := s.GroupOffset(group, topic, p)
-				if !ok {
+				switch {
+				case !ok && s.StartsGrownPartition(group, topic, p):
+					o = meta.GroupOffset{Offset: srv.logStart(s, topic, p), LeaderEpoch: -1}
+				case !ok:
 					o = meta.GroupOffset{Offset: -1, LeaderEpoch: -1}
 				}
 				out[topic] = append(out[topic], committed{partition: p, GroupOffset: o})
@@ -114,4 +117,17 @@ func (srv *Server) committedOffsets(group string, asked map[string][]int32) map[
 		}
 	})
 	return out
+}
+
+// logStart is where a group starts a partition an ordered growth made:
+// its log start as this broker's replica has it, or 0 where it holds
+// none; a start that retention passed since is answered OFFSET_OUT_OF_RANGE
+// by the fetch, and the group's reset policy applies then.
+func (srv *Server) logStart(s *meta.State, topic string, index int32) int64 {
+	_, p := s.Partition(topic, index)
+	if rep := srv.Replicas.Replica(p.Shard); rep != nil {
+		start, _ := rep.StateMachine().Log().Offsets()
+		return start
+	}
+	return 0
 }

@@ -47,6 +47,7 @@ func handleProduce(srv *Server, r *request) (kmsg.Response, error) {
 			name, known = srv.Meta.TopicName(t.TopicID)
 		}
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		refresh := known && srv.tellGrowth(r.conn, name)
 		for i, p := range t.Partitions {
 			rp := &rt.Partitions[i]
 			rp.Default()
@@ -57,6 +58,10 @@ func handleProduce(srv *Server, r *request) (kmsg.Response, error) {
 			}
 			if err := r.onTopic(srv, kmsg.ACLOperationWrite, name); err != nil {
 				rp.ErrorCode = err.Code
+				continue
+			}
+			if refresh {
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 				continue
 			}
 			pp, err := srv.proposeProduce(req, name, p, timeout)
@@ -163,6 +168,27 @@ func (srv *Server) addProduceLeaderHints(resp *kmsg.ProduceResponse, names []str
 			}
 		}
 	}
+}
+
+// tellGrowth reports whether the connection's first produce to topic
+// since an ordered growth of it became visible is to be answered
+// NOT_LEADER_OR_FOLLOWER, once per connection and growth: the producer
+// then refreshes its metadata and places its next records by the new
+// partition count, instead of when its metadata expires, minutes later
+// (docs/design/ordered-growth.md). It retries the refused batches where
+// they were, and they are stale records then. The leader hints of KIP-951
+// name this broker, which hints nothing (leaderHintFor), so the client
+// refreshes in full.
+func (srv *Server) tellGrowth(c *clientConn, topic string) bool {
+	seq := srv.Meta.HeldGrowth(topic)
+	if seq == 0 || c.toldGrowth[topic] == seq {
+		return false
+	}
+	if c.toldGrowth == nil {
+		c.toldGrowth = map[string]int{}
+	}
+	c.toldGrowth[topic] = seq
+	return true
 }
 
 // proposeProduce validates one partition's records and proposes them; the

@@ -55,6 +55,10 @@ type clientConn struct {
 	// mutedUntil (Unix nanoseconds) holds the next request back while the
 	// client pays a quota's throttle time (quotas.go).
 	mutedUntil atomic.Int64
+	// toldGrowth is, by topic, the ordered growth whose refresh answer
+	// this connection's producer got (api_produce.go). Only the read loop
+	// touches it.
+	toldGrowth map[string]int
 }
 
 // reply is a response frame for the writer, nil to close the connection;

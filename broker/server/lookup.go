@@ -97,6 +97,9 @@ func (srv *Server) actingReplica(topic string, index int32, standIn bool) (*repl
 	if err != nil {
 		return nil, info, err
 	}
+	if info.Hidden {
+		return nil, info, kerr.UnknownTopicOrPartition // an ordered growth not shown to clients yet
+	}
 	rep := srv.Replicas.Replica(info.Shard)
 	if rep == nil {
 		return nil, info, kerr.NotLeaderForPartition

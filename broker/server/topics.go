@@ -55,6 +55,9 @@ func (srv *Server) awaitLeaders(ctx context.Context, topics []string) {
 		srv.Meta.Read(func(s *meta.State) {
 			for _, name := range topics {
 				if t := s.Topic(name); t != nil {
+					// An ordered growth is shown once its old partitions' leaders
+					// reported their splits, which needs them led too.
+					led = led && t.VisiblePartitions() == int32(len(t.Partitions))
 					for _, p := range t.Partitions {
 						led = led && p.Leader >= 0
 						if len(p.Replicas) > 0 && p.Leader != p.Replicas[0] && srv.Liveness.IsLive(p.Replicas[0]) {

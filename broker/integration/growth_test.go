@@ -1,0 +1,300 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/brokertest"
+	"github.com/raftka/raftka/broker/growth"
+)
+
+// keyOrder checks what a group processed against what was acknowledged:
+// for every key, no record is processed after a later record of its key
+// (processing one again after a rebalance is allowed), and every
+// acknowledged record is processed.
+type keyOrder struct {
+	mu        sync.Mutex
+	acked     map[string]map[int]bool
+	processed map[string]map[int]bool
+	latest    map[string]int
+	// grown counts the records processed from partitions a growth added.
+	grown     int
+	reordered int
+	firstBad  string
+}
+
+func newKeyOrder() *keyOrder {
+	return &keyOrder{acked: map[string]map[int]bool{}, processed: map[string]map[int]bool{}, latest: map[string]int{}}
+}
+
+func (k *keyOrder) ack(key string, seq int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.acked[key] == nil {
+		k.acked[key] = map[int]bool{}
+	}
+	k.acked[key][seq] = true
+}
+
+func (k *keyOrder) process(key string, seq int, partition int32) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.processed[key] == nil {
+		k.processed[key] = map[int]bool{}
+	}
+	if latest, ok := k.latest[key]; ok && seq < latest && !k.processed[key][seq] {
+		k.reordered++
+		if k.firstBad == "" {
+			k.firstBad = fmt.Sprintf("key %s: record %d (partition %d) processed after record %d", key, seq, partition, latest)
+		}
+	}
+	if partition >= 4 {
+		k.grown++
+	}
+	k.processed[key][seq] = true
+	k.latest[key] = max(k.latest[key], seq)
+}
+
+// missing counts the acknowledged records not processed yet.
+func (k *keyOrder) missing() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for key, seqs := range k.acked {
+		for seq := range seqs {
+			if !k.processed[key][seq] {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// growthRun is one run of the keyed-growth scenario on a fresh topic.
+type growthRun struct {
+	reordered, missing, acked, grown int
+	firstBad                         string
+}
+
+// runKeyedGrowth runs the issue's scenario: a keyed producer over 64 keys
+// at about 600 records/s throughout; a group of two consumers that
+// process slower than that, commit after processing, reset to latest and
+// rebalance only between polls; the topic grown 4 -> 6 and then 6 -> 9
+// while the group lags.
+func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, topic string, configs map[string]*string, afterGrowth func(ctx context.Context)) growthRun {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c.CreateTopic(topic, 4, 3, configs)
+	check := newKeyOrder()
+	// Clients learn of new partitions when their metadata ages; the
+	// consumers must see them to read them at all.
+	follow := []kgo.Opt{kgo.MetadataMaxAge(2 * time.Second), kgo.MetadataMinAge(250 * time.Millisecond)}
+	var consumers sync.WaitGroup
+	for range 2 {
+		cl := c.Client(append(follow, kgo.ConsumerGroup("g-"+topic), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.AutoCommitMarks(), kgo.BlockRebalanceOnPoll(),
+			kgo.AutoCommitInterval(500*time.Millisecond))...)
+		consumers.Go(func() {
+			for ctx.Err() == nil {
+				fetches := cl.PollRecords(ctx, 20)
+				fetches.EachRecord(func(r *kgo.Record) {
+					seq, _ := strconv.Atoi(string(r.Value))
+					check.process(string(r.Key), seq, r.Partition)
+					time.Sleep(4 * time.Millisecond) // about 250 records/s each: the group lags
+					cl.MarkCommitRecords(r)
+				})
+				cl.AllowRebalance()
+			}
+		})
+	}
+	defer consumers.Wait()
+	defer cancel()
+	time.Sleep(3 * time.Second) // the group joins and resets to the end, before anything is produced
+
+	producer := c.Client(follow...)
+	stop := make(chan struct{})
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		seqs := map[string]int{}
+		tick := time.NewTicker(time.Second / 600)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				_ = producer.Flush(ctx) // what did not flush was not acknowledged, and is not checked
+				return
+			case <-tick.C:
+			}
+			key := "key-" + strconv.Itoa(i%64)
+			seq := seqs[key]
+			seqs[key]++
+			producer.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(strconv.Itoa(seq))}, func(r *kgo.Record, err error) {
+				if err == nil {
+					check.ack(key, seq)
+				}
+			})
+		}
+	}()
+	adm := c.Admin()
+	for _, grow := range []int{2, 3} { // 4 -> 6, then 6 -> 9
+		time.Sleep(5 * time.Second)
+		began := time.Now()
+		if _, err := adm.CreatePartitions(ctx, grow, topic); err != nil {
+			t.Fatalf("growing %s by %d: %v", topic, grow, err)
+		}
+		t.Logf("%s grown by %d in %v", topic, grow, time.Since(began))
+		if afterGrowth != nil {
+			afterGrowth(ctx)
+		}
+	}
+	time.Sleep(5 * time.Second)
+	close(stop)
+	<-produced
+	// Until every acknowledged record is processed, or nothing more is
+	// for long enough that the rest was skipped.
+	stopped, progressed, left := time.Now(), time.Now(), check.missing()
+	for ctx.Err() == nil && left > 0 && time.Since(progressed) < 20*time.Second {
+		time.Sleep(250 * time.Millisecond)
+		if now := check.missing(); now < left {
+			progressed, left = time.Now(), now
+		}
+	}
+	t.Logf("%s: %d records left unprocessed %v after the producer stopped", topic, left, time.Since(stopped))
+	run := growthRun{missing: check.missing()}
+	check.mu.Lock()
+	defer check.mu.Unlock()
+	run.reordered, run.firstBad, run.grown = check.reordered, check.firstBad, check.grown
+	for _, seqs := range check.acked {
+		run.acked += len(seqs)
+	}
+	return run
+}
+
+// TestOrderedGrowthKeepsEachKeysOrder: the guarantee of ordered growth
+// (docs/design/ordered-growth.md) with franz-go's defaults for keys, and
+// the same scenario with ordered growth off, which must reorder or skip:
+// the test can fail.
+func TestOrderedGrowthKeepsEachKeysOrder(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	quick := map[string]*string{"raftka.growth.quiet.ms": kmsg.StringPtr("2000")}
+	on := runKeyedGrowth(t, c, "ordered", quick, nil)
+	t.Logf("ordered growth: %d records acknowledged, %d of them from new partitions, %d reordered, %d never processed", on.acked, on.grown, on.reordered, on.missing)
+	if on.grown == 0 {
+		t.Error("no record was processed from a partition the growths added: the producer never placed keys by the new count")
+	}
+	if on.reordered > 0 || on.missing > 0 {
+		t.Errorf("ordered growth: %d records reordered (first: %s), %d acknowledged records never processed", on.reordered, on.firstBad, on.missing)
+	}
+	for i := range c.Brokers {
+		if n, ok := c.Metric(i, "raftka_growth_forced_lifts_total", `topic="ordered"`); ok && n > 0 {
+			t.Errorf("broker %d lifted %v growths at their bound: the group should have drained them", i, n)
+		}
+	}
+
+	off := runKeyedGrowth(t, c, "unordered", map[string]*string{"raftka.growth.ordered": kmsg.StringPtr("false")}, nil)
+	t.Logf("ordered growth off: %d records acknowledged, %d reordered (first: %s), %d never processed", off.acked, off.reordered, off.firstBad, off.missing)
+	if off.reordered == 0 && off.missing == 0 {
+		t.Error("with ordered growth off, the scenario neither reordered nor skipped a record: it cannot tell the guarantee from its absence")
+	}
+}
+
+// TestOrderedGrowthSurvivesACrashedMetadataLeader: the metadata leader is
+// SIGKILLed while each growth holds, so the holds, the classification and
+// the lift go on from another broker, and the first comes back; the
+// checker still passes.
+func TestOrderedGrowthSurvivesACrashedMetadataLeader(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	quick := map[string]*string{"raftka.growth.quiet.ms": kmsg.StringPtr("2000")}
+	killed := -1
+	crash := func(ctx context.Context) {
+		if killed >= 0 {
+			c.Restart(killed)
+		}
+		md, err := c.Admin().BrokerMetadata(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		killed = int(md.Controller)
+		c.Kill(killed)
+		t.Logf("metadata leader %d SIGKILLed", killed)
+	}
+	run := runKeyedGrowth(t, c, "crashed", quick, crash)
+	t.Logf("ordered growth with crashes: %d records acknowledged, %d of them from new partitions, %d reordered, %d never processed", run.acked, run.grown, run.reordered, run.missing)
+	if run.grown == 0 || run.reordered > 0 || run.missing > 0 {
+		t.Errorf("with the metadata leader SIGKILLed during each growth: %d reordered (first: %s), %d never processed, %d from new partitions", run.reordered, run.firstBad, run.missing, run.grown)
+	}
+}
+
+// TestOrderedGrowthLiftsAtItsBound: a group that committed once and
+// never again holds a growth only until raftka.growth.max.hold.ms, and
+// the lift is counted as forced.
+func TestOrderedGrowthLiftsAtItsBound(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c.CreateTopic("bounded", 2, 3, map[string]*string{"raftka.growth.max.hold.ms": kmsg.StringPtr("3000"), "raftka.growth.quiet.ms": kmsg.StringPtr("0")})
+	cl := c.Client()
+	for i := range 20 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "bounded", Key: []byte(strconv.Itoa(i)), Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := c.Admin()
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "bounded", Partition: 0, At: 0, LeaderEpoch: -1})
+	if _, err := adm.CommitOffsets(ctx, "stuck", offsets); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreatePartitions(ctx, 1, "bounded"); err != nil {
+		t.Fatal(err)
+	}
+	grown := time.Now()
+	status := func() growth.Status {
+		_, body := c.Get(0, "/growth?topic=bounded")
+		var out []growth.Status
+		if err := json.Unmarshal([]byte(body), &out); err != nil || len(out) != 1 {
+			t.Fatalf("GET /growth: %q: %v", body, err)
+		}
+		return out[0]
+	}
+	if st := status(); len(st.Growths) != 1 || !slices.Equal(st.Growths[0].Draining, []string{"stuck"}) || st.Growths[0].To != 3 {
+		t.Errorf("growth while held: %+v, want one growth to 3 that group stuck drains", st)
+	}
+	// The new partition is held at 0 while the growth holds: a consumer
+	// reading it from the start gets nothing until the bound lifts it.
+	manual := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := manual.ProduceSync(ctx, &kgo.Record{Topic: "bounded", Partition: 2, Value: []byte("new")}).FirstErr(); err != nil {
+		t.Fatalf("produce to the new partition: %v", err)
+	}
+	reader := c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"bounded": {2: kgo.NewOffset().AtStart()}}))
+	fetches := reader.PollFetches(ctx)
+	held := time.Since(grown)
+	if err := fetches.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if held < 2*time.Second {
+		t.Errorf("the new partition was read %v after the growth, before its 3 s bound", held)
+	}
+	forced := 0.0
+	for i := range c.Brokers {
+		n, _ := c.Metric(i, "raftka_growth_forced_lifts_total", `topic="bounded"`)
+		forced += n
+	}
+	if forced != 1 {
+		t.Errorf("forced lifts counted: %v, want 1", forced)
+	}
+	if st := status(); len(st.Growths) != 0 || st.LastLift == nil || st.LastLift.Reason != growth.Bound || st.ForcedLifts != 1 {
+		t.Errorf("growth after the bound: %+v", st)
+	}
+}
