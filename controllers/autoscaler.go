@@ -113,6 +113,8 @@ func policyOf(cg *raftkav1.ConsumerGroup, lagPeriod time.Duration) autoscale.Pol
 		MinReplicas: ptr.Deref(cg.Spec.MinReplicas, 1), MaxReplicas: ptr.Deref(cg.Spec.MaxReplicas, 10),
 		LagThreshold: ptr.Deref(cg.Spec.LagThreshold, 1000), ScaleDownWindow: 5 * time.Minute,
 		StallAfter: max(2*time.Minute, 4*lagPeriod), ResetLatest: cg.Spec.OffsetReset == "latest",
+		ActivationLag: ptr.Deref(cg.Spec.ActivationLagThreshold, 0), LimitToPartitionsWithLag: cg.Spec.LimitToPartitionsWithLag,
+		ExcludePersistentLag: cg.Spec.ExcludePersistentLag,
 	}
 	if ps := cg.Spec.PartitionScaling; ps != nil && ps.Enabled {
 		p.PartitionScaling = true
@@ -175,7 +177,7 @@ func ledPartitions(ctx context.Context, adm *kadm.Client, topics []string) (map[
 
 // autoscale decides and acts: partitions first, then the target's replicas.
 // It writes only /scale and the brokers' partition counts, never a spec.
-func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.ConsumerGroup, adm *kadm.Client, lags []autoscale.PartitionLag) error {
+func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.ConsumerGroup, adm *kadm.Client, lags []autoscale.PartitionLag, growing map[string]bool) error {
 	target, scale, err := r.scaleTarget(ctx, cg)
 	if err != nil {
 		return err
@@ -185,7 +187,7 @@ func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.Co
 		return err
 	}
 	current := scaleReplicas(scale)
-	obs := autoscale.Observation{Now: time.Now(), Lags: lags, LedPartitions: led, CurrentReplicas: current}
+	obs := autoscale.Observation{Now: time.Now(), Lags: lags, LedPartitions: led, CurrentReplicas: current, Growing: growing}
 	d := autoscale.Decide(obs, policyOf(cg, r.SyncPeriod), r.groups.state(cg))
 	r.groups.putState(cg, d.Next)
 	logger := log.FromContext(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/autoscale"
@@ -26,7 +28,10 @@ type ConsumerGroupReconciler struct {
 	Recorder events.EventRecorder
 	// SyncPeriod is how often lag is measured.
 	SyncPeriod time.Duration
-	groups     groupMemory
+	// HTTPAddr is where the operator reaches a broker's HTTP endpoint,
+	// which reports ordered growths; DNSHTTPAddr when nil.
+	HTTPAddr func(cluster *raftkav1.BrokerCluster, id int32) string
+	groups   groupMemory
 }
 
 // +kubebuilder:rbac:groups=raftka.io,resources=consumergroups,verbs=get;list;watch
@@ -96,7 +101,25 @@ func (r *ConsumerGroupReconciler) measure(ctx context.Context, cg *raftkav1.Cons
 	if cg.Spec.ScaleTargetRef == nil {
 		return nil
 	}
-	return r.autoscale(ctx, cg, adm, lags)
+	return r.autoscale(ctx, cg, adm, lags, r.growing(ctx, cluster, cg.Spec.Topics))
+}
+
+// growing names the topics whose ordered growth is in progress. Brokers
+// that cannot be asked name none: growing a topic during a hold only
+// stacks another hold behind it.
+func (r *ConsumerGroupReconciler) growing(ctx context.Context, cluster *raftkav1.BrokerCluster, topics []string) map[string]bool {
+	all, err := askGrowths(ctx, r.HTTPAddr, cluster, "")
+	if err != nil {
+		log.FromContext(ctx).Info("ordered growths not read", "error", err.Error())
+		return nil
+	}
+	out := map[string]bool{}
+	for _, st := range all {
+		if len(st.Growths) > 0 && slices.Contains(topics, st.Topic) {
+			out[st.Topic] = true
+		}
+	}
+	return out
 }
 
 // ReadLag reads, for every partition of the topics, the group's committed

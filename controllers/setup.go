@@ -56,7 +56,8 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 		Recorder: mgr.GetEventRecorder("raftka-brokercluster")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&TopicReconciler{Client: mgr.GetClient(), Brokers: brokers, Resync: opts.TopicResync}).SetupWithManager(mgr); err != nil {
+	if err := (&TopicReconciler{Client: mgr.GetClient(), Brokers: brokers, Resync: opts.TopicResync, HTTPAddr: opts.BrokerHTTPAddr,
+		Recorder: mgr.GetEventRecorder("raftka-topic")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&UserReconciler{Client: mgr.GetClient(), Brokers: brokers, Resync: opts.UserResync}).SetupWithManager(mgr); err != nil {
@@ -67,6 +68,6 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 			return err
 		}
 	}
-	return (&ConsumerGroupReconciler{Client: mgr.GetClient(), Brokers: brokers, SyncPeriod: opts.LagPeriod,
+	return (&ConsumerGroupReconciler{Client: mgr.GetClient(), Brokers: brokers, SyncPeriod: opts.LagPeriod, HTTPAddr: opts.BrokerHTTPAddr,
 		Recorder: mgr.GetEventRecorder("raftka-consumergroup")}).SetupWithManager(mgr)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -39,6 +40,11 @@ type TopicReconciler struct {
 	// Resync is how often a Ready topic is compared with the brokers again,
 	// to revert changes made outside Kubernetes.
 	Resync time.Duration
+	// HTTPAddr is where the operator reaches a broker's HTTP endpoint,
+	// which reports ordered growths; DNSHTTPAddr when nil.
+	HTTPAddr func(cluster *raftkav1.BrokerCluster, id int32) string
+	// Recorder reports a growth lifted at its bound.
+	Recorder events.EventRecorder
 
 	transient transientFailures
 }
@@ -100,6 +106,9 @@ func (r *TopicReconciler) reconcile(ctx context.Context, topic *raftkav1.Topic) 
 	if err == nil {
 		err = r.observe(ctx, adm, topic)
 	}
+	if err == nil {
+		r.observeGrowth(ctx, topic, cluster)
+	}
 	if err != nil {
 		var notSupported errNotSupported
 		if errors.As(err, &notSupported) {
@@ -131,6 +140,9 @@ func (r *TopicReconciler) reconcile(ctx context.Context, topic *raftkav1.Topic) 
 	}
 	setCondition(&topic.Status.Conditions, topic.Generation, raftkav1.ConditionReady, true, reason, message)
 	meta.RemoveStatusCondition(&topic.Status.Conditions, raftkav1.ConditionStalled)
+	if topic.Status.Growth != nil {
+		return ctrl.Result{RequeueAfter: min(r.Resync, growthPoll)}, nil
+	}
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
 }
 

@@ -21,8 +21,9 @@ type ScaleTargetReference struct {
 // every consumer gets one.
 type PartitionScaling struct {
 	// Enabled turns partition growth on. Growing partitions moves keys to
-	// other partitions: leave it off for topics whose consumers rely on
-	// per-key order across the change.
+	// other partitions; ordered growth (the topic config
+	// raftka.growth.ordered, on by default) keeps each key's order across
+	// it for producers with murmur2 partitioners (docs/autoscaling.md).
 	Enabled bool `json:"enabled"`
 	// MaxPartitions caps each topic's partitions.
 	// +optional
@@ -80,6 +81,26 @@ type ConsumerGroupSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	LagThreshold *int64 `json:"lagThreshold,omitempty"`
+	// ActivationLagThreshold: with minReplicas 0, the target is woken from
+	// zero only by a lag above it, and goes back to zero once the lag
+	// stayed at or below it for the scale-down window (KEDA's
+	// activationLagThreshold). Default 0: any lag wakes it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ActivationLagThreshold *int64 `json:"activationLagThreshold,omitempty"`
+	// LimitToPartitionsWithLag caps the consumers at the partitions that
+	// have lag: a consumer given only idle partitions would have nothing
+	// to do, so a group whose lag sits in a few hot partitions gets as many
+	// consumers as those, not as the lag's total asks (KEDA's
+	// limitToPartitionsWithLag).
+	// +optional
+	LimitToPartitionsWithLag bool `json:"limitToPartitionsWithLag,omitempty"`
+	// ExcludePersistentLag leaves out of the consumer count the lag of a
+	// partition whose committed offset stood still since the last
+	// measurement: a consumer stuck on it keeps its lag whatever the
+	// consumer count (KEDA's excludePersistentLag).
+	// +optional
+	ExcludePersistentLag bool `json:"excludePersistentLag,omitempty"`
 	// PartitionScaling lets the autoscaler grow partitions with consumers.
 	// +optional
 	PartitionScaling *PartitionScaling `json:"partitionScaling,omitempty"`

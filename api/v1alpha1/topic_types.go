@@ -86,6 +86,15 @@ type TopicStatus struct {
 	// Config is the topic's configs that are not at their defaults.
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
+	// Growth is the ordered growth of the topic's partitions in progress,
+	// if any (docs/design/ordered-growth.md): its consumers are held until
+	// the groups that consume the topic have read what the old partition
+	// count placed.
+	// +optional
+	Growth *TopicGrowth `json:"growth,omitempty"`
+	// LastGrowthLift is how the topic's latest ordered growth ended.
+	// +optional
+	LastGrowthLift *GrowthLift `json:"lastGrowthLift,omitempty"`
 	// Conditions: Ready, with reasons Created, Updated, Reassigning,
 	// NotSupported, NotEnoughBrokers, ResourceConflict, ClusterNotReady,
 	// BrokerError.
@@ -93,6 +102,58 @@ type TopicStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// TopicGrowth is an ordered growth in progress.
+type TopicGrowth struct {
+	// From and To are the partition counts before and after the growth.
+	From int32 `json:"from"`
+	To   int32 `json:"to"`
+	// Phase is Splitting while the old partitions' leaders report their
+	// split offsets (clients still see From partitions), then Holding.
+	Phase string `json:"phase"`
+	// HeldSince is when the growth began to hold its consumers.
+	// +optional
+	HeldSince *metav1.Time `json:"heldSince,omitempty"`
+	// Splits are the old partitions' split offsets, by partition; -1 until
+	// reported.
+	// +optional
+	Splits []int64 `json:"splits,omitempty"`
+	// Releases are the offsets every counted group must commit on each old
+	// partition before the hold lifts.
+	// +optional
+	Releases []int64 `json:"releases,omitempty"`
+	// DrainingGroups are the groups still short of a release.
+	// +optional
+	DrainingGroups []string `json:"drainingGroups,omitempty"`
+	// Queued counts the later growths that wait for this one.
+	// +optional
+	Queued int32 `json:"queued,omitempty"`
+}
+
+// Phases of a TopicGrowth.
+const (
+	GrowthSplitting = "Splitting"
+	GrowthHolding   = "Holding"
+)
+
+// Reasons of a GrowthLift.
+const (
+	GrowthDrained = "Drained"
+	GrowthBound   = "Bound"
+)
+
+// GrowthLift is the end of an ordered growth.
+type GrowthLift struct {
+	// Growth numbers the topic's ordered growths.
+	Growth int32 `json:"growth"`
+	// Reason is Drained (every counted group read the old partitions) or
+	// Bound (raftka.growth.max.hold.ms passed first: a group may read a
+	// key out of order).
+	Reason string      `json:"reason"`
+	Time   metav1.Time `json:"time"`
+	// HeldSeconds is how long consumers were held.
+	HeldSeconds int64 `json:"heldSeconds"`
 }
 
 // PartitionReplicas is a partition's replicas as the brokers report them.

@@ -160,6 +160,14 @@ func TestCommandsAgainstRealBrokers(t *testing.T) {
 		len(described[0].Partitions) != 4 || described[0].Configs["retention.bytes"] != "1048576" || described[0].Configs["retention.ms"] != "" {
 		t.Fatalf("after add-partitions and alter-config: %+v %v", described, err)
 	}
+	// The growth is ordered (on by default): describe shows it from the
+	// brokers' HTTP endpoint, in progress or lifted.
+	if g := described[0].Growth; g == nil || (len(g.Growths) == 0 && g.LastLift == nil) || (len(g.Growths) > 0 && g.Growths[0].To != 4) {
+		t.Fatalf("growth of orders after add-partitions: %+v", g)
+	}
+	if text := mustRaftka(t, c, "", "topic", "describe", "orders"); !strings.Contains(text, "growth 1") {
+		t.Fatalf("topic describe shows no growth:\n%s", text)
+	}
 
 	var info struct {
 		Controller int32
@@ -355,3 +363,4 @@ func TestClusterHealth(t *testing.T) {
 		t.Errorf("problems %q do not name broker 2", h.Problems)
 	}
 }
+

@@ -65,10 +65,11 @@ func keyValues(list []string) (map[string]string, error) {
 	return out, nil
 }
 
-func joinIDs(ids []int32) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = fmt.Sprint(id)
+// joinNumbers lists broker ids or offsets, comma-separated.
+func joinNumbers[T int32 | int64](ns []T) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ",")
 }

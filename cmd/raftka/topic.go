@@ -4,11 +4,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/growth"
+	"github.com/raftka/raftka/internal/brokerclient"
 )
 
 func topicCreate(ctx context.Context, e *env, args []string) error {
@@ -108,6 +114,9 @@ type topicView struct {
 	ID         string            `json:"id"`
 	Partitions []partitionView   `json:"partitions"`
 	Configs    map[string]string `json:"configs"`
+	// Growth is the topic's ordered growth, from a broker's HTTP endpoint:
+	// nil if it never had one, or no broker could be asked.
+	Growth *growth.Status `json:"growth,omitempty"`
 }
 
 func topicDescribe(ctx context.Context, e *env, args []string) error {
@@ -150,6 +159,10 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 		}
 		views = append(views, v)
 	}
+	growths := topicGrowths(ctx, adm)
+	for i := range views {
+		views[i].Growth = growths[views[i].Topic]
+	}
 	if e.json {
 		return printJSON(e.out, views)
 	}
@@ -168,13 +181,60 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 		}
 		var cells [][]string
 		for _, p := range v.Partitions {
-			cells = append(cells, []string{strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Leader)), strconv.Itoa(int(p.Epoch)), joinIDs(p.Replicas), joinIDs(p.InSync), p.Error})
+			cells = append(cells, []string{strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Leader)), strconv.Itoa(int(p.Epoch)), joinNumbers(p.Replicas), joinNumbers(p.InSync), p.Error})
 		}
 		if err := printTable(e.out, []string{"PARTITION", "LEADER", "EPOCH", "REPLICAS", "IN SYNC", "ERROR"}, cells); err != nil {
 			return err
 		}
+		printGrowth(e.out, v.Growth, time.Now())
 	}
 	return nil
+}
+
+// topicGrowths asks the brokers' HTTP endpoints, the first that answers,
+// for the ordered growths of every topic that had one.
+func topicGrowths(ctx context.Context, adm *kadm.Client) map[string]*growth.Status {
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, addr := range httpEndpoints(ctx, adm, md) {
+		all, err := brokerclient.Growths(cctx, addr, "")
+		if err != nil {
+			continue
+		}
+		out := map[string]*growth.Status{}
+		for i := range all {
+			out[all[i].Topic] = &all[i]
+		}
+		return out
+	}
+	return nil
+}
+
+// printGrowth shows a topic's ordered growths in progress and its last
+// lift (docs/design/ordered-growth.md).
+func printGrowth(out io.Writer, st *growth.Status, now time.Time) {
+	if st == nil {
+		return
+	}
+	for _, g := range st.Growths {
+		if g.Hidden {
+			_, _ = fmt.Fprintf(out, "growth %d: %d -> %d partitions, splitting (clients see %d); splits %s\n", g.Seq, g.From, g.To, g.From, joinNumbers(g.Splits))
+			continue
+		}
+		_, _ = fmt.Fprintf(out, "growth %d: %d -> %d partitions, holding consumers for %s; holds %s, releases %s\n",
+			g.Seq, g.From, g.To, now.Sub(g.HeldSince).Round(time.Second), joinNumbers(g.Holds), joinNumbers(g.Releases))
+		if len(g.Draining) > 0 {
+			_, _ = fmt.Fprintf(out, "  groups still draining the old partitions: %s\n", strings.Join(g.Draining, ", "))
+		}
+	}
+	if l := st.LastLift; l != nil {
+		_, _ = fmt.Fprintf(out, "last growth %d lifted (%s) at %s after %s; %d lifted at the bound in all\n",
+			l.Seq, l.Reason, l.At.Format(time.RFC3339), (time.Duration(l.HeldMs) * time.Millisecond).Round(time.Millisecond), st.ForcedLifts)
+	}
 }
 
 func topicAlterConfig(ctx context.Context, e *env, args []string) error {

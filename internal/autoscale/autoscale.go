@@ -7,6 +7,7 @@ package autoscale
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -27,6 +28,11 @@ type Observation struct {
 	// leader: consumers beyond that would idle.
 	LedPartitions   map[string]int32
 	CurrentReplicas int32
+	// Growing are the topics whose ordered growth is in progress
+	// (docs/design/ordered-growth.md): one is not grown again until it
+	// lifts, since its consumers wait at the hold and more partitions
+	// would only stack another hold behind it.
+	Growing map[string]bool
 }
 
 // Policy is the ConsumerGroup's spec, with defaults applied.
@@ -43,6 +49,15 @@ type Policy struct {
 	// StallAfter: lag that grows while committed offsets stand still for
 	// this long marks the group stalled; it is not scaled up further.
 	StallAfter time.Duration
+	// ActivationLag: with MinReplicas 0, a lag at or below it asks for no
+	// consumer at all.
+	ActivationLag int64
+	// LimitToPartitionsWithLag caps the consumers at the partitions with
+	// lag.
+	LimitToPartitionsWithLag bool
+	// ExcludePersistentLag leaves out of the count the lag of partitions
+	// whose committed offset stood still since the last sync.
+	ExcludePersistentLag bool
 }
 
 // Recommendation is a past raw recommendation, for stabilization.
@@ -57,18 +72,32 @@ type State struct {
 	Committed       int64 // sum of committed offsets at the last sync
 	LastProgress    time.Time
 	Lag             int64
+	// Offsets are the committed offsets of the last sync, by partition.
+	Offsets map[Partition]int64
+}
+
+// Partition names a topic's partition.
+type Partition struct {
+	Topic string
+	Index int32
 }
 
 // Decision is what to do now.
 type Decision struct {
-	TotalLag        int64
+	TotalLag int64
+	// CountedLag is the lag the consumers are counted from: TotalLag less
+	// the persistent lag, when excluded.
+	CountedLag      int64
 	DesiredReplicas int32
 	// GrowPartitions: topic -> new partition count. Replicas follow once
 	// the new partitions have leaders, at a later sync.
 	GrowPartitions map[string]int32
-	Stalled        bool
-	Reason         string
-	Next           State
+	// Waiting are the topics that need more partitions but are still
+	// growing (Observation.Growing).
+	Waiting []string
+	Stalled bool
+	Reason  string
+	Next    State
 }
 
 // Lag is a partition's lag under the policy's reset rule.
@@ -86,23 +115,11 @@ func (p Policy) Lag(l PartitionLag) int64 {
 // Decide computes the desired consumers and partitions.
 func Decide(obs Observation, p Policy, prev State) Decision {
 	d := Decision{Next: State{Committed: prev.Committed, LastProgress: prev.LastProgress}}
-	var committed int64
-	for _, l := range obs.Lags {
-		d.TotalLag += p.Lag(l)
-		if l.Committed > 0 {
-			committed += l.Committed
-		}
-	}
-	d.Next.Committed, d.Next.Lag = committed, d.TotalLag
+	committed, lagging := d.measure(obs, p, prev)
 	if committed != prev.Committed || d.TotalLag == 0 {
 		d.Next.LastProgress = obs.Now
 	}
-
-	raw := int32(0)
-	if p.LagThreshold > 0 {
-		raw = int32(min((d.TotalLag+p.LagThreshold-1)/p.LagThreshold, int64(p.MaxReplicas)))
-	}
-	raw = clamp(raw, p.MinReplicas, p.MaxReplicas)
+	raw := d.rawReplicas(p, lagging)
 
 	// Stalled: lag grows, nothing is committed any more, and the group did
 	// commit before (a new group may still be starting).
@@ -130,7 +147,9 @@ func Decide(obs Observation, p Policy, prev State) Decision {
 				target = min(target, p.MaxPartitions)
 			}
 			for _, topic := range sortedTopics(obs.LedPartitions) {
-				if n := obs.LedPartitions[topic]; n < target {
+				if n := obs.LedPartitions[topic]; n < target && obs.Growing[topic] {
+					d.Waiting = append(d.Waiting, topic)
+				} else if n < target {
 					if d.GrowPartitions == nil {
 						d.GrowPartitions = map[string]int32{}
 					}
@@ -143,6 +162,50 @@ func Decide(obs Observation, p Policy, prev State) Decision {
 	d.DesiredReplicas = desired
 	d.Reason = reason(d, obs, raw, p)
 	return d
+}
+
+// measure sums the lag and the committed offsets, and counts the
+// partitions with lag; the lag of a partition whose commit stood still
+// since the last sync is left out of CountedLag, and of the count, when
+// the policy excludes persistent lag.
+func (d *Decision) measure(obs Observation, p Policy, prev State) (committed int64, lagging int32) {
+	d.Next.Offsets = map[Partition]int64{}
+	for _, l := range obs.Lags {
+		lag := p.Lag(l)
+		d.TotalLag += lag
+		if l.Committed > 0 {
+			committed += l.Committed
+		}
+		at := Partition{l.Topic, l.Partition}
+		d.Next.Offsets[at] = l.Committed
+		if was, ok := prev.Offsets[at]; p.ExcludePersistentLag && ok && l.Committed >= 0 && was == l.Committed && lag > 0 {
+			continue // persistent
+		}
+		d.CountedLag += lag
+		if lag > 0 {
+			lagging++
+		}
+	}
+	d.Next.Committed, d.Next.Lag = committed, d.TotalLag
+	return committed, lagging
+}
+
+// rawReplicas is the consumers the counted lag asks for, before
+// stabilization: one per LagThreshold, none below the activation lag when
+// the target may scale to zero, at most one per partition with lag when
+// the policy limits them so, within the bounds.
+func (d *Decision) rawReplicas(p Policy, lagging int32) int32 {
+	raw := int32(0)
+	if p.LagThreshold > 0 {
+		raw = int32(min((d.CountedLag+p.LagThreshold-1)/p.LagThreshold, int64(p.MaxReplicas)))
+	}
+	if p.MinReplicas == 0 && d.CountedLag <= p.ActivationLag {
+		raw = 0
+	}
+	if p.LimitToPartitionsWithLag {
+		raw = min(raw, lagging)
+	}
+	return clamp(raw, p.MinReplicas, p.MaxReplicas)
 }
 
 // seed starts an empty history at the current replicas, so that a fresh
@@ -194,6 +257,8 @@ func reason(d Decision, obs Observation, raw int32, p Policy) string {
 		return fmt.Sprintf("lag %d grows while no offsets are committed: consumers look stuck, not scaling up", d.TotalLag)
 	case len(d.GrowPartitions) > 0:
 		return fmt.Sprintf("lag %d needs %d consumers: growing partitions first", d.TotalLag, raw)
+	case len(d.Waiting) > 0:
+		return fmt.Sprintf("lag %d needs %d consumers: waiting for the growth of %s to lift before growing it again", d.TotalLag, raw, strings.Join(d.Waiting, ", "))
 	case d.DesiredReplicas > obs.CurrentReplicas:
 		return fmt.Sprintf("lag %d over threshold %d per consumer", d.TotalLag, p.LagThreshold)
 	case d.DesiredReplicas < obs.CurrentReplicas:

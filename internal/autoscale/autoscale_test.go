@@ -124,3 +124,66 @@ func TestLagOnOnePartitionOnly(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 }
+
+// A topic whose ordered growth still holds its consumers is not grown
+// again: the autoscaler waits for the lift, keeping the consumers at the
+// partitions that exist, and grows once the growth lifted.
+func TestNoGrowthWhileAGrowthHolds(t *testing.T) {
+	p := policy()
+	obs := Observation{Now: t0, CurrentReplicas: 3, LedPartitions: map[string]int32{"orders": 3},
+		Lags:    []PartitionLag{{Topic: "orders", Partition: 0, Committed: 0, End: 600}},
+		Growing: map[string]bool{"orders": true}}
+	d := Decide(obs, p, State{})
+	if len(d.GrowPartitions) != 0 || d.DesiredReplicas != 3 || len(d.Waiting) != 1 {
+		t.Fatalf("while growing: grow %v, desired %d, waiting %v (%s)", d.GrowPartitions, d.DesiredReplicas, d.Waiting, d.Reason)
+	}
+	obs.Growing = nil
+	if d := Decide(obs, p, State{}); d.GrowPartitions["orders"] != 6 {
+		t.Fatalf("after the lift: grow %v, want orders to 6 (%s)", d.GrowPartitions, d.Reason)
+	}
+}
+
+// KEDA's knobs: scale to zero below the activation lag and wake above
+// it; at most one consumer per partition with lag; the lag of a partition
+// whose commit stands still left out of the count.
+func TestActivationPartitionsWithLagAndPersistentLag(t *testing.T) {
+	lags := func(committed ...int64) []PartitionLag {
+		out := make([]PartitionLag, len(committed))
+		for i, c := range committed {
+			out[i] = PartitionLag{Topic: "orders", Partition: int32(i), Committed: c, End: 1000}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		policy  func(*Policy)
+		current int32
+		prev    []int64 // committed offsets at the last sync, nil for none
+		now     []int64
+		want    int32
+	}{
+		{"idle at zero stays at zero", func(p *Policy) { p.MinReplicas, p.ActivationLag = 0, 50 }, 0, nil, lags4(1000), 0},
+		{"lag at the activation threshold does not wake it", func(p *Policy) { p.MinReplicas, p.ActivationLag = 0, 50 }, 0, nil, []int64{950, 1000, 1000, 1000}, 0},
+		{"lag above it wakes it", func(p *Policy) { p.MinReplicas, p.ActivationLag = 0, 50 }, 0, nil, []int64{940, 1000, 1000, 1000}, 1},
+		{"without the limit, one hot partition asks for its lag's consumers", func(*Policy) {}, 1, nil, []int64{0, 1000, 1000, 1000}, 8},
+		{"with the limit, one per partition with lag", func(p *Policy) { p.LimitToPartitionsWithLag = true }, 1, nil, []int64{0, 1000, 1000, 1000}, 1},
+		{"persistent lag counted by default", func(*Policy) {}, 1, []int64{200, 200, 1000, 1000}, []int64{200, 200, 1000, 1000}, 8},
+		{"persistent lag excluded", func(p *Policy) { p.ExcludePersistentLag = true }, 1, []int64{200, 200, 1000, 1000}, []int64{200, 300, 1000, 1000}, 7},
+	} {
+		p := policy()
+		p.MaxPartitions = 0
+		p.PartitionScaling = false
+		tc.policy(&p)
+		var prev State
+		if tc.prev != nil {
+			prev = Decide(Observation{Now: t0.Add(-15 * time.Second), CurrentReplicas: tc.current, LedPartitions: map[string]int32{"orders": 4}, Lags: lags(tc.prev...)}, p, State{}).Next
+			prev.Recommendations = nil
+		}
+		obs := Observation{Now: t0, CurrentReplicas: tc.current, LedPartitions: map[string]int32{"orders": 8}, Lags: lags(tc.now...)}
+		if d := Decide(obs, p, prev); d.DesiredReplicas != tc.want {
+			t.Errorf("%s: desired %d, want %d (%s; counted lag %d)", tc.name, d.DesiredReplicas, tc.want, d.Reason, d.CountedLag)
+		}
+	}
+}
+
+func lags4(committed int64) []int64 { return []int64{committed, committed, committed, committed} }

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -23,6 +24,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/raftka/raftka/broker/growth"
 )
 
 // Clients caches one Kafka client per bootstrap address list.
@@ -321,6 +324,15 @@ func Readiness(ctx context.Context, httpAddr string) (Check, error) {
 	var c Check
 	err := getJSON(ctx, "http://"+httpAddr+"/readyz", &c)
 	return c, err
+}
+
+// Growths asks a broker for the ordered growths of topic, or of every
+// topic for "" (GET /growth): the topics that have one in progress or
+// lifted one.
+func Growths(ctx context.Context, httpAddr, topic string) ([]growth.Status, error) {
+	var out []growth.Status
+	err := getJSON(ctx, "http://"+httpAddr+"/growth?topic="+url.QueryEscape(topic), &out)
+	return out, err
 }
 
 // getJSON GETs a broker's JSON answer into out, whatever its status: a
