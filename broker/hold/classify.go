@@ -52,7 +52,7 @@ func classify(ctx context.Context, d Deps) {
 func pendingScans(d Deps) []scan {
 	var out []scan
 	d.Meta.Read(func(s *meta.State) {
-		for _, t := range s.Topics() {
+		for _, t := range s.GrowingTopics() {
 			for _, g := range t.Growths {
 				for i, split := range g.Splits {
 					shard := t.Partitions[i].Shard
@@ -72,11 +72,13 @@ func pendingScans(d Deps) []scan {
 // scanBytes of them; false if there was nothing new to read.
 func (sc scan) read(log *partition.Log) (meta.AdvanceHold, bool) {
 	c := meta.AdvanceHold{Topic: sc.topic, Seq: sc.seq, Partition: sc.partition, MovedIn: -1}
-	_, end := log.Offsets()
+	start, end := log.Offsets()
 	if end <= sc.scanned {
 		return c, false
 	}
-	c.Scanned = sc.scanned
+	// Records retention removed meanwhile are read by no one: they hold
+	// nothing back.
+	c.Scanned = max(sc.scanned, start)
 	for read := 0; c.Scanned < end && read < scanBytes; {
 		batches, err := log.Read(c.Scanned, 1<<20)
 		if err != nil || len(batches) == 0 {

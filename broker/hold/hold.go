@@ -83,7 +83,7 @@ func Run(ctx context.Context, d Deps) {
 func reportSplits(ctx context.Context, d Deps) {
 	var todo []meta.RecordSplit
 	d.Meta.Read(func(s *meta.State) {
-		for _, t := range s.Topics() {
+		for _, t := range s.GrowingTopics() {
 			for _, g := range t.Growths {
 				if !g.Hidden() {
 					continue
@@ -115,7 +115,7 @@ func liftHolds(ctx context.Context, d Deps) {
 	now := d.Now()
 	var lifts []meta.LiftGrowth
 	d.Meta.Read(func(s *meta.State) {
-		for _, t := range s.Topics() {
+		for _, t := range s.GrowingTopics() {
 			if len(t.Growths) == 0 || t.Growths[0].Hidden() {
 				continue
 			}

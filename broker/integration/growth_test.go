@@ -1,11 +1,16 @@
 package integration
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,22 +91,23 @@ type growthRun struct {
 	firstBad                         string
 }
 
-// runKeyedGrowth runs the issue's scenario: a keyed producer over 64 keys
-// at about 600 records/s throughout; a group of two consumers that
-// process slower than that, commit after processing, reset to latest and
-// rebalance only between polls; the topic grown 4 -> 6 and then 6 -> 9
-// while the group lags.
-func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, topic string, configs map[string]*string, afterGrowth func(ctx context.Context)) growthRun {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c.CreateTopic(topic, 4, 3, configs)
-	check := newKeyOrder()
-	// Clients learn of new partitions when their metadata ages; the
-	// consumers must see them to read them at all.
-	follow := []kgo.Opt{kgo.MetadataMaxAge(2 * time.Second), kgo.MetadataMinAge(250 * time.Millisecond)}
+// consumerGroup starts a group of two consumers of topic that report
+// each record they process to check, until ctx ends; wait returns once
+// they stopped.
+type consumerGroup func(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *keyOrder) (wait func())
+
+// followGrowth: clients learn of new partitions when their metadata ages;
+// the consumers must see them to read them at all, and the producer
+// too, for the run with ordered growth off to reorder.
+var followGrowth = []kgo.Opt{kgo.MetadataMaxAge(2 * time.Second), kgo.MetadataMinAge(250 * time.Millisecond)}
+
+// franzGroup: franz-go consumers that process slower than the producer
+// writes, commit after processing, reset to latest and rebalance only
+// between polls.
+func franzGroup(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *keyOrder) func() {
 	var consumers sync.WaitGroup
 	for range 2 {
-		cl := c.Client(append(follow, kgo.ConsumerGroup("g-"+topic), kgo.ConsumeTopics(topic),
+		cl := c.Client(append(slices.Clone(followGrowth), kgo.ConsumerGroup("g-"+topic), kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.AutoCommitMarks(), kgo.BlockRebalanceOnPoll(),
 			kgo.AutoCommitInterval(500*time.Millisecond))...)
 		consumers.Go(func() {
@@ -117,11 +123,22 @@ func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, topic string, configs m
 			}
 		})
 	}
-	defer consumers.Wait()
+	return consumers.Wait
+}
+
+// runKeyedGrowth runs the issue's scenario: a keyed producer over 64 keys
+// at about 600 records/s throughout, a group started by group, and the
+// topic grown 4 -> 6 and then 6 -> 9 while the group lags.
+func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, topic string, configs map[string]*string, group consumerGroup, afterGrowth func(ctx context.Context)) growthRun {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c.CreateTopic(topic, 4, 3, configs)
+	check := newKeyOrder()
+	defer group(ctx, t, c, topic, check)()
 	defer cancel()
 	time.Sleep(3 * time.Second) // the group joins and resets to the end, before anything is produced
 
-	producer := c.Client(follow...)
+	producer := c.Client(followGrowth...)
 	stop := make(chan struct{})
 	produced := make(chan struct{})
 	go func() {
@@ -171,6 +188,10 @@ func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, topic string, configs m
 		}
 	}
 	t.Logf("%s: %d records left unprocessed %v after the producer stopped", topic, left, time.Since(stopped))
+	if left > 0 {
+		_, growths := c.Get(0, "/growth?topic="+topic)
+		t.Logf("%s: the brokers' growths: %s", topic, growths)
+	}
 	run := growthRun{missing: check.missing()}
 	check.mu.Lock()
 	defer check.mu.Unlock()
@@ -188,7 +209,7 @@ func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, topic string, configs m
 func TestOrderedGrowthKeepsEachKeysOrder(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
 	quick := map[string]*string{"raftka.growth.quiet.ms": kmsg.StringPtr("2000")}
-	on := runKeyedGrowth(t, c, "ordered", quick, nil)
+	on := runKeyedGrowth(t, c, "ordered", quick, franzGroup, nil)
 	t.Logf("ordered growth: %d records acknowledged, %d of them from new partitions, %d reordered, %d never processed", on.acked, on.grown, on.reordered, on.missing)
 	if on.grown == 0 {
 		t.Error("no record was processed from a partition the growths added: the producer never placed keys by the new count")
@@ -202,7 +223,7 @@ func TestOrderedGrowthKeepsEachKeysOrder(t *testing.T) {
 		}
 	}
 
-	off := runKeyedGrowth(t, c, "unordered", map[string]*string{"raftka.growth.ordered": kmsg.StringPtr("false")}, nil)
+	off := runKeyedGrowth(t, c, "unordered", map[string]*string{"raftka.growth.ordered": kmsg.StringPtr("false")}, franzGroup, nil)
 	t.Logf("ordered growth off: %d records acknowledged, %d reordered (first: %s), %d never processed", off.acked, off.reordered, off.firstBad, off.missing)
 	if off.reordered == 0 && off.missing == 0 {
 		t.Error("with ordered growth off, the scenario neither reordered nor skipped a record: it cannot tell the guarantee from its absence")
@@ -229,7 +250,7 @@ func TestOrderedGrowthSurvivesACrashedMetadataLeader(t *testing.T) {
 		c.Kill(killed)
 		t.Logf("metadata leader %d SIGKILLed", killed)
 	}
-	run := runKeyedGrowth(t, c, "crashed", quick, crash)
+	run := runKeyedGrowth(t, c, "crashed", quick, franzGroup, crash)
 	t.Logf("ordered growth with crashes: %d records acknowledged, %d of them from new partitions, %d reordered, %d never processed", run.acked, run.grown, run.reordered, run.missing)
 	if run.grown == 0 || run.reordered > 0 || run.missing > 0 {
 		t.Errorf("with the metadata leader SIGKILLed during each growth: %d reordered (first: %s), %d never processed, %d from new partitions", run.reordered, run.firstBad, run.missing, run.grown)
@@ -296,5 +317,70 @@ func TestOrderedGrowthLiftsAtItsBound(t *testing.T) {
 	}
 	if st := status(); len(st.Growths) != 0 || st.LastLift == nil || st.LastLift.Reason != growth.Bound || st.ForcedLifts != 1 {
 		t.Errorf("growth after the bound: %+v", st)
+	}
+}
+
+// processGroup starts two consumer processes, each printing "key value
+// partition" for every record it processed, and reports their lines to
+// check until ctx ends.
+func processGroup(ctx context.Context, t *testing.T, check *keyOrder, dir string, env []string, name string, args ...string) func() {
+	var wg sync.WaitGroup
+	for range 2 {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		wg.Go(func() {
+			lines := bufio.NewScanner(out)
+			for lines.Scan() {
+				var key string
+				var seq int
+				var partition int32
+				if _, err := fmt.Sscan(lines.Text(), &key, &seq, &partition); err == nil {
+					check.process(key, seq, partition)
+				}
+			}
+			_ = cmd.Wait() // killed when ctx ends
+			if stderr.Len() > 0 {
+				t.Logf("%s said: %s", name, stderr.String())
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// kcatGroup: kcat's group consumer (librdkafka), reset to latest; its
+// offsets are stored as it prints a record, and committed every 500 ms.
+func kcatGroup(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *keyOrder) func() {
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Fatal("kcat is not installed: apt-get install kcat (.ci/run does)")
+	}
+	return processGroup(ctx, t, check, "", nil, "kcat", "-G", "g-"+topic, "-b", strings.Join(c.AllAddrs(), ","), "-q", "-u",
+		"-X", "auto.offset.reset=latest", "-X", "topic.metadata.refresh.interval.ms=2000", "-X", "auto.commit.interval.ms=500",
+		"-f", "%k %s %p\n", topic)
+}
+
+// TestOrderedGrowthWithKcatGroups: the guarantee for a group of
+// librdkafka's consumers (kcat), reset to latest, under the same keyed
+// producer.
+func TestOrderedGrowthWithKcatGroups(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	quick := map[string]*string{"raftka.growth.quiet.ms": kmsg.StringPtr("2000")}
+	for _, g := range []struct {
+		name  string
+		group consumerGroup
+	}{{"kcat", kcatGroup}} {
+		run := runKeyedGrowth(t, c, "ordered-"+g.name, quick, g.group, nil)
+		t.Logf("%s group: %d records acknowledged, %d of them from new partitions, %d reordered, %d never processed", g.name, run.acked, run.grown, run.reordered, run.missing)
+		if run.grown == 0 || run.reordered > 0 || run.missing > 0 {
+			t.Errorf("%s group: %d reordered (first: %s), %d never processed, %d from new partitions", g.name, run.reordered, run.firstBad, run.missing, run.grown)
+		}
 	}
 }

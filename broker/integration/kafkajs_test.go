@@ -39,6 +39,11 @@ type clientRun struct {
 // against the brokers: topic creation, an idempotent acks=all producer, a
 // consumer group committing by hand, and the admin's offset lookups.
 func TestKafkaJS(t *testing.T) {
+	runClient(t, brokertest.Start(t, brokertest.Options{Brokers: 3}), "kafkajs", kafkajsDir(t), "node", "client.js").check(t, clientRecords)
+}
+
+// kafkajsDir is where the KafkaJS scripts run, with KafkaJS installed.
+func kafkajsDir(t *testing.T) string {
 	dir := filepath.Join("testdata", "kafkajs")
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is not installed: apt-get install nodejs npm (.ci/run does)")
@@ -46,7 +51,7 @@ func TestKafkaJS(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs")); err != nil {
 		t.Fatalf("KafkaJS is not installed: npm ci --prefix %s (make test does)", dir)
 	}
-	runClient(t, brokertest.Start(t, brokertest.Options{Brokers: 3}), "kafkajs", dir, "node", "client.js").check(t, clientRecords)
+	return dir
 }
 
 // clientRecords is how many records each client in testdata produces.

@@ -167,3 +167,26 @@ func TestAdvanceHoldStopsAtTheFirstRecordThatMovedIn(t *testing.T) {
 		t.Fatalf("last stale at %d, scanned %d", g.LastStaleAt, g.Scanned[0])
 	}
 }
+
+// In a rolling upgrade, a growth is ordered only once every registered
+// broker applies growths; a broker registering again from an older
+// version takes it back.
+func TestAllBrokersHaveOrderedGrowthOnlyOnceEveryBrokerSaysSo(t *testing.T) {
+	s := NewState()
+	register := func(index uint64, id int32, features []string) {
+		s.Apply(index, &Command{RegisterBroker: &Broker{ID: id, Host: "127.0.0.1", Port: 9092 + id, RaftAddr: "r", Features: features}})
+	}
+	register(1, 0, Features)
+	register(2, 1, nil)
+	if s.AllBrokersHave(FeatureOrderedGrowth) {
+		t.Fatal("a broker without the feature is registered")
+	}
+	register(3, 1, Features)
+	if !s.AllBrokersHave(FeatureOrderedGrowth) {
+		t.Fatal("every broker has the feature")
+	}
+	register(4, 0, nil) // rolled back
+	if s.AllBrokersHave(FeatureOrderedGrowth) {
+		t.Fatal("a broker that registered again without the feature still counts")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/raftka/raftka/broker/acl"
 	"github.com/raftka/raftka/broker/quota"
@@ -39,6 +40,17 @@ func (s *State) BrokerIDs() []int32 { return slices.Sorted(maps.Keys(s.brokers))
 func (s *State) RetiredGeneration(id int32) (uint32, bool) {
 	g, ok := s.retired[id]
 	return g, ok
+}
+
+// AllBrokersHave reports whether every registered broker applies the
+// feature's commands (Broker.Features).
+func (s *State) AllBrokersHave(feature string) bool {
+	for _, b := range s.brokers {
+		if !slices.Contains(b.Features, feature) {
+			return false
+		}
+	}
+	return len(s.brokers) > 0
 }
 
 // Established reports whether the cluster has ever registered a broker: a
@@ -202,6 +214,19 @@ func (s *State) StartsGrownPartition(group, topic string, index int32) bool {
 		return false
 	}
 	return len(s.offsets[group][topic]) > 0
+}
+
+// GrowingTopics are the topics with an ordered growth not lifted yet, by
+// name: the loops that serve growths look at these only.
+func (s *State) GrowingTopics() []*Topic {
+	var out []*Topic
+	for _, t := range s.topics {
+		if len(t.Growths) > 0 {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Topic) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // HeldSince names each topic whose earliest growth holds its consumers,

@@ -47,7 +47,18 @@ type Broker struct {
 	// them; Host and Port are its inter-broker listener's. Empty for a
 	// broker registered before listeners were recorded.
 	Listeners []Endpoint `json:",omitempty"`
+	// Features name the metadata commands that the broker's version
+	// applies and older versions ignore (FeatureOrderedGrowth). A proposer
+	// uses one only once every registered broker has it, so that no
+	// replica of the metadata ignores it in a rolling upgrade.
+	Features []string `json:",omitempty"`
 }
+
+// The features of this version (Broker.Features).
+const FeatureOrderedGrowth = "ordered-growth"
+
+// Features lists them, for a broker's registration.
+var Features = []string{FeatureOrderedGrowth}
 
 // Endpoint is one of a broker's named listeners.
 type Endpoint struct {

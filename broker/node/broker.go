@@ -371,7 +371,7 @@ func (b *Broker) selfRecord() (meta.Broker, error) {
 		endpoints = append(endpoints, meta.Endpoint{Name: l.Name, Host: host, Port: port})
 	}
 	return meta.Broker{ID: b.cfg.ID, Host: endpoints[0].Host, Port: endpoints[0].Port, Listeners: endpoints, RaftAddr: b.cfg.RaftAddr,
-		HTTPAddr: b.httpEndpoint(), Rack: b.cfg.Rack}, nil
+		HTTPAddr: b.httpEndpoint(), Rack: b.cfg.Rack, Features: meta.Features}, nil
 }
 
 func splitHostPort(addr string) (string, int32, error) {

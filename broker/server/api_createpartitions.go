@@ -72,12 +72,14 @@ func handleCreatePartitions(srv *Server, r *request) (kmsg.Response, error) {
 }
 
 // orderedGrowth reads the topic's raftka.growth.ordered for the command,
-// so that a replica replaying it later grows the topic as it did then.
+// so that a replica replaying it later grows the topic as it did then. In
+// a rolling upgrade, a growth is ordered only once every broker applies
+// growths: a replica of the metadata that ignored one would hold nobody.
 func (srv *Server) orderedGrowth(topic string) bool {
 	ordered := false
 	srv.Meta.Read(func(s *meta.State) {
 		if t := s.Topic(topic); t != nil {
-			ordered = t.OrderedGrowth()
+			ordered = t.OrderedGrowth() && s.AllBrokersHave(meta.FeatureOrderedGrowth)
 		}
 	})
 	return ordered
