@@ -363,4 +363,3 @@ func TestClusterHealth(t *testing.T) {
 		t.Errorf("problems %q do not name broker 2", h.Problems)
 	}
 }
-
