@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Debian packages make test's client tests need: kcat (librdkafka),
-# kafka-python (for Debian's python3), Node.js with npm (KafkaJS), and a JDK
+# kafka-python and confluent-kafka (for Debian's python3), Node.js with npm (KafkaJS), and a JDK
 # with the libraries the Java Kafka client is built and run with
 # (hack/java-kafka-client.sh). Installs the missing ones with apt-get when
 # run as root; otherwise names them and the command to run, and fails at
@@ -15,6 +15,7 @@ for jar in zstd-jni:libzstd-jni-java lz4-java:liblz4-java snappy-java:libsnappy-
   [ -f "/usr/share/java/${jar%%:*}.jar" ] || missing+=("${jar#*:}")
 done
 /usr/bin/python3 -c 'import kafka' 2>/dev/null || missing+=(python3-kafka)
+/usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null || missing+=(python3-confluent-kafka)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -1,6 +1,8 @@
 package growth
 
 import (
+	"hash/crc32"
+	"hash/fnv"
 	"slices"
 	"time"
 
@@ -105,9 +107,51 @@ func Hold(g Growth, partition int32) (int64, bool) {
 	}
 }
 
-// murmur2 is the default partitioner of the Java client, franz-go and
-// KafkaJS, through kgo's hasher rather than one of our own.
-var murmur2 = kgo.StickyKeyPartitioner(nil).ForTopic("")
+// Partitioner names the hash a topic's producers place keys by, as the
+// topic config raftka.growth.partitioner says.
+type Partitioner string
+
+const (
+	// Murmur2: the Java client, franz-go, KafkaJS (v2's default),
+	// kafka-python, and librdkafka's murmur2_random.
+	Murmur2 Partitioner = "murmur2"
+	// CRC32: librdkafka's default (consistent_random) and consistent, so
+	// kcat, confluent-kafka-python, -go and -dotnet.
+	CRC32 Partitioner = "crc32"
+	// FNV1a: sarama's default hash partitioner.
+	FNV1a Partitioner = "fnv1a"
+)
+
+// Partitioners are the names raftka.growth.partitioner takes.
+var Partitioners = []string{string(Murmur2), string(CRC32), string(FNV1a)}
+
+// placers place a key as each client does, through kgo's hashers rather
+// than ones of our own: kgo documents each as matching that client.
+var placers = map[Partitioner]kgo.TopicPartitioner{
+	Murmur2: kgo.StickyKeyPartitioner(nil).ForTopic(""),
+	CRC32:   kgo.StickyKeyPartitioner(kgo.SaramaHasher(crc32.ChecksumIEEE)).ForTopic(""),
+	FNV1a:   kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv32a)).ForTopic(""),
+}
+
+func fnv32a(b []byte) uint32 {
+	h := fnv.New32a()
+	h.Write(b)
+	return h.Sum32()
+}
+
+// Place is the partition of key among n by partitioner p (murmur2 for a
+// name it does not know), and false for a key it places at random: none,
+// or librdkafka's empty key.
+func Place(p Partitioner, key []byte, n int32) (int32, bool) {
+	if key == nil || (p == CRC32 && len(key) == 0) {
+		return 0, false
+	}
+	placer, ok := placers[p]
+	if !ok {
+		placer = placers[Murmur2]
+	}
+	return int32(placer.Partition(&kgo.Record{Key: key}, int(n))), true
+}
 
 // Kind is what a record taken into an old partition during a growth says
 // of its producer's partition count.
@@ -127,19 +171,18 @@ const (
 )
 
 // Classify tells what a record with key, taken into old partition of a
-// growth from `from` to `to` partitions, is. Records without a key have no
-// order to keep.
-func Classify(key []byte, partition, from, to int32) Kind {
-	if key == nil {
+// growth from `from` to `to` partitions by producers using p, is. Records
+// the partitioner places at random have no order to keep.
+func Classify(p Partitioner, key []byte, partition, from, to int32) Kind {
+	before, ok := Place(p, key, from)
+	if !ok {
 		return Neutral
 	}
-	r := &kgo.Record{Key: key}
-	before := int32(murmur2.Partition(r, int(from))) == partition
-	after := int32(murmur2.Partition(r, int(to))) == partition
+	after, _ := Place(p, key, to)
 	switch {
-	case before && !after:
+	case before == partition && after != partition:
 		return Stale
-	case after && !before:
+	case after == partition && before != partition:
 		return MovedIn
 	}
 	return Neutral

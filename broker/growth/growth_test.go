@@ -1,10 +1,12 @@
 package growth
 
 import (
+	"hash/crc32"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -61,44 +63,85 @@ func TestHold(t *testing.T) {
 	}
 }
 
-// TestClassify checks Classify against what franz-go's default
-// partitioner (murmur2, as the Java client's) does to the same keys before
-// and after a growth from 4 to 6 partitions: a key written where 4 place
-// it and 6 do not is stale; one written where 6 place it and 4 do not
-// moved in; a key both counts place alike is neutral.
+// references place a key among n partitions as each client does,
+// independently of Place: kgo's default (murmur2, as the Java client's),
+// librdkafka's rd_crc32(key) % partition_cnt, and sarama's own hash
+// partitioner.
+var references = map[Partitioner]func(key []byte, n int32) int32{
+	Murmur2: func(key []byte, n int32) int32 {
+		return int32(kgo.StickyKeyPartitioner(nil).ForTopic("orders").Partition(&kgo.Record{Key: key}, int(n)))
+	},
+	CRC32: func(key []byte, n int32) int32 { return int32(crc32.ChecksumIEEE(key) % uint32(n)) },
+	FNV1a: func(key []byte, n int32) int32 {
+		p, err := sarama.NewHashPartitioner("orders").Partition(&sarama.ProducerMessage{Key: sarama.ByteEncoder(key)}, n)
+		if err != nil {
+			panic(err)
+		}
+		return p
+	},
+}
+
+// TestClassify checks Classify, for each partitioner, against what the
+// client does to the same keys before and after a growth from 4 to 6
+// partitions: a key written where 4 place it and 6 do not is stale; one
+// written where 6 place it and 4 do not moved in; a key both counts place
+// alike is neutral.
 func TestClassify(t *testing.T) {
-	before := kgo.StickyKeyPartitioner(nil).ForTopic("orders")
-	after := kgo.StickyKeyPartitioner(nil).ForTopic("orders")
-	moved, stayed := 0, 0
-	for i := range 1000 {
-		key := []byte("customer-" + strconv.Itoa(i))
-		old := int32(before.Partition(&kgo.Record{Key: key}, 4))
-		now := int32(after.Partition(&kgo.Record{Key: key}, 6))
-		switch now {
-		case old:
-			stayed++
-			if got := Classify(key, old, 4, 6); got != Neutral {
-				t.Fatalf("key %s in partition %d under both counts: %v", key, old, got)
+	for p, reference := range references {
+		moved, stayed := 0, 0
+		for i := range 1000 {
+			key := []byte("customer-" + strconv.Itoa(i))
+			old, now := reference(key, 4), reference(key, 6)
+			switch now {
+			case old:
+				stayed++
+				if got := Classify(p, key, old, 4, 6); got != Neutral {
+					t.Fatalf("%s: key %s in partition %d under both counts: %v", p, key, old, got)
+				}
+			default:
+				moved++
+				if got := Classify(p, key, old, 4, 6); got != Stale {
+					t.Fatalf("%s: key %s written to %d of 4, now %d of 6: %v, want Stale", p, key, old, now, got)
+				}
+				if got := Classify(p, key, now, 4, 6); now < 4 && got != MovedIn {
+					t.Fatalf("%s: key %s written to %d of 6, was %d of 4: %v, want MovedIn", p, key, now, old, got)
+				}
 			}
-		default:
-			moved++
-			if got := Classify(key, old, 4, 6); got != Stale {
-				t.Fatalf("key %s written to %d of 4, now %d of 6: %v, want Stale", key, old, now, got)
-			}
-			if got := Classify(key, now, 4, 6); now < 4 && got != MovedIn {
-				t.Fatalf("key %s written to %d of 6, was %d of 4: %v, want MovedIn", key, now, old, got)
+			for q := int32(0); q < 4; q++ {
+				if q != old && q != now && Classify(p, key, q, 4, 6) != Neutral {
+					t.Fatalf("%s: key %s in %d, placed there by neither count, is not neutral", p, key, q)
+				}
 			}
 		}
-		for p := int32(0); p < 4; p++ {
-			if p != old && p != now && Classify(key, p, 4, 6) != Neutral {
-				t.Fatalf("key %s in %d, placed there by neither count, is not neutral", key, p)
-			}
+		if moved == 0 || stayed == 0 {
+			t.Fatalf("%s: keys moved %d, stayed %d: the test needs both", p, moved, stayed)
+		}
+		if Classify(p, nil, 0, 4, 6) != Neutral {
+			t.Errorf("%s: a record without a key is not neutral", p)
 		}
 	}
-	if moved == 0 || stayed == 0 {
-		t.Fatalf("keys moved %d, stayed %d: the test needs both", moved, stayed)
+	if Classify(CRC32, []byte{}, 0, 4, 6) != Neutral {
+		t.Error("librdkafka places an empty key at random, yet it is not neutral")
 	}
-	if Classify(nil, 0, 4, 6) != Neutral {
-		t.Error("a record without a key is not neutral")
+}
+
+// TestPartitionersDiffer: a topic whose producers use another hash than
+// the one configured is misread, so each name must matter.
+func TestPartitionersDiffer(t *testing.T) {
+	for p := range references {
+		for q := range references {
+			same := 0
+			for i := range 100 {
+				key := []byte("k" + strconv.Itoa(i))
+				a, _ := Place(p, key, 12)
+				b, _ := Place(q, key, 12)
+				if a == b {
+					same++
+				}
+			}
+			if p != q && same > 30 {
+				t.Errorf("%s and %s place %d of 100 keys alike among 12", p, q, same)
+			}
+		}
 	}
 }

@@ -19,6 +19,7 @@ type scan struct {
 	seq           int
 	partition     int32
 	from, to      int32 // the growth's partition counts
+	partitioner   growth.Partitioner
 	shard         uint64
 	scanned, hold int64
 	blocked       bool
@@ -59,8 +60,8 @@ func pendingScans(d Deps) []scan {
 					if split < 0 || !d.Replicas.IsLeader(shard) {
 						continue
 					}
-					out = append(out, scan{topic: t.Name, seq: g.Seq, partition: int32(i), from: g.From, to: g.To, shard: shard,
-						scanned: g.Scanned[i], hold: g.Holds[i], blocked: g.Blocked[i]})
+					out = append(out, scan{topic: t.Name, seq: g.Seq, partition: int32(i), from: g.From, to: g.To,
+						partitioner: t.GrowthPartitioner(), shard: shard, scanned: g.Scanned[i], hold: g.Holds[i], blocked: g.Blocked[i]})
 				}
 			}
 		}
@@ -89,7 +90,7 @@ func (sc scan) read(log *partition.Log) (meta.AdvanceHold, bool) {
 			if offset < c.Scanned || offset >= end {
 				return
 			}
-			switch growth.Classify(key, sc.partition, sc.from, sc.to) {
+			switch growth.Classify(sc.partitioner, key, sc.partition, sc.from, sc.to) {
 			case growth.MovedIn:
 				if !sc.blocked && c.MovedIn < 0 {
 					c.MovedIn = offset

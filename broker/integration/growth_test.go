@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,43 +127,113 @@ func franzGroup(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic 
 	return consumers.Wait
 }
 
+// keyedProducer writes under 64 keys, a per-key sequence in each record,
+// at about 600 records/s until stop closes, and reports each record
+// acknowledged to check; done closes once it flushed and stopped.
+type keyedProducer func(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *keyOrder, stop <-chan struct{}) (done <-chan struct{})
+
+// franzProducer: franz-go with its default partitioner (murmur2).
+func franzProducer(opts ...kgo.Opt) keyedProducer {
+	return func(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *keyOrder, stop <-chan struct{}) <-chan struct{} {
+		producer := c.Client(append(slices.Clone(followGrowth), opts...)...)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			seqs := map[string]int{}
+			tick := time.NewTicker(time.Second / 600)
+			defer tick.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					_ = producer.Flush(ctx) // what did not flush was not acknowledged, and is not checked
+					return
+				case <-tick.C:
+				}
+				key := "key-" + strconv.Itoa(i%64)
+				seq := seqs[key]
+				seqs[key]++
+				producer.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(strconv.Itoa(seq))}, func(r *kgo.Record, err error) {
+					if err == nil {
+						check.ack(key, seq)
+					}
+				})
+			}
+		}()
+		return done
+	}
+}
+
+// librdkafkaProducer: librdkafka through Debian's python3-confluent-kafka
+// (testdata/confluent-kafka/growth_producer.py), with its default
+// partitioner, consistent_random (CRC32). Closing its stdin stops it.
+func librdkafkaProducer(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *keyOrder, stop <-chan struct{}) <-chan struct{} {
+	if err := exec.Command(debianPython, "-c", "import confluent_kafka").Run(); err != nil {
+		t.Fatal("confluent-kafka is not installed: apt-get install python3-confluent-kafka (hack/test-deps.sh does)")
+	}
+	cmd := exec.CommandContext(ctx, debianPython, "growth_producer.py")
+	cmd.Dir = filepath.Join("testdata", "confluent-kafka")
+	cmd.Env = append(os.Environ(), "BROKERS="+strings.Join(c.AllAddrs(), ","), "TOPIC="+topic)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { <-stop; in.Close() }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lines := bufio.NewScanner(out)
+		for lines.Scan() {
+			var key string
+			var seq int
+			if _, err := fmt.Sscan(lines.Text(), &key, &seq); err == nil {
+				check.ack(key, seq)
+			}
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("the librdkafka producer: %v: %s", err, stderr.String())
+		}
+	}()
+	return done
+}
+
+// scenario is one run of the keyed-growth scenario on a fresh topic.
+type scenario struct {
+	topic   string
+	configs map[string]*string
+	group   consumerGroup
+	// producer is franzProducer() when nil.
+	producer keyedProducer
+	// afterGrowth, if set, runs after each growth.
+	afterGrowth func(ctx context.Context)
+}
+
 // runKeyedGrowth runs the issue's scenario: a keyed producer over 64 keys
-// at about 600 records/s throughout, a group started by group, and the
+// at about 600 records/s throughout, a group started by s.group, and the
 // topic grown 4 -> 6 and then 6 -> 9 while the group lags.
-func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, topic string, configs map[string]*string, group consumerGroup, afterGrowth func(ctx context.Context), producerOpts ...kgo.Opt) growthRun {
+func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, s scenario) growthRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c.CreateTopic(topic, 4, 3, configs)
+	topic := s.topic
+	c.CreateTopic(topic, 4, 3, s.configs)
 	check := newKeyOrder()
-	defer group(ctx, t, c, topic, check)()
+	defer s.group(ctx, t, c, topic, check)()
 	defer cancel()
 	time.Sleep(3 * time.Second) // the group joins and resets to the end, before anything is produced
 
-	producer := c.Client(append(slices.Clone(followGrowth), producerOpts...)...)
+	if s.producer == nil {
+		s.producer = franzProducer()
+	}
 	stop := make(chan struct{})
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		seqs := map[string]int{}
-		tick := time.NewTicker(time.Second / 600)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				_ = producer.Flush(ctx) // what did not flush was not acknowledged, and is not checked
-				return
-			case <-tick.C:
-			}
-			key := "key-" + strconv.Itoa(i%64)
-			seq := seqs[key]
-			seqs[key]++
-			producer.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(strconv.Itoa(seq))}, func(r *kgo.Record, err error) {
-				if err == nil {
-					check.ack(key, seq)
-				}
-			})
-		}
-	}()
+	produced := s.producer(ctx, t, c, topic, check, stop)
 	adm := c.Admin()
 	for _, grow := range []int{2, 3} { // 4 -> 6, then 6 -> 9
 		time.Sleep(5 * time.Second)
@@ -171,8 +242,8 @@ func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, topic string, configs m
 			t.Fatalf("growing %s by %d: %v", topic, grow, err)
 		}
 		t.Logf("%s grown by %d in %v", topic, grow, time.Since(began))
-		if afterGrowth != nil {
-			afterGrowth(ctx)
+		if s.afterGrowth != nil {
+			s.afterGrowth(ctx)
 		}
 	}
 	time.Sleep(5 * time.Second)
@@ -209,7 +280,7 @@ func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, topic string, configs m
 func TestOrderedGrowthKeepsEachKeysOrder(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
 	quick := map[string]*string{"raftka.growth.quiet.ms": kmsg.StringPtr("2000")}
-	on := runKeyedGrowth(t, c, "ordered", quick, franzGroup, nil)
+	on := runKeyedGrowth(t, c, scenario{topic: "ordered", configs: quick, group: franzGroup})
 	t.Logf("ordered growth: %d records acknowledged, %d of them from new partitions, %d reordered, %d never processed", on.acked, on.grown, on.reordered, on.missing)
 	if on.grown == 0 {
 		t.Error("no record was processed from a partition the growths added: the producer never placed keys by the new count")
@@ -223,7 +294,7 @@ func TestOrderedGrowthKeepsEachKeysOrder(t *testing.T) {
 		}
 	}
 
-	off := runKeyedGrowth(t, c, "unordered", map[string]*string{"raftka.growth.ordered": kmsg.StringPtr("false")}, franzGroup, nil)
+	off := runKeyedGrowth(t, c, scenario{topic: "unordered", configs: map[string]*string{"raftka.growth.ordered": kmsg.StringPtr("false")}, group: franzGroup})
 	t.Logf("ordered growth off: %d records acknowledged, %d reordered (first: %s), %d never processed", off.acked, off.reordered, off.firstBad, off.missing)
 	if off.reordered == 0 && off.missing == 0 {
 		t.Error("with ordered growth off, the scenario neither reordered nor skipped a record: it cannot tell the guarantee from its absence")
@@ -250,7 +321,7 @@ func TestOrderedGrowthSurvivesACrashedMetadataLeader(t *testing.T) {
 		c.Kill(killed)
 		t.Logf("metadata leader %d SIGKILLed", killed)
 	}
-	run := runKeyedGrowth(t, c, "crashed", quick, franzGroup, crash)
+	run := runKeyedGrowth(t, c, scenario{topic: "crashed", configs: quick, group: franzGroup, afterGrowth: crash})
 	t.Logf("ordered growth with crashes: %d records acknowledged, %d of them from new partitions, %d reordered, %d never processed", run.acked, run.grown, run.reordered, run.missing)
 	if run.grown == 0 || run.reordered > 0 || run.missing > 0 {
 		t.Errorf("with the metadata leader SIGKILLed during each growth: %d reordered (first: %s), %d never processed, %d from new partitions", run.reordered, run.firstBad, run.missing, run.grown)
@@ -390,10 +461,29 @@ func TestOrderedGrowthWithKcatAndKafkaJSGroups(t *testing.T) {
 		// codec package; gzip also cuts a batch at the hold with another codec.
 		{"kafkajs", kafkajsGroup, kgo.GzipCompression()},
 	} {
-		run := runKeyedGrowth(t, c, "ordered-"+g.name, quick, g.group, nil, kgo.ProducerBatchCompression(g.codec))
+		run := runKeyedGrowth(t, c, scenario{topic: "ordered-" + g.name, configs: quick, group: g.group,
+			producer: franzProducer(kgo.ProducerBatchCompression(g.codec))})
 		t.Logf("%s group: %d records acknowledged, %d of them from new partitions, %d reordered, %d never processed", g.name, run.acked, run.grown, run.reordered, run.missing)
 		if run.grown == 0 || run.reordered > 0 || run.missing > 0 {
 			t.Errorf("%s group: %d reordered (first: %s), %d never processed, %d from new partitions", g.name, run.reordered, run.firstBad, run.missing, run.grown)
+		}
+	}
+}
+
+// TestOrderedGrowthWithALibrdkafkaProducer: the guarantee for producers on
+// librdkafka's default partitioner (CRC32), with the topic's
+// raftka.growth.partitioner naming it, consumed by a franz-go group.
+func TestOrderedGrowthWithALibrdkafkaProducer(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	configs := map[string]*string{"raftka.growth.quiet.ms": kmsg.StringPtr("2000"), "raftka.growth.partitioner": kmsg.StringPtr("crc32")}
+	run := runKeyedGrowth(t, c, scenario{topic: "crc32", configs: configs, group: franzGroup, producer: librdkafkaProducer})
+	t.Logf("librdkafka producer: %d records acknowledged, %d of them from new partitions, %d reordered, %d never processed", run.acked, run.grown, run.reordered, run.missing)
+	if run.acked == 0 || run.grown == 0 || run.reordered > 0 || run.missing > 0 {
+		t.Errorf("librdkafka producer: %d acknowledged, %d reordered (first: %s), %d never processed, %d from new partitions", run.acked, run.reordered, run.firstBad, run.missing, run.grown)
+	}
+	for i := range c.Brokers {
+		if n, ok := c.Metric(i, "raftka_growth_forced_lifts_total", `topic="crc32"`); ok && n > 0 {
+			t.Errorf("broker %d lifted %v growths at their bound: with the partitioner named, the group should have drained them", i, n)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/raftka/raftka/broker/growth"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -120,6 +121,7 @@ func init() {
 		{ConfigGrowthQuietMs, "5000", atLeast(0)},
 		{ConfigGrowthMaxHoldMs, "300000", atLeast(0)},
 		{ConfigGrowthGroupWindow, "86400000", atLeast(0)},
+		{ConfigGrowthPartitioner, string(growth.Murmur2), oneOf(growth.Partitioners...)},
 	} {
 		topicConfigs[c.Name] = c
 	}

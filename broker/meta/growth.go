@@ -86,6 +86,7 @@ const (
 	ConfigGrowthQuietMs     = "raftka.growth.quiet.ms"
 	ConfigGrowthMaxHoldMs   = "raftka.growth.max.hold.ms"
 	ConfigGrowthGroupWindow = "raftka.growth.group.window.ms"
+	ConfigGrowthPartitioner = "raftka.growth.partitioner"
 )
 
 // Rule is the growth as the pure rules of package growth read it.
@@ -109,6 +110,11 @@ func (t *Topic) GrowthSettings() growth.Settings {
 		Quiet:   time.Duration(t.Int(ConfigGrowthQuietMs)) * time.Millisecond,
 		MaxHold: time.Duration(t.Int(ConfigGrowthMaxHoldMs)) * time.Millisecond,
 	}
+}
+
+// GrowthPartitioner is the hash the topic's producers place keys by.
+func (t *Topic) GrowthPartitioner() growth.Partitioner {
+	return growth.Partitioner(t.Value(ConfigGrowthPartitioner))
 }
 
 // OrderedGrowth reports whether a growth of the topic is ordered.
