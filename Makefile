@@ -8,6 +8,9 @@ KUSTOMIZE_VERSION := v5.8.3
 HELM_VERSION := v3.22.0
 # The peer the latency benchmark runs side by side with Raftka.
 NATS_SERVER_VERSION := v2.15.3
+# The last commit before ordered growth: the ordered-growth benchmark runs
+# its Fetch path beside this build's.
+BASELINE_BROKER_COMMIT := 881dd3965df06a0ccd5da98e0120b883c4597434
 HELM := $(BIN)/helm
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
@@ -89,12 +92,20 @@ run-operator: build manifests ## the operator against the current kubeconfig (RA
 run: build ## a local 3-broker cluster on 127.0.0.1:9092-9094 in the foreground (Ctrl-C stops it)
 	hack/local-cluster.sh run 3
 
-bench: build envtest $(BIN)/nats-server ## benchmarks of the broker and the operator, NATS JetStream beside the broker's latency; writes docs/benchmarks.md
+bench: build envtest $(BIN)/nats-server $(BIN)/raftka-broker-$(BASELINE_BROKER_COMMIT) ## benchmarks of the broker and the operator, NATS JetStream beside the broker's latency; writes docs/benchmarks.md
 	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/
 	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_NATS_SERVER_BIN=$(BIN)/nats-server RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/latency/
 	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/moves/
 	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/security/
+	RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_BASELINE_BIN=$(BIN)/raftka-broker-$(BASELINE_BROKER_COMMIT) RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./broker/bench/ordered/
 	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_BROKER_BIN=$(BIN)/raftka-broker RAFTKA_BENCH_REPORT=$(CURDIR)/docs/benchmarks.md $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 90m ./controllers/
+
+# The broker as of BASELINE_BROKER_COMMIT, built from git's copy of it.
+$(BIN)/raftka-broker-$(BASELINE_BROKER_COMMIT):
+	rm -rf $(BIN)/baseline-src && mkdir -p $(BIN)/baseline-src
+	git archive $(BASELINE_BROKER_COMMIT) | tar -x -C $(BIN)/baseline-src
+	cd $(BIN)/baseline-src && $(GO) build -o $@ ./broker/cmd/raftka-broker
+	rm -rf $(BIN)/baseline-src
 
 FUZZTIME ?= 60s
 fuzz: ## run each fuzz target for FUZZTIME (request decoding, partition and metadata state machines, snapshot catch-up, log compaction, Raft log replay)

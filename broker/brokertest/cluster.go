@@ -31,6 +31,9 @@ import (
 // Options tune a test cluster.
 type Options struct {
 	Brokers int
+	// Binary is the broker binary, Binary(t) if empty: a benchmark runs
+	// another build beside this one.
+	Binary string
 	// ExtraFlags are passed to every broker.
 	ExtraFlags []string
 	// DataRoot is where the brokers' data directories are made: a tmpfs
@@ -152,7 +155,10 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.Brokers == 0 {
 		opts.Brokers = 3
 	}
-	c := &Cluster{t: t, bin: Binary(t), flags: opts.ExtraFlags, listeners: opts.Listeners, interBroker: opts.InterBrokerUser}
+	if opts.Binary == "" {
+		opts.Binary = Binary(t)
+	}
+	c := &Cluster{t: t, bin: opts.Binary, flags: opts.ExtraFlags, listeners: opts.Listeners, interBroker: opts.InterBrokerUser}
 	root := t.TempDir()
 	if opts.RaftTLS {
 		c.useRaftTLS()
