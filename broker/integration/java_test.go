@@ -168,21 +168,23 @@ func TestJavaClient(t *testing.T) {
 	if n := len(topics["java-grown"].Partitions); n != 4 {
 		t.Errorf("java-grown has %d partitions after CreatePartitions to 4", n)
 	}
-	configs, err := adm.DescribeTopicConfigs(ctx, "java-grown")
-	if err != nil {
-		t.Fatal(err)
-	}
-	grown, err := configs.On("java-grown", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Another broker's metadata replica applies the change a moment later,
+	// as a Kafka broker learns it from the controller.
 	retention := ""
-	for _, cfg := range grown.Configs {
-		if cfg.Key == "retention.ms" {
-			retention = cfg.MaybeValue()
+	waitFor(t, 10*time.Second, "java-grown's retention.ms of 3600000 on the broker asked", func() bool {
+		configs, err := adm.DescribeTopicConfigs(ctx, "java-grown")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if retention != "3600000" {
-		t.Errorf("java-grown retention.ms %q after IncrementalAlterConfigs to 3600000", retention)
-	}
+		grown, err := configs.On("java-grown", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cfg := range grown.Configs {
+			if cfg.Key == "retention.ms" {
+				retention = cfg.MaybeValue()
+			}
+		}
+		return retention == "3600000"
+	})
 }
