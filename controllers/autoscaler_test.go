@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -26,10 +27,15 @@ import (
 type consumerPool struct {
 	t        *testing.T
 	ns, name string
-	mu       sync.Mutex
-	seen     map[string]int
-	stops    []func()
-	maxSeen  int
+	// group and topic are "workers" and "work" if empty.
+	group, topic string
+	// process handles one record; if nil, the pool counts each value in
+	// seen, taking 50 ms a record.
+	process func(r *kgo.Record)
+	mu      sync.Mutex
+	seen    map[string]int
+	stops   []func()
+	maxSeen int
 }
 
 func (p *consumerPool) run(ctx context.Context) {
@@ -57,13 +63,18 @@ func (p *consumerPool) run(ctx context.Context) {
 func (p *consumerPool) start(parent context.Context) func() {
 	ctx, cancel := context.WithCancel(parent)
 	done := make(chan struct{})
-	cl := brokers.Client(kgo.ConsumerGroup("workers"), kgo.ConsumeTopics("work"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	group, topic := cmp.Or(p.group, "workers"), cmp.Or(p.topic, "work")
+	cl := brokers.Client(kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(), kgo.MetadataMinAge(time.Second), kgo.MetadataMaxAge(2*time.Second), kgo.Balancers(kgo.CooperativeStickyBalancer()))
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
 			fs := cl.PollRecords(ctx, 10)
 			for _, r := range fs.Records() {
+				if p.process != nil {
+					p.process(r)
+					continue
+				}
 				time.Sleep(50 * time.Millisecond)
 				p.mu.Lock()
 				p.seen[string(r.Value)]++
