@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -238,5 +239,40 @@ func TestJoinRejectsBadInput(t *testing.T) {
 	other.ProtocolType = "connect"
 	if r, _ := received(t, c.Join(other, "c", "h")); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
 		t.Fatalf("other protocol type: %+v", r)
+	}
+}
+
+// TestSubscribedTo: a consumer group counts as subscribed to the topics
+// its members' consumer-protocol metadata lists, from its join, and no
+// longer once they left; metadata that does not parse subscribes to
+// nothing.
+func TestSubscribedTo(t *testing.T) {
+	c, _ := newTestCoordinator()
+	sub := kmsg.NewConsumerMemberMetadata()
+	sub.Topics = []string{"orders", "audit"}
+	req := joinReq("", "", "")
+	req.Protocols[0].Metadata = sub.AppendTo(nil)
+	first, _ := received(t, c.Join(req, "client", "/127.0.0.1"))
+	req.MemberID = first.MemberID
+	c.Join(req, "client", "/127.0.0.1")
+	garbled := joinReq("", "", "not consumer metadata")
+	garbled.Group = "other"
+	pending, _ := received(t, c.Join(garbled, "client", "/127.0.0.1"))
+	garbled.MemberID = pending.MemberID
+	c.Join(garbled, "client", "/127.0.0.1")
+	if d, _ := c.Describe("other"); len(d.Members) != 1 {
+		t.Fatalf("group other has %d members, want 1", len(d.Members))
+	}
+
+	for topic, want := range map[string][]string{"orders": {"g"}, "audit": {"g"}, "payments": nil} {
+		if got := c.SubscribedTo(topic); !slices.Equal(got, want) {
+			t.Errorf("SubscribedTo(%q) = %v, want %v", topic, got, want)
+		}
+	}
+	if err, _ := c.Leave("g", []kmsg.LeaveGroupRequestMember{{MemberID: first.MemberID}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.SubscribedTo("orders"); len(got) != 0 {
+		t.Errorf("SubscribedTo after the member left = %v", got)
 	}
 }

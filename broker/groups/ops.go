@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -311,4 +312,40 @@ func (c *Coordinator) Delete(groupID string) *kerr.Error {
 	}
 	delete(c.groups, groupID)
 	return nil
+}
+
+// SubscribedTo names, sorted, the consumer groups with a member whose
+// subscription (the consumer protocol's metadata it joined with) lists
+// topic: groups that consume the topic though they may not have committed
+// on it yet.
+func (c *Coordinator) SubscribedTo(topic string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, id := range sortedKeys(c.groups) {
+		g := c.groups[id]
+		if g.protocolType != "consumer" {
+			continue
+		}
+		for _, m := range g.members {
+			if subscribes(m, topic) {
+				out = append(out, id)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// subscribes reads a consumer member's subscription from the metadata of
+// each protocol it offered: every assignor carries the same topics.
+func subscribes(m *member, topic string) bool {
+	for _, p := range m.protocols {
+		var meta kmsg.ConsumerMemberMetadata
+		if meta.ReadFrom(p.Metadata) != nil {
+			continue
+		}
+		return slices.Contains(meta.Topics, topic)
+	}
+	return false
 }

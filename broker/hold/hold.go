@@ -3,6 +3,8 @@ package hold
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/raftka/raftka/broker/growth"
@@ -24,6 +26,12 @@ type Replicas interface {
 	PartitionLog(shard uint64) (*partition.Log, bool)
 }
 
+// Groups answers for the consumer groups this broker coordinates.
+type Groups interface {
+	// SubscribedTo names the groups with a member subscribed to topic.
+	SubscribedTo(topic string) []string
+}
+
 // Metrics counts the lifts this broker proposed.
 type Metrics interface {
 	Lifted(topic string, reason growth.Reason)
@@ -34,6 +42,7 @@ type Deps struct {
 	ID         int32
 	Meta       Metadata
 	Replicas   Replicas
+	Groups     Groups
 	Propose    func(context.Context, *meta.Command) (meta.Outcome, error)
 	MetaLeader func() (int32, bool)
 	Metrics    Metrics
@@ -59,6 +68,7 @@ func Run(ctx context.Context, d Deps) {
 	defer tick.Stop()
 	for {
 		changed := d.Meta.Changed()
+		noteGroups(ctx, d)
 		reportSplits(ctx, d)
 		classify(ctx, d)
 		if id, ok := d.MetaLeader(); ok && id == d.ID {
@@ -109,6 +119,44 @@ func reportSplits(ctx context.Context, d Deps) {
 	}
 }
 
+// noteGroups records, for each growth in progress, the groups this broker
+// coordinates whose members subscribe to the topic and that the growth
+// has not noted (Growth.Joined). A group that consumes but has not
+// committed yet then holds the growth as a committing one does; noting
+// it while the growth is hidden lets its first OffsetFetch of a new
+// partition start at the log start.
+func noteGroups(ctx context.Context, d Deps) {
+	type growing struct {
+		topic  string
+		seq    int
+		joined map[string]int64
+	}
+	var growths []growing
+	d.Meta.Read(func(s *meta.State) {
+		for _, t := range s.GrowingTopics() {
+			for _, g := range t.Growths {
+				growths = append(growths, growing{topic: t.Name, seq: g.Seq, joined: maps.Clone(g.Joined)})
+			}
+		}
+	})
+	// The coordinator is asked outside the metadata's lock.
+	for _, g := range growths {
+		var groups []string
+		for _, group := range d.Groups.SubscribedTo(g.topic) {
+			if _, ok := g.joined[group]; !ok {
+				groups = append(groups, group)
+			}
+		}
+		if len(groups) == 0 {
+			continue
+		}
+		c := meta.NoteGroups{Topic: g.topic, Seq: g.seq, Groups: groups, At: d.Now().UnixMilli()}
+		if _, err := propose(ctx, d, &meta.Command{NoteGroups: &c}); err != nil {
+			d.Log.Debug("groups not noted, tried again", "topic", c.Topic, "groups", c.Groups, "err", err)
+		}
+	}
+}
+
 // liftHolds proposes to lift each topic's earliest held growth that
 // growth.Decide lets go.
 func liftHolds(ctx context.Context, d Deps) {
@@ -142,11 +190,18 @@ func liftHolds(ctx context.Context, d Deps) {
 
 // countedCommits are the committed offsets, on g's old partitions, of the
 // groups that count for g: those that committed on the topic within the
-// group window before the growth, or since.
+// group window before the growth, or since, and those whose members
+// subscribed to it during the growth (Growth.Joined), committed or not.
 func countedCommits(s *meta.State, t *meta.Topic, g meta.Growth) growth.Commits {
 	since := g.ProposedAt - t.Int(meta.ConfigGrowthGroupWindow)
+	groups := s.GroupsCommittedOn(t.Name, since)
+	for group := range g.Joined {
+		if !slices.Contains(groups, group) {
+			groups = append(groups, group)
+		}
+	}
 	counted := growth.Commits{}
-	for _, group := range s.GroupsCommittedOn(t.Name, since) {
+	for _, group := range groups {
 		offsets := map[int32]int64{}
 		for p := range g.From {
 			if o, ok := s.GroupOffset(group, t.Name, p); ok {

@@ -16,6 +16,7 @@ type Command struct {
 	RecordSplit          *RecordSplit          `json:",omitempty"`
 	AdvanceHold          *AdvanceHold          `json:",omitempty"`
 	LiftGrowth           *LiftGrowth           `json:",omitempty"`
+	NoteGroups           *NoteGroups           `json:",omitempty"`
 	AlterConfigs         *AlterConfigs         `json:",omitempty"`
 	Leader               *LeaderChange         `json:",omitempty"`
 	AllocateProducerIDs  bool                  `json:",omitempty"`

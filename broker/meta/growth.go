@@ -36,6 +36,12 @@ type Growth struct {
 	Releases []int64
 	// LastStaleAt is when the last stale record was taken; 0 for none.
 	LastStaleAt int64 `json:",omitempty"`
+	// Joined are the groups whose members subscribed to the topic while
+	// the growth was in progress, with when their coordinator noted it
+	// (NoteGroups). They count as groups that commit on the topic: a group
+	// whose first commit is still to come (a consumer that just started,
+	// with a backlog to work through) holds the growth too.
+	Joined map[string]int64 `json:",omitempty"`
 }
 
 // GrowthLift is a topic's latest lifted growth, kept for its status.
@@ -69,6 +75,15 @@ type AdvanceHold struct {
 	MovedIn   int64
 	Release   int64 `json:",omitempty"`
 	StaleAt   int64 `json:",omitempty"`
+}
+
+// NoteGroups records groups whose members, as their coordinator sees
+// them, subscribe to a topic with a growth in progress (Growth.Joined).
+type NoteGroups struct {
+	Topic  string
+	Seq    int
+	Groups []string
+	At     int64
 }
 
 // LiftGrowth ends a growth's hold, for Reason (growth.Drained or
@@ -220,6 +235,25 @@ func (s *State) advanceHold(c *AdvanceHold) Outcome {
 	g.Scanned[p] = c.Scanned
 	g.Releases[p] = max(g.Releases[p], c.Release)
 	g.LastStaleAt = max(g.LastStaleAt, c.StaleAt)
+	return Outcome{Topic: t}
+}
+
+// noteGroups records the groups not noted yet; the first note of a group
+// stands.
+func (s *State) noteGroups(c *NoteGroups) Outcome {
+	t, g, err := s.growthOf(c.Topic, c.Seq, 0)
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	for _, group := range c.Groups {
+		if _, ok := g.Joined[group]; ok {
+			continue
+		}
+		if g.Joined == nil {
+			g.Joined = map[string]int64{}
+		}
+		g.Joined[group] = c.At
+	}
 	return Outcome{Topic: t}
 }
 

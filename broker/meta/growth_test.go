@@ -2,6 +2,7 @@ package meta
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 )
@@ -165,6 +166,38 @@ func TestAdvanceHoldStopsAtTheFirstRecordThatMovedIn(t *testing.T) {
 	}
 	if g := topic.Growths[0]; g.LastStaleAt != 3_000 || g.Scanned[0] != 40 {
 		t.Fatalf("last stale at %d, scanned %d", g.LastStaleAt, g.Scanned[0])
+	}
+}
+
+// A group noted as subscribed during a growth counts as consuming the
+// topic before its first commit: the first note stands, a note of a
+// growth that is not there is refused, and the group starts a grown
+// partition at its log start while the growth is in progress.
+func TestNoteGroupsRecordsSubscribedGroupsOfAGrowth(t *testing.T) {
+	s := clusterOf(3)
+	s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "orders", Partitions: 1, ReplicationFactor: 3}})
+	s.Apply(11, &Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "orders", Count: 2, Ordered: true, At: 1_000}})
+	note := func(index uint64, seq int, at int64, groups ...string) Outcome {
+		return s.Apply(index, &Command{NoteGroups: &NoteGroups{Topic: "orders", Seq: seq, Groups: groups, At: at}})
+	}
+	if s.StartsGrownPartition("fresh", "orders", 1) {
+		t.Fatal("a group neither noted nor committed starts a grown partition at its log start")
+	}
+	if out := note(12, 1, 1_500, "fresh"); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if out := note(13, 1, 1_900, "fresh", "late"); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if out := note(14, 7, 2_000, "ghost"); out.Err == nil {
+		t.Fatal("a note of a growth that is not there was taken")
+	}
+	g := s.Topic("orders").Growths[0]
+	if want := map[string]int64{"fresh": 1_500, "late": 1_900}; !maps.Equal(g.Joined, want) {
+		t.Fatalf("joined = %v, want %v", g.Joined, want)
+	}
+	if !s.StartsGrownPartition("fresh", "orders", 1) || s.StartsGrownPartition("ghost", "orders", 1) || s.StartsGrownPartition("fresh", "orders", 0) {
+		t.Fatal("only a noted group starts a grown partition at its log start")
 	}
 }
 

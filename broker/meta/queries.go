@@ -207,13 +207,23 @@ func (s *State) GroupsCommittedOn(topic string, since int64) []string {
 // StartsGrownPartition reports whether group, which has no commit on
 // partition index of topic, starts it at its log start rather than where
 // its auto.offset.reset says: an ordered growth made the partition, and
-// the group consumes the topic (it committed on another partition), so
-// no record produced into it since the growth is skipped.
+// the group consumes the topic (it committed on another partition, or its
+// members subscribed to the topic during a growth not lifted yet), so no
+// record produced into it since the growth is skipped.
 func (s *State) StartsGrownPartition(group, topic string, index int32) bool {
-	if _, p := s.Partition(topic, index); p == nil || p.Growth == 0 {
+	t, p := s.Partition(topic, index)
+	if p == nil || p.Growth == 0 {
 		return false
 	}
-	return len(s.offsets[group][topic]) > 0
+	if len(s.offsets[group][topic]) > 0 {
+		return true
+	}
+	for _, g := range t.Growths {
+		if _, ok := g.Joined[group]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // GrowingTopics are the topics with an ordered growth not lifted yet, by

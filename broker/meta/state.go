@@ -252,6 +252,8 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		return s.advanceHold(c.AdvanceHold)
 	case c.LiftGrowth != nil:
 		return s.liftGrowth(c.LiftGrowth)
+	case c.NoteGroups != nil:
+		return s.noteGroups(c.NoteGroups)
 	case c.AlterConfigs != nil:
 		return s.alterConfigs(c.AlterConfigs)
 	case c.Leader != nil:

@@ -284,7 +284,7 @@ func (b *Broker) startLoops() {
 	b.goBackground(b.liveness.Run)
 	b.goBackground(b.groups.Run)
 	b.goBackground(func(ctx context.Context) {
-		hold.Run(ctx, hold.Deps{ID: b.cfg.ID, Meta: b.meta, Replicas: b.replicas, Propose: b.proposeMeta,
+		hold.Run(ctx, hold.Deps{ID: b.cfg.ID, Meta: b.meta, Replicas: b.replicas, Groups: b.groups, Propose: b.proposeMeta,
 			MetaLeader: b.metaLeader, Metrics: b.metrics, Log: b.log})
 	})
 	if b.cfg.ScramUsersDir != "" {
