@@ -9,6 +9,10 @@
 //	GROUP_ID            consumer group id (required)
 //	TOPIC               comma-separated topics (required)
 //	RECORDS_PER_SECOND  processing rate of this consumer; 0 means as fast as it can
+//	OUTPUT_TOPIC        when set, each processed record is produced there (its key
+//	                    and value, its source partition and offset as headers) and
+//	                    acknowledged by all in-sync replicas before its offset is
+//	                    committed: a consume-transform-produce pipeline, at least once
 //
 // and, for a listener that is not PLAINTEXT, Kafka's client settings:
 //
@@ -40,6 +44,7 @@ type config struct {
 	group            string
 	topics           []string
 	recordsPerSecond int
+	outputTopic      string
 	security         clientsecurity.Settings
 }
 
@@ -60,9 +65,10 @@ func main() {
 
 func configFromEnv(getenv func(string) string) (config, error) {
 	cfg := config{
-		brokers: splitList(getenv("BOOTSTRAP_SERVERS")),
-		group:   getenv("GROUP_ID"),
-		topics:  splitList(getenv("TOPIC")),
+		brokers:     splitList(getenv("BOOTSTRAP_SERVERS")),
+		group:       getenv("GROUP_ID"),
+		topics:      splitList(getenv("TOPIC")),
+		outputTopic: strings.TrimSpace(getenv("OUTPUT_TOPIC")),
 		security: clientsecurity.Settings{Protocol: getenv("SECURITY_PROTOCOL"), Mechanism: getenv("SASL_MECHANISM"),
 			Username: getenv("SASL_USERNAME"), Password: getenv("SASL_PASSWORD"),
 			CAFile: getenv("SSL_CA_FILE"), CertFile: getenv("SSL_CERTIFICATE_FILE"), KeyFile: getenv("SSL_KEY_FILE")},
@@ -142,6 +148,15 @@ func run(ctx context.Context, log *slog.Logger, cfg config) error {
 				return nil // uncommitted: the next owner processes them again
 			}
 		}
+		if n > 0 && cfg.outputTopic != "" {
+			if err := forward(ctx, cl, cfg.outputTopic, fetches); err != nil {
+				cl.AllowRebalance()
+				if ctx.Err() != nil {
+					return nil // uncommitted: the next owner processes them again
+				}
+				return fmt.Errorf("produce to %s: %w", cfg.outputTopic, err)
+			}
+		}
 		if n > 0 {
 			if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("commit failed", "error", err)
@@ -156,4 +171,18 @@ func run(ctx context.Context, log *slog.Logger, cfg config) error {
 	}
 	log.Info("consumer stopping", "processed", processed)
 	return nil
+}
+
+// forward produces the polled records to topic and waits for their
+// acknowledgements, so a committed offset never gets ahead of the output:
+// a crash before the commit repeats output (at least once), never drops it.
+func forward(ctx context.Context, cl *kgo.Client, topic string, fetches kgo.Fetches) error {
+	var out []*kgo.Record
+	fetches.EachRecord(func(r *kgo.Record) {
+		out = append(out, &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: []kgo.RecordHeader{
+			{Key: "partition", Value: []byte(strconv.Itoa(int(r.Partition)))},
+			{Key: "offset", Value: []byte(strconv.FormatInt(r.Offset, 10))},
+		}})
+	})
+	return cl.ProduceSync(ctx, out...).FirstErr()
 }

@@ -20,6 +20,11 @@ func TestConfigFromEnv(t *testing.T) {
 			want: config{brokers: []string{"a:9092", "b:9092"}, group: "g", topics: []string{"t1", "t2"}, recordsPerSecond: 20},
 		},
 		{
+			name: "a pipeline with an output topic",
+			env:  map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g", "TOPIC": "t", "OUTPUT_TOPIC": " t-out "},
+			want: config{brokers: []string{"a:9092"}, group: "g", topics: []string{"t"}, outputTopic: "t-out"},
+		},
+		{
 			name: "rate defaults to unbounded",
 			env:  map[string]string{"BOOTSTRAP_SERVERS": "a:9092", "GROUP_ID": "g", "TOPIC": "t"},
 			want: config{brokers: []string{"a:9092"}, group: "g", topics: []string{"t"}},
