@@ -4,89 +4,42 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/broker/brokertest"
 )
 
-// keyedChecker holds what a keyed run acknowledged and processed: a
-// record processed after a later record of its key is reordered; one
-// processed again (after a rebalance) is not.
-type keyedChecker struct {
-	mu        sync.Mutex
-	acked     map[string]int // key -> records acknowledged (seqs 0..n-1)
-	processed map[string]map[int]bool
-	latest    map[string]int
-	reordered int
-	firstBad  string
-	grown     int // records processed from partitions the autoscaler added
+// keyedProducer writes records over 64 keys, each key's sequence in its
+// value, with franz-go's default partitioner, and reports each one
+// acknowledged to check.
+type keyedProducer struct {
+	cl    *kgo.Client
+	check *brokertest.KeyOrder
+	n     int
+	next  map[string]int
 }
 
-func (k *keyedChecker) process(key string, seq int, partition int32, from int32) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.processed[key] == nil {
-		k.processed[key] = map[int]bool{}
-	}
-	if partition >= from {
-		k.grown++
-	}
-	if last, ok := k.latest[key]; ok && seq < last && !k.processed[key][seq] {
-		k.reordered++
-		if k.firstBad == "" {
-			k.firstBad = fmt.Sprintf("key %s: %d processed after %d", key, seq, last)
-		}
-	}
-	k.processed[key][seq] = true
-	if last, ok := k.latest[key]; !ok || seq > last {
-		k.latest[key] = seq
-	}
-}
-
-// missing counts acknowledged records not processed.
-func (k *keyedChecker) missing() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	n := 0
-	for key, acked := range k.acked {
-		for seq := range acked {
-			if !k.processed[key][seq] {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// produceKeyed writes n records over 64 keys, each key's sequence in its
-// value, with franz-go's default partitioner, at rate per second.
-func (k *keyedChecker) produceKeyed(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, n, rate int) {
-	k.mu.Lock()
-	next := map[string]int{}
-	for key, acked := range k.acked {
-		next[key] = acked
-	}
-	k.mu.Unlock()
-	for i := range n {
-		key := "key-" + strconv.Itoa(i%64)
-		seq := next[key]
-		next[key]++
+// produce writes n records at rate per second, each acknowledged before
+// the next.
+func (p *keyedProducer) produce(ctx context.Context, t *testing.T, topic string, n, rate int) {
+	for range n {
+		key := "key-" + strconv.Itoa(p.n%64)
+		p.n++
+		seq := p.next[key]
+		p.next[key]++
 		r := &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(strconv.Itoa(seq))}
-		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		if err := p.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 			t.Fatalf("produce %s %d: %v", key, seq, err)
 		}
-		k.mu.Lock()
-		k.acked[key] = seq + 1
-		k.mu.Unlock()
+		p.check.Ack(key, seq)
 		time.Sleep(time.Second / time.Duration(rate))
 	}
 }
@@ -104,20 +57,14 @@ func TestAutoscalerKeepsEachKeysOrderAndScalesToZero(t *testing.T) {
 	topic.Spec.MinInSyncReplicas = nil
 	mustCreate(t, topic)
 	readyIs(t, ns, "keyed", metav1.ConditionTrue, raftkav1.ReasonCreated)
-	labels := map[string]string{"app": "keyed-workers"}
-	mustCreate(t, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "keyed-workers", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "consumer", Image: "consumer:test"}}}}},
-	})
+	mustCreate(t, workerDeployment(ns, "keyed-workers"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	check := &keyedChecker{acked: map[string]int{}, processed: map[string]map[int]bool{}, latest: map[string]int{}}
+	check := brokertest.NewKeyOrder(2)
 	pool := &consumerPool{t: t, ns: ns, name: "keyed-workers", group: "keyed", topic: "keyed", seen: map[string]int{},
 		process: func(r *kgo.Record) {
 			seq, _ := strconv.Atoi(string(r.Value))
-			check.process(string(r.Key), seq, r.Partition, 2)
+			check.Process(string(r.Key), seq, r.Partition)
 			time.Sleep(20 * time.Millisecond)
 		}}
 	poolDone := make(chan struct{})
@@ -139,13 +86,14 @@ func TestAutoscalerKeepsEachKeysOrderAndScalesToZero(t *testing.T) {
 
 	// A producer that outruns one consumer (50 records/s): 200 records/s
 	// for 10 s, learning of new partitions within 2 s.
-	producer := brokers.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MetadataMaxAge(2*time.Second), kgo.MetadataMinAge(250*time.Millisecond))
-	check.produceKeyed(ctx, t, producer, "keyed", 2000, 200)
+	producer := &keyedProducer{cl: brokers.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MetadataMaxAge(2*time.Second), kgo.MetadataMinAge(250*time.Millisecond)),
+		check: check, next: map[string]int{}}
+	producer.produce(ctx, t, "keyed", 2000, 200)
 	eventually2(t, 120*time.Second, "partitions and consumers to grow", func() (bool, string) {
 		return freshPartitionCount("keyed") > 2 && replicas() > 1, fmt.Sprintf("partitions %d, replicas %d", freshPartitionCount("keyed"), replicas())
 	})
 	eventually2(t, 180*time.Second, "every acknowledged record to be processed", func() (bool, string) {
-		n := check.missing()
+		n := check.Missing()
 		return n == 0, fmt.Sprintf("%d unprocessed", n)
 	})
 	eventually2(t, 90*time.Second, "the consumers to scale to zero", func() (bool, string) {
@@ -153,24 +101,23 @@ func TestAutoscalerKeepsEachKeysOrderAndScalesToZero(t *testing.T) {
 	})
 
 	// Lag past the activation threshold wakes the consumers again.
-	check.produceKeyed(ctx, t, producer, "keyed", 200, 200)
+	producer.produce(ctx, t, "keyed", 200, 200)
 	eventually2(t, 60*time.Second, "the consumers to wake", func() (bool, string) {
 		return replicas() >= 1, fmt.Sprintf("replicas %d", replicas())
 	})
 	eventually2(t, 120*time.Second, "the records after the wake to be processed", func() (bool, string) {
-		n := check.missing()
+		n := check.Missing()
 		return n == 0, fmt.Sprintf("%d unprocessed", n)
 	})
 	cancel()
 	<-poolDone
-	check.mu.Lock()
-	defer check.mu.Unlock()
+	r := check.Report()
 	t.Logf("keyed autoscaling: %d partitions, at most %d consumers, %d records from grown partitions, %d reordered",
-		freshPartitionCount("keyed"), pool.maxSeen, check.grown, check.reordered)
-	if check.reordered > 0 {
-		t.Errorf("%d records processed after a later record of their key (first: %s)", check.reordered, check.firstBad)
+		freshPartitionCount("keyed"), pool.maxSeen, r.Grown, r.Reordered)
+	if r.Reordered > 0 {
+		t.Errorf("%d records processed after a later record of their key (first: %s)", r.Reordered, r.FirstBad)
 	}
-	if check.grown == 0 {
+	if r.Grown == 0 {
 		t.Error("no record was processed from a partition the autoscaler added")
 	}
 }

@@ -91,6 +91,18 @@ func (p *consumerPool) start(parent context.Context) func() {
 	}
 }
 
+// workerDeployment is a consumer Deployment of one replica whose pods a
+// consumerPool plays: envtest runs no kubelet.
+func workerDeployment(ns, name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "consumer", Image: "consumer:test"}}}}},
+	}
+}
+
 func TestAutoscalerGrowsPartitionsThenConsumersAndDrainsLag(t *testing.T) {
 	ns := newNamespace(t)
 	mustCreate(t, brokerCluster(ns))
@@ -98,13 +110,7 @@ func TestAutoscalerGrowsPartitionsThenConsumersAndDrainsLag(t *testing.T) {
 	topic.Spec.MinInSyncReplicas = nil
 	mustCreate(t, topic)
 	readyIs(t, ns, "work", metav1.ConditionTrue, raftkav1.ReasonCreated)
-	labels := map[string]string{"app": "workers"}
-	mustCreate(t, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "consumer", Image: "consumer:test"}}}}},
-	})
+	mustCreate(t, workerDeployment(ns, "workers"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pool := &consumerPool{t: t, ns: ns, name: "workers", seen: map[string]int{}}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/broker/brokertest"
 )
 
 // testAutoscaling: a keyed pipeline whose consumers are slower than its
@@ -62,7 +63,8 @@ func testAutoscaling(t *testing.T, e *env) {
 	// about 75/s. The producer learns of new partitions within 2 s, so keys
 	// move while older records of theirs wait in the old partitions.
 	producer := e.kafka(t, e.bootstrap(t), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic), kgo.MetadataMaxAge(2*time.Second))
-	keys := &keyedLedger{acked: map[string]map[int]bool{}, next: map[string]int{}}
+	check := brokertest.NewKeyOrder(2)
+	keys := &keyedProducer{check: check, next: map[string]int{}}
 	stopProducing := keys.produceEvery(t, producer, 10*time.Millisecond)
 	eventually(t, 3*time.Minute, "partitions and ready consumer pods to grow to at least 3", func() (bool, string) {
 		partitions, ready := obs.max()
@@ -92,7 +94,7 @@ func testAutoscaling(t *testing.T, e *env) {
 		}
 		return cg.Status.TotalLag == 0, e.groupState(t, group)
 	})
-	keys.checkOutput(t, e.kafka(t, e.bootstrap(t), kgo.ConsumeTopics(output), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())), 2)
+	checkOutput(t, e.kafka(t, e.bootstrap(t), kgo.ConsumeTopics(output), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())), check)
 }
 
 // consumerDeployment is the example consumer as a pipeline stage: 25
@@ -206,38 +208,35 @@ func (o *scalingObserver) stop(t *testing.T) {
 	}
 }
 
-// keyedLedger produces records over 64 keys, each key's sequence number in
-// the value, and holds what was acknowledged.
-type keyedLedger struct {
+// keyedProducer produces records over 64 keys, each key's sequence
+// number in the value, and reports each one acknowledged to check.
+type keyedProducer struct {
+	check *brokertest.KeyOrder
 	mu    sync.Mutex
 	n     int
 	next  map[string]int
-	acked map[string]map[int]bool
 	err   error
 }
 
-func (k *keyedLedger) produce(cl *kgo.Client) {
+func (k *keyedProducer) produce(cl *kgo.Client) {
 	key := "customer-" + strconv.Itoa(k.n%64)
 	k.n++
 	seq := k.next[key]
 	k.next[key]++
 	cl.Produce(context.Background(), &kgo.Record{Key: []byte(key), Value: []byte(strconv.Itoa(seq))}, func(_ *kgo.Record, err error) {
-		k.mu.Lock()
-		defer k.mu.Unlock()
 		if err != nil {
+			k.mu.Lock()
 			k.err = err
+			k.mu.Unlock()
 			return
 		}
-		if k.acked[key] == nil {
-			k.acked[key] = map[int]bool{}
-		}
-		k.acked[key][seq] = true
+		k.check.Ack(key, seq)
 	})
 }
 
 // produceEvery produces one record per interval until the returned
 // function is called; it flushes and returns how many were acknowledged.
-func (k *keyedLedger) produceEvery(t *testing.T, cl *kgo.Client, interval time.Duration) func() int {
+func (k *keyedProducer) produceEvery(t *testing.T, cl *kgo.Client, interval time.Duration) func() int {
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -259,14 +258,14 @@ func (k *keyedLedger) produceEvery(t *testing.T, cl *kgo.Client, interval time.D
 	}
 }
 
-func (k *keyedLedger) produceN(t *testing.T, cl *kgo.Client, n int) {
+func (k *keyedProducer) produceN(t *testing.T, cl *kgo.Client, n int) {
 	for range n {
 		k.produce(cl)
 	}
 	k.flush(t, cl)
 }
 
-func (k *keyedLedger) flush(t *testing.T, cl *kgo.Client) int {
+func (k *keyedProducer) flush(t *testing.T, cl *kgo.Client) int {
 	t.Helper()
 	if err := cl.Flush(ctx(t)); err != nil {
 		t.Fatal(err)
@@ -276,62 +275,37 @@ func (k *keyedLedger) flush(t *testing.T, cl *kgo.Client) int {
 	if k.err != nil {
 		t.Fatalf("produce: %v", k.err)
 	}
-	acked := 0
-	for _, seqs := range k.acked {
-		acked += len(seqs)
-	}
-	return acked
+	return k.check.Report().Acked
 }
 
-// checkOutput reads the pipeline's output in processing order: every
-// acknowledged record is there, no record follows a later one of its key
-// (one processed again after a rebalance is a repeat, not a reorder), and
-// some came from partitions the autoscaler added (index from and up).
-func (k *keyedLedger) checkOutput(t *testing.T, cl *kgo.Client, from int32) {
+// checkOutput reads the pipeline's output, which is in processing order
+// (each record's source partition in its header), into check, until every
+// acknowledged record is there or two minutes passed; then no record may
+// follow a later one of its key, and some must come from partitions the
+// autoscaler added.
+func checkOutput(t *testing.T, cl *kgo.Client, check *brokertest.KeyOrder) {
 	t.Helper()
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	want := 0
-	for _, seqs := range k.acked {
-		want += len(seqs)
-	}
-	seen := map[string]map[int]bool{}
-	latest := map[string]int{}
-	got, reordered, grown, firstBad := 0, 0, 0, ""
-	deadline := time.Now().Add(2 * time.Minute)
-	for got < want && time.Now().Before(deadline) {
+	for deadline := time.Now().Add(2 * time.Minute); check.Missing() > 0 && time.Now().Before(deadline); {
 		cl.PollFetches(ctx(t)).EachRecord(func(r *kgo.Record) {
-			key := string(r.Key)
 			seq, _ := strconv.Atoi(string(r.Value))
-			if seen[key] == nil {
-				seen[key] = map[int]bool{}
-			}
-			if last, ok := latest[key]; ok && seq < last && !seen[key][seq] {
-				reordered++
-				if firstBad == "" {
-					firstBad = fmt.Sprintf("%s: %d processed after %d", key, seq, last)
-				}
-			}
-			if !seen[key][seq] && k.acked[key][seq] {
-				got++
-			}
-			seen[key][seq] = true
-			latest[key] = max(latest[key], seq)
+			partition := -1
 			for _, h := range r.Headers {
-				if p, _ := strconv.Atoi(string(h.Value)); h.Key == "partition" && int32(p) >= from {
-					grown++
+				if h.Key == "partition" {
+					partition, _ = strconv.Atoi(string(h.Value))
 				}
 			}
+			check.Process(string(r.Key), seq, int32(partition))
 		})
 	}
-	t.Logf("pipeline output: %d of %d acknowledged records processed, %d from grown partitions, %d reordered", got, want, grown, reordered)
-	if got < want {
-		t.Errorf("%d acknowledged records never processed", want-got)
+	r := check.Report()
+	t.Logf("pipeline output: %d of %d acknowledged records processed, %d from grown partitions, %d reordered", r.Acked-r.Missing, r.Acked, r.Grown, r.Reordered)
+	if r.Missing > 0 {
+		t.Errorf("%d acknowledged records never processed", r.Missing)
 	}
-	if reordered > 0 {
-		t.Errorf("%d records processed after a later record of their key (first: %s)", reordered, firstBad)
+	if r.Reordered > 0 {
+		t.Errorf("%d records processed after a later record of their key (first: %s)", r.Reordered, r.FirstBad)
 	}
-	if grown == 0 {
+	if r.Grown == 0 {
 		t.Error("no record was processed from a partition the autoscaler added")
 	}
 }
