@@ -219,6 +219,7 @@ func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, s scenario) brokertest.
 	if left > 0 {
 		_, growths := c.Get(0, "/growth?topic="+topic)
 		t.Logf("%s: the brokers' growths: %s", topic, growths)
+		logGroupProgress(t, adm, topic)
 	}
 	return check.Report()
 }
@@ -455,5 +456,25 @@ func TestOrderedGrowthWithALibrdkafkaProducer(t *testing.T) {
 		if n, ok := c.Metric(i, "raftka_growth_forced_lifts_total", `topic="crc32"`); ok && n > 0 {
 			t.Errorf("broker %d lifted %v growths at their bound: with the partitioner named, the group should have drained them", i, n)
 		}
+	}
+}
+
+// logGroupProgress logs, when a run stalls, where the group committed,
+// each partition's end and the group's members, so that a stall in CI
+// says whether the group stopped committing or stopped fetching.
+func logGroupProgress(t *testing.T, adm *kadm.Client, topic string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	group := "g-" + topic
+	committed, err := adm.FetchOffsets(ctx, group)
+	ends, endErr := adm.ListEndOffsets(ctx, topic)
+	t.Logf("%s: committed %v (err %v); ends %v (err %v)", group, committed.Offsets().KOffsets(), err, ends.Offsets().KOffsets(), endErr)
+	if described, err := adm.DescribeGroups(ctx, group); err == nil {
+		for _, m := range described[group].Members {
+			assigned, _ := m.Assigned.AsConsumer()
+			t.Logf("%s: state %s, member %s assigned %v", group, described[group].State, m.MemberID, assigned)
+		}
+	} else {
+		t.Logf("%s: describing the group: %v", group, err)
 	}
 }
