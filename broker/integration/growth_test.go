@@ -49,14 +49,14 @@ func franzGroupCommittingLate(ctx context.Context, t *testing.T, c *brokertest.C
 	return franzConsumers(ctx, c, topic, check, kgo.NewOffset().AtStart(), 8*time.Millisecond, 15*time.Second)
 }
 
-// franzConsumers runs two consumers of group "g-"+topic, taking perRecord
+// franzConsumers runs two consumers of group groupOf(topic), taking perRecord
 // to process a record and marking what they processed for commit once
 // firstCommit has passed.
 func franzConsumers(ctx context.Context, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder, reset kgo.Offset, perRecord, firstCommit time.Duration) func() {
 	var consumers sync.WaitGroup
 	commitFrom := time.Now().Add(firstCommit)
 	for range 2 {
-		cl := c.Client(append(slices.Clone(followGrowth), kgo.ConsumerGroup("g-"+topic), kgo.ConsumeTopics(topic),
+		cl := c.Client(append(slices.Clone(followGrowth), kgo.ConsumerGroup(groupOf(topic)), kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(reset), kgo.AutoCommitMarks(), kgo.BlockRebalanceOnPoll(),
 			kgo.AutoCommitInterval(500*time.Millisecond))...)
 		consumers.Go(func() {
@@ -404,7 +404,7 @@ func kcatGroup(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic s
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatal("kcat is not installed: apt-get install kcat (.ci/run does)")
 	}
-	return processGroup(ctx, t, check, "", nil, "kcat", "-G", "g-"+topic, "-b", strings.Join(c.AllAddrs(), ","), "-q", "-u",
+	return processGroup(ctx, t, check, "", nil, "kcat", "-G", groupOf(topic), "-b", strings.Join(c.AllAddrs(), ","), "-q", "-u",
 		"-X", "auto.offset.reset=latest", "-X", "topic.metadata.refresh.interval.ms=2000", "-X", "auto.commit.interval.ms=500",
 		"-f", "%k %s %p\n", topic)
 }
@@ -459,13 +459,16 @@ func TestOrderedGrowthWithALibrdkafkaProducer(t *testing.T) {
 	}
 }
 
+// groupOf is the consumer group each scenario's consumers of topic join.
+func groupOf(topic string) string { return "g-" + topic }
+
 // logGroupProgress logs, when a run stalls, where the group committed,
 // each partition's end and the group's members, so that a stall in CI
 // says whether the group stopped committing or stopped fetching.
 func logGroupProgress(t *testing.T, adm *kadm.Client, topic string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	group := "g-" + topic
+	group := groupOf(topic)
 	committed, err := adm.FetchOffsets(ctx, group)
 	ends, endErr := adm.ListEndOffsets(ctx, topic)
 	t.Logf("%s: committed %v (err %v); ends %v (err %v)", group, committed.Offsets().KOffsets(), err, ends.Offsets().KOffsets(), endErr)
