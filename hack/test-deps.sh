@@ -1,19 +1,17 @@
 #!/usr/bin/env bash
 # The Debian packages make test's client tests need: kcat (librdkafka),
-# kafka-python and confluent-kafka (for Debian's python3), Node.js with npm (KafkaJS), and a JDK
-# with the libraries the Java Kafka client is built and run with
-# (hack/java-kafka-client.sh). Installs the missing ones with apt-get when
-# run as root; otherwise names them and the command to run, and fails at
-# once rather than twenty minutes into the tests.
+# kafka-python and confluent-kafka (librdkafka) for Debian's python3, with
+# python3-cryptography to read a PKCS#12 trust store, Node.js with npm
+# (KafkaJS), and a JDK for keytool, which checks the PKCS#12 stores the
+# operator writes (no Java client is built or run). Installs the missing
+# ones with apt-get when run as root; otherwise names them and the command
+# to run, and fails at once rather than twenty minutes into the tests.
 set -euo pipefail
 
 missing=()
 command -v kcat >/dev/null || missing+=(kcat)
-command -v javac >/dev/null || missing+=(default-jdk-headless)
-for jar in zstd-jni:libzstd-jni-java lz4-java:liblz4-java snappy-java:libsnappy-java slf4j-simple:libslf4j-java \
-  jackson-databind:libjackson2-databind-java netty-handler:libnetty-java argparse4j:libargparse4j-java; do
-  [ -f "/usr/share/java/${jar%%:*}.jar" ] || missing+=("${jar#*:}")
-done
+command -v keytool >/dev/null || missing+=(default-jdk-headless)
+/usr/bin/python3 -c 'import cryptography.hazmat.primitives.serialization.pkcs12' 2>/dev/null || missing+=(python3-cryptography)
 /usr/bin/python3 -c 'import kafka' 2>/dev/null || missing+=(python3-kafka)
 /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null || missing+=(python3-confluent-kafka)
 command -v node >/dev/null || missing+=(nodejs)

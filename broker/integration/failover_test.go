@@ -131,12 +131,12 @@ func TestLostQuorumRefusesAcksAllThenRecovers(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "guarded", Value: []byte("refused")}).FirstErr(); err == nil {
 		t.Fatal("a record was acknowledged with 1 of 3 replicas")
 	}
-	// The last leader stands in: it names itself with REPLICA_NOT_AVAILABLE,
-	// so clients also ask elsewhere, and a client that reads from it gets
-	// what was committed.
+	// The last leader names no leader, so that clients ask elsewhere, but
+	// it stands in for reads: a client that reads from it gets what was
+	// committed.
 	leaders, _ := metadataFrom(t, direct, survivor, "guarded")
-	if l := leaders[0]; l.id != int32(survivor) || l.code != kerr.ReplicaNotAvailable.Code {
-		t.Errorf("the last leader names broker %d with %v for the partition without a quorum, want itself with REPLICA_NOT_AVAILABLE", l.id, kerr.ErrorForCode(l.code))
+	if l := leaders[0]; l.id != -1 || l.code != kerr.LeaderNotAvailable.Code {
+		t.Errorf("the last leader names broker %d with %v for the partition without a quorum, want none with LEADER_NOT_AVAILABLE", l.id, kerr.ErrorForCode(l.code))
 	}
 	served, _, err := fetchBatches(ctx, direct, int32(survivor), "guarded", details["guarded"].ID, 0, false)
 	if err != nil || !maps.Equal(served, committed) {

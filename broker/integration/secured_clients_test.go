@@ -23,8 +23,8 @@ import (
 // securedCluster runs brokers with a SASL_SSL listener (SECURE) and an SSL
 // listener that requires client certificates (MTLS), their certificates
 // from ca, and the user alice; dir holds ca.pem and carol's client
-// certificate and key.
-func securedCluster(t *testing.T) (c *brokertest.Cluster, ca *brokertest.CA, dir string) {
+// certificate and key. extraFlags go to every broker.
+func securedCluster(t *testing.T, extraFlags ...string) (c *brokertest.Cluster, ca *brokertest.CA, dir string) {
 	dir = t.TempDir()
 	ca = brokertest.NewCA(t)
 	serverCert, serverKey := ca.Issue(t, 10, "broker", false)
@@ -34,8 +34,8 @@ func securedCluster(t *testing.T) (c *brokertest.Cluster, ca *brokertest.CA, dir
 	}
 	c = brokertest.Start(t, brokertest.Options{Brokers: 3,
 		Listeners: []brokertest.Listener{{Name: "SECURE", Protocol: "SASL_SSL"}, {Name: "MTLS", Protocol: "SSL"}},
-		ExtraFlags: []string{"--ssl-certificate-file", filepath.Join(dir, "server.pem"), "--ssl-key-file", filepath.Join(dir, "server-key.pem"),
-			"--ssl-ca-file", filepath.Join(dir, "ca.pem"), "--ssl-client-auth", "required"}})
+		ExtraFlags: append([]string{"--ssl-certificate-file", filepath.Join(dir, "server.pem"), "--ssl-key-file", filepath.Join(dir, "server-key.pem"),
+			"--ssl-ca-file", filepath.Join(dir, "ca.pem"), "--ssl-client-auth", "required"}, extraFlags...)})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if altered, err := c.Admin().AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "alice-secret"}}); err != nil || !altered.Ok() {
@@ -127,13 +127,13 @@ func TestSaramaOverSASLSSLAndMTLS(t *testing.T) {
 	}
 }
 
-// TestJavaClientOverMTLSWithPKCS12Stores: the Java client's round trip
-// over the SSL listener that requires client certificates, its key store
-// and trust store the PKCS#12 files the operator writes into a tls User's
-// Secret (user.p12) and the cluster CA's (ca.p12), opened by their
-// passwords, as Java clients without PEM stores are configured.
-func TestJavaClientOverMTLSWithPKCS12Stores(t *testing.T) {
-	cp := javaClassPath(t)
+// TestConfluentKafkaOverMTLSWithPKCS12Stores: librdkafka's round trip
+// over the SSL listener that requires client certificates, with nothing
+// but the PKCS#12 files the operator writes into a tls User's Secret
+// (user.p12) and the cluster CA's Secret (ca.p12), opened by their
+// passwords, as clients without PEM files are configured.
+func TestConfluentKafkaOverMTLSWithPKCS12Stores(t *testing.T) {
+	clientDir := confluentKafkaDir(t)
 	c, ca, dir := securedCluster(t)
 	var carol certs.Pair
 	for path, into := range map[string]*[]byte{"client.pem": &carol.Cert, "client-key.pem": &carol.Key} {
@@ -155,31 +155,29 @@ func TestJavaClientOverMTLSWithPKCS12Stores(t *testing.T) {
 	writeAtomically(t, filepath.Join(dir, "ca.p12"), trustStore.Data)
 	props := strings.Join([]string{
 		"security.protocol=SSL",
-		"ssl.keystore.type=PKCS12",
 		"ssl.keystore.location=" + filepath.Join(dir, "user.p12"),
 		"ssl.keystore.password=" + keyStore.Password,
-		"ssl.truststore.type=PKCS12",
 		"ssl.truststore.location=" + filepath.Join(dir, "ca.p12"),
 		"ssl.truststore.password=" + trustStore.Password,
 	}, "\n")
-	run := runClientWith(t, listenerAddrs(c, "MTLS"), []string{"KAFKA_PROPERTIES=" + props}, "java", filepath.Join("testdata", "java"), "java", javaArgs(cp)...)
+	run := runClientWith(t, listenerAddrs(c, "MTLS"), []string{"KAFKA_PROPERTIES=" + props}, "confluent-mtls", clientDir, debianPython, "client.py")
 	run.check(t, clientRecords)
 }
 
-// TestJavaClientOverSASLSSL: the Java client's round trip (admin,
+// TestConfluentKafkaOverSASLSSL: librdkafka's round trip (admin,
 // idempotent producer, consumer group) over SASL_SSL with SCRAM-SHA-512,
-// its trust store the CA's PEM, configured as any Kafka user would.
-func TestJavaClientOverSASLSSL(t *testing.T) {
-	cp := javaClassPath(t)
+// the CA's PEM its trust, configured as any librdkafka user would.
+func TestConfluentKafkaOverSASLSSL(t *testing.T) {
+	clientDir := confluentKafkaDir(t)
 	c, _, dir := securedCluster(t)
 	props := strings.Join([]string{
 		"security.protocol=SASL_SSL",
 		"sasl.mechanism=SCRAM-SHA-512",
-		`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="alice-secret";`,
-		"ssl.truststore.type=PEM",
-		"ssl.truststore.location=" + filepath.Join(dir, "ca.pem"),
+		"sasl.username=alice",
+		"sasl.password=alice-secret",
+		"ssl.ca.location=" + filepath.Join(dir, "ca.pem"),
 	}, "\n")
-	run := runClientWith(t, listenerAddrs(c, "SECURE"), []string{"KAFKA_PROPERTIES=" + props}, "java", filepath.Join("testdata", "java"), "java", javaArgs(cp)...)
+	run := runClientWith(t, listenerAddrs(c, "SECURE"), []string{"KAFKA_PROPERTIES=" + props}, "confluent-sasl", clientDir, debianPython, "client.py")
 	run.check(t, clientRecords)
 	authenticated := 0.0
 	for i := range c.Brokers {
@@ -187,6 +185,6 @@ func TestJavaClientOverSASLSSL(t *testing.T) {
 		authenticated += v
 	}
 	if authenticated == 0 {
-		t.Error("no SCRAM-SHA-512 authentication counted: the Java client did not authenticate")
+		t.Error("no SCRAM-SHA-512 authentication counted: librdkafka did not authenticate")
 	}
 }

@@ -19,9 +19,13 @@ type TLSConfig struct {
 	CAFile string
 	// ClientAuth (Kafka's ssl.client.auth) is "none", "requested" or
 	// "required": whether SSL listeners ask clients for a certificate,
-	// whose subject is then the connection's principal. SASL_SSL
-	// listeners authenticate with SASL and do not ask.
+	// whose subject is then the connection's principal.
 	ClientAuth string
+	// ListenerClientAuth: ClientAuth was set for this listener alone
+	// (Kafka's listener.name.NAME.ssl.client.auth). Only then does a
+	// SASL_SSL listener ask for certificates too (KIP-684): a client then
+	// needs both, and its principal stays its SASL user.
+	ListenerClientAuth bool
 }
 
 // tlsReloadInterval bounds how often the PEM files are read again: a
@@ -125,7 +129,7 @@ func (f *Files) ServerConfig(l Listener) *tls.Config {
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			cert, cas := f.Current()
 			c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*cert}}
-			if l.Protocol == SSL {
+			if l.Protocol == SSL || l.Protocol == SASLSSL && f.cfg.ListenerClientAuth {
 				switch f.cfg.ClientAuth {
 				case "requested":
 					c.ClientAuth, c.ClientCAs = tls.VerifyClientCertIfGiven, cas

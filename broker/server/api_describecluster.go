@@ -7,7 +7,8 @@ import (
 )
 
 // DescribeCluster v0-v2: the live brokers and the controller (the metadata
-// leader); flexible from v0. v2 with IncludeFencedBrokers lists the
+// leader), to any client, and what it may do on the cluster when asked
+// (KIP-430); flexible from v0. v2 with IncludeFencedBrokers lists the
 // registered brokers that do not answer too, fenced, as Kafka lists the
 // brokers whose registration lapsed.
 func init() { register(kmsg.DescribeCluster, 0, 2, handleDescribeCluster) }
@@ -16,9 +17,10 @@ func handleDescribeCluster(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterID = ClusterID
-	if err := r.onCluster(srv, kmsg.ACLOperationDescribe); err != nil {
-		resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
-		return resp, nil
+	// Any client may list the brokers, as from Metadata; DESCRIBE on the
+	// cluster only decides whether it learns its operations there.
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = r.clusterOperations(srv)
 	}
 	resp.ControllerID = -1
 	if id, ok := srv.MetaLeader(); ok {

@@ -7,7 +7,8 @@ import (
 	"github.com/raftka/raftka/broker/groups"
 )
 
-// DescribeGroups v0-v5: v4 instance ids, v5 flexible. A group known only by
+// DescribeGroups v0-v5: v3 what the client may do on the group (KIP-430),
+// v4 instance ids, v5 flexible. A group known only by
 // its committed offsets is Empty.
 func init() { register(kmsg.DescribeGroups, 0, 5, handleDescribeGroups) }
 
@@ -36,6 +37,11 @@ func handleDescribeGroups(srv *Server, r *request) (kmsg.Response, error) {
 			}
 		}
 		rg.State, rg.ProtocolType, rg.Protocol = d.State, d.ProtocolType, d.Protocol
+		if req.IncludeAuthorizedOperations {
+			rg.AuthorizedOperations = authorizedOperations(kmsg.ACLResourceTypeGroup, func(op kmsg.ACLOperation) bool {
+				return r.allowed(srv, op, kmsg.ACLResourceTypeGroup, id)
+			})
+		}
 		for _, m := range d.Members {
 			rm := kmsg.NewDescribeGroupsResponseGroupMember()
 			rm.MemberID, rm.ClientID, rm.ClientHost = m.ID, m.ClientID, m.Host

@@ -73,7 +73,7 @@ func (r *request) onCluster(srv *Server, op kmsg.ACLOperation) *kerr.Error {
 // clusterGated are the cluster-administration APIs, whose handlers do
 // not ask the authorizer themselves: a client that is not trusted needs
 // the operation on the cluster that Kafka asks for them. One without it
-// is disconnected rather than answered with a per-item error.
+// gets Kafka's answer, CLUSTER_AUTHORIZATION_FAILED (deniedOnCluster).
 var clusterGated = map[kmsg.Key]kmsg.ACLOperation{
 	kmsg.AlterPartitionAssignments:  kmsg.ACLOperationAlter,
 	kmsg.ListPartitionReassignments: kmsg.ACLOperationDescribe,

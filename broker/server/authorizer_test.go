@@ -1,8 +1,10 @@
 package server
 
 import (
+	"reflect"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -30,6 +32,30 @@ func TestEveryAPIIsAuthorized(t *testing.T) {
 	for key := range handlers {
 		if !placed[kmsg.Key(key)] {
 			t.Errorf("%s is served but not authorized", kmsg.NameForKey(key))
+		}
+	}
+}
+
+// Every cluster-gated API has Kafka's answer for a principal without the
+// operation, at every version served: CLUSTER_AUTHORIZATION_FAILED where
+// the response has an error, rather than a closed connection.
+func TestEveryGatedAPIIsAnsweredWhenDenied(t *testing.T) {
+	for key := range clusterGated {
+		h := handlers[int16(key)]
+		for v := h.min; v <= h.max; v++ {
+			req := kmsg.RequestForKey(int16(key))
+			req.SetVersion(v)
+			resp, err := deniedOnCluster(nil, &request{kreq: req})
+			if err != nil {
+				t.Errorf("%s v%d: %v", key.Name(), v, err)
+				continue
+			}
+			if resp.Key() != int16(key) || resp.GetVersion() != v {
+				t.Errorf("%s v%d: answered as %s v%d", key.Name(), v, kmsg.NameForKey(resp.Key()), resp.GetVersion())
+			}
+			if code := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode"); !code.IsValid() || code.Int() != int64(kerr.ClusterAuthorizationFailed.Code) {
+				t.Errorf("%s v%d: answered without CLUSTER_AUTHORIZATION_FAILED: %+v", key.Name(), v, resp)
+			}
 		}
 	}
 }

@@ -279,9 +279,9 @@ func (c *clientConn) handle(body []byte, arrived time.Time) (keep bool) {
 		return false
 	}
 	if !c.admitsAPI(key) {
-		c.srv.Log.Warn("closing connection: API needs an operation on the cluster the principal lacks", "remote", c.nc.RemoteAddr().String(),
+		c.srv.Log.Info("refused: API needs an operation on the cluster the principal lacks", "remote", c.nc.RemoteAddr().String(),
 			"api", kmsg.NameForKey(key), "principal", c.principal())
-		return false
+		h.handle = deniedOnCluster
 	}
 	req := &request{conn: c, kreq: kreq, clientID: clientID, arrived: arrived}
 	start := time.Now()

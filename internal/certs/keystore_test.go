@@ -65,10 +65,10 @@ func TestJavaKeyAndTrustStores(t *testing.T) {
 
 	keytool, err := exec.LookPath("keytool")
 	if err != nil {
-		if os.Getenv("RAFTKA_JAVA_CLASSPATH") != "" {
-			t.Fatal("make test has the Java client but no keytool")
+		if os.Getenv("RAFTKA_TEST_DEPS") != "" {
+			t.Fatal("make test installed its Debian packages but finds no keytool: apt-get install default-jdk-headless")
 		}
-		t.Skip("no keytool (make test-deps installs a JDK)")
+		t.Skip("no keytool (make test-deps installs Debian's default-jdk-headless)")
 	}
 	dir := t.TempDir()
 	for name, store := range map[string][]byte{"user.p12": keyStore.Data, "ca.p12": trustStore.Data} {

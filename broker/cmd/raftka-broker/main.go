@@ -94,7 +94,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.tls.CAFile, "ssl-ca-file", "", "PEM certificates that sign the client certificates SSL listeners accept (with --ssl-client-auth)")
 	fs.StringVar(&o.listenerSSL, "listener-ssl-dirs", "", "NAME=DIR,... per listener, a directory holding tls.crt, tls.key and optionally ca.crt (a mounted kubernetes.io/tls Secret, as cert-manager writes it), served by that listener instead of --ssl-certificate-file, --ssl-key-file and --ssl-ca-file")
 	fs.StringVar(&o.tls.ClientAuth, "ssl-client-auth", "none", "whether SSL listeners ask clients for a certificate, whose subject is then the connection's principal: none, requested or required (Kafka's ssl.client.auth)")
-	fs.StringVar(&o.listenerAuth, "listener-ssl-client-auth", "", "NAME=MODE,... per SSL listener, --ssl-client-auth's none, requested or required for that listener alone (Kafka's listener.name.NAME.ssl.client.auth)")
+	fs.StringVar(&o.listenerAuth, "listener-ssl-client-auth", "", "NAME=MODE,... per SSL or SASL_SSL listener, --ssl-client-auth's none, requested or required for that listener alone (Kafka's listener.name.NAME.ssl.client.auth); a SASL_SSL listener then asks for a certificate as well as SASL, and the principal stays the SASL user (KIP-684)")
 	fs.StringVar(&o.authorizer, "authorizer", "none", "acl: check every request against the ACLs kept in the metadata (kafka-acls.sh), Kafka's rules; clients then need a listener other than the inter-broker one (the first), which is trusted and must be reachable only by the brokers and the operator. none: every request is allowed")
 	fs.StringVar(&o.superUsers, "super-users", "", "principals that may do anything with --authorizer acl, as User:NAME;User:NAME (Kafka's super.users)")
 	fs.StringVar(&o.cfg.ScramUsersDir, "scram-users-dir", "", "directory of users' SCRAM-SHA-512 passwords, one file per user named after it (a mounted Secret): their credentials are set in the metadata, and set again whenever they no longer match the file, so a cluster can be administered before anyone could alter its credentials")
@@ -314,8 +314,8 @@ func parseListenerClientAuth(s string, listeners []security.Listener, shared sec
 			return fmt.Errorf("--listener-ssl-client-auth %q: want NAME=MODE", part)
 		case i < 0:
 			return fmt.Errorf("--listener-ssl-client-auth: %s is not a listener", name)
-		case listeners[i].Protocol != security.SSL:
-			return fmt.Errorf("--listener-ssl-client-auth: %s is not an SSL listener (SASL_SSL listeners authenticate with SASL)", name)
+		case !listeners[i].Protocol.TLS():
+			return fmt.Errorf("--listener-ssl-client-auth: %s is a %s listener, without TLS", name, listeners[i].Protocol)
 		case seen[name]:
 			return fmt.Errorf("--listener-ssl-client-auth: listener %s is named twice", name)
 		}
@@ -324,7 +324,7 @@ func parseListenerClientAuth(s string, listeners []security.Listener, shared sec
 		if !own {
 			cfg = shared
 		}
-		cfg.ClientAuth = mode
+		cfg.ClientAuth, cfg.ListenerClientAuth = mode, true
 		perListener[name] = cfg
 	}
 	return nil

@@ -37,7 +37,7 @@ func TestListenerClientAuth(t *testing.T) {
 	if err := parseListenerClientAuth("mtls=required", listeners, shared, perListener); err != nil {
 		t.Fatal(err)
 	}
-	own.ClientAuth = "required"
+	own.ClientAuth, own.ListenerClientAuth = "required", true
 	if perListener["MTLS"] != own {
 		t.Errorf("MTLS: %+v, want its own files asking for a certificate: %+v", perListener["MTLS"], own)
 	}
@@ -47,7 +47,14 @@ func TestListenerClientAuth(t *testing.T) {
 	if got := perListener["TLS"]; got.CertFile != shared.CertFile || got.ClientAuth != "requested" {
 		t.Errorf("TLS: %+v, want the shared files asking for a certificate", got)
 	}
-	for _, bad := range []string{"SCRAM=required", "REPLICATION=required", "NOPE=required", "MTLS", "TLS=required,TLS=none"} {
+	// KIP-684: a SASL_SSL listener may ask for certificates too.
+	if err := parseListenerClientAuth("SCRAM=required", listeners, shared, perListener); err != nil {
+		t.Fatal(err)
+	}
+	if got := perListener["SCRAM"]; got.ClientAuth != "required" || !got.ListenerClientAuth {
+		t.Errorf("SCRAM: %+v, want the shared files asking for a certificate", got)
+	}
+	for _, bad := range []string{"REPLICATION=required", "NOPE=required", "MTLS", "TLS=required,TLS=none"} {
 		if err := parseListenerClientAuth(bad, listeners, shared, map[string]security.TLSConfig{}); err == nil {
 			t.Errorf("%q was taken", bad)
 		}
