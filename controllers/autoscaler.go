@@ -31,10 +31,14 @@ var (
 		Help: "Consumers the autoscaler wants for a group."}, []string{"namespace", "group"})
 	currentGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "raftka_consumergroup_current_replicas",
 		Help: "Replicas of a group's scale target."}, []string{"namespace", "group"})
+	stalledGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "raftka_consumergroup_stalled",
+		Help: "1 while a group is Stalled: lag grows and its committed offsets do not move; else 0."}, []string{"namespace", "group"})
+	growthsCounter = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_consumergroup_partition_growths_total",
+		Help: "Topics the autoscaler grew for a group, by topic: one per CreatePartitions it made."}, []string{"namespace", "group", "topic"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(lagGauge, desiredGauge, currentGauge)
+	metrics.Registry.MustRegister(lagGauge, desiredGauge, currentGauge, stalledGauge, growthsCounter)
 }
 
 // groupMemory is what the controller keeps of each ConsumerGroup between
@@ -105,6 +109,8 @@ func forgetGroupMetrics(ns, group string) {
 	lagGauge.DeletePartialMatch(labels)
 	desiredGauge.DeletePartialMatch(labels)
 	currentGauge.DeletePartialMatch(labels)
+	stalledGauge.DeletePartialMatch(labels)
+	growthsCounter.DeletePartialMatch(labels)
 }
 
 // policyOf applies the spec's defaults.
@@ -201,6 +207,7 @@ func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.Co
 			return fmt.Errorf("grow %s to %d partitions: %w", topic, n, err)
 		}
 		logger.Info("partitions grown for consumers", "topic", topic, "partitions", n)
+		growthsCounter.WithLabelValues(cg.Namespace, cg.Spec.GroupID, topic).Inc()
 		r.event(cg, corev1.EventTypeNormal, "PartitionsGrown", "GrowPartitions", fmt.Sprintf("topic %s grown to %d partitions: %s", topic, n, d.Reason))
 		cg.Status.LastScaleTime, cg.Status.LastScaleReason = ptr.To(metav1.Now()), d.Reason
 	}
@@ -231,6 +238,11 @@ func (r *ConsumerGroupReconciler) autoscale(ctx context.Context, cg *raftkav1.Co
 	cg.Status.CurrentReplicas, cg.Status.DesiredReplicas = scaleReplicas(scale), d.DesiredReplicas
 	desiredGauge.WithLabelValues(cg.Namespace, cg.Spec.GroupID).Set(float64(d.DesiredReplicas))
 	currentGauge.WithLabelValues(cg.Namespace, cg.Spec.GroupID).Set(float64(scaleReplicas(scale)))
+	stalled := 0.0
+	if d.Stalled {
+		stalled = 1
+	}
+	stalledGauge.WithLabelValues(cg.Namespace, cg.Spec.GroupID).Set(stalled)
 	return nil
 }
 

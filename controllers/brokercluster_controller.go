@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
@@ -65,12 +67,20 @@ type BrokerClusterReconciler struct {
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// brokerGauges are a cluster's brokers by state, ready or desired, for
+// the broker-not-ready alert and the dashboards.
+var brokerGauges = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "raftka_brokercluster_brokers",
+	Help: "A BrokerCluster's brokers: state=desired is spec.replicas, state=ready those whose pod is ready."}, []string{"namespace", "cluster", "state"})
+
+func init() { metrics.Registry.MustRegister(brokerGauges) }
+
 // Reconcile runs the steps for one BrokerCluster.
 func (r *BrokerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cluster raftkav1.BrokerCluster
 	if err := r.Get(ctx, req.NamespacedName, &cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.waves.forget(req.NamespacedName)
+			brokerGauges.DeletePartialMatch(prometheus.Labels{"namespace": req.Namespace, "cluster": req.Name})
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -377,6 +387,8 @@ func (r *BrokerClusterReconciler) observe(ctx context.Context, c *raftkav1.Broke
 	}
 	c.Status.Brokers = r.observeBrokers(ctx, c, pods, view)
 	c.Status.ReadyReplicas = ready
+	brokerGauges.WithLabelValues(c.Namespace, c.Name, "ready").Set(float64(ready))
+	brokerGauges.WithLabelValues(c.Namespace, c.Name, "desired").Set(float64(c.Spec.Replicas))
 	rolling := waiting != "" || sts.Status.UpdateRevision != "" && sts.Status.UpdateRevision != sts.Status.CurrentRevision
 	want := ptr.Deref(sts.Spec.Replicas, 0)
 	if ready >= want {

@@ -145,7 +145,7 @@ func newBroker(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.metrics.registry.MustRegister(partitionCollector{id: cfg.ID, meta: b.meta, replicas: b.replicas,
-		generation: b.incarnation.Generation, raftLog: &b.raftLog})
+		generation: b.incarnation.Generation, raftLog: &b.raftLog}, diskCollector{dir: cfg.DataDir, minFree: cfg.MinFreeBytes})
 	return b, nil
 }
 

@@ -2,6 +2,7 @@ package node
 
 import (
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +40,10 @@ type metrics struct {
 	authentications *prometheus.CounterVec
 	// throttled counts responses throttled by a client quota, by quota.
 	throttled *prometheus.CounterVec
+	// bytesIn, recordsIn and bytesOut are each topic's traffic through
+	// this broker: Kafka's BytesInPerSec, MessagesInPerSec and
+	// BytesOutPerSec.
+	bytesIn, recordsIn, bytesOut *prometheus.CounterVec
 	// forcedLifts counts ordered growths this broker, as metadata leader,
 	// lifted at their bound (package hold).
 	forcedLifts *prometheus.CounterVec
@@ -69,11 +74,28 @@ func newMetrics() *metrics {
 			Help: "SASL exchanges on this broker's SASL listeners by mechanism and result: success, reauthentication (KIP-368, on a connection already authenticated) or failure."}, []string{"mechanism", "result"}),
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_client_quota_throttles_total",
 			Help: "Responses this broker throttled because the client was over its quota, by quota: producer_byte_rate or consumer_byte_rate."}, []string{"quota"}),
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_topic_bytes_in_total",
+			Help: "Record bytes producers wrote to the topic's partitions this broker leads, as sent, counted once committed; a recognised retry is not counted again."}, []string{"topic"}),
+		recordsIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_topic_records_in_total",
+			Help: "Records producers wrote to the topic's partitions this broker leads, counted once committed."}, []string{"topic"}),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_topic_bytes_out_total",
+			Help: "Record bytes this broker's fetch answers carried of the topic, to consumers and to replicas catching up."}, []string{"topic"}),
 		forcedLifts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftka_growth_forced_lifts_total",
 			Help: "Ordered growths this broker, as metadata leader, lifted at raftka.growth.max.hold.ms before every counted group had drained the old partitions: a group may have read a key out of order."}, []string{"topic"}),
 	}
-	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, m.outOfOrder, m.duplicates, m.authentications, m.throttled, m.forcedLifts, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(m.latency, m.stages, m.produced, m.busy, m.budgetSnapshots, m.cleanedBytes, m.cleanedRecords, m.outOfOrder, m.duplicates, m.authentications, m.throttled, m.forcedLifts, m.bytesIn, m.recordsIn, m.bytesOut, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// ProducedTo implements server.Metrics.
+func (m *metrics) ProducedTo(topic string, bytes, records int) {
+	m.bytesIn.WithLabelValues(topic).Add(float64(bytes))
+	m.recordsIn.WithLabelValues(topic).Add(float64(records))
+}
+
+// Fetched implements server.Metrics.
+func (m *metrics) Fetched(topic string, bytes int) {
+	m.bytesOut.WithLabelValues(topic).Add(float64(bytes))
 }
 
 // Request implements server.Metrics.
@@ -200,4 +222,32 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRaftLogSyncSecs, prometheus.CounterValue, st.SyncSeconds)
 		ch <- prometheus.MustNewConstMetric(descRaftLogRelocated, prometheus.CounterValue, float64(st.RelocatedBytes))
 	}
+}
+
+var (
+	descDiskTotal   = prometheus.NewDesc("raftka_disk_total_bytes", "Size of the file system that holds the data directory.", nil, nil)
+	descDiskFree    = prometheus.NewDesc("raftka_disk_free_bytes", "Bytes of the data directory's file system this broker may still use.", nil, nil)
+	descDiskMinFree = prometheus.NewDesc("raftka_disk_min_free_bytes", "Free space under which this broker refuses produce with KAFKA_STORAGE_ERROR (--min-free-bytes); 0 for no bound.", nil, nil)
+)
+
+// diskCollector reads the data directory's file system at scrape time,
+// for the disk panels and the disk-nearly-full alert.
+type diskCollector struct {
+	dir     string
+	minFree int64
+}
+
+func (c diskCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descDiskTotal
+	ch <- descDiskFree
+	ch <- descDiskMinFree
+}
+
+func (c diskCollector) Collect(ch chan<- prometheus.Metric) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(c.dir, &st); err == nil {
+		ch <- prometheus.MustNewConstMetric(descDiskTotal, prometheus.GaugeValue, float64(st.Blocks*uint64(st.Bsize)))
+		ch <- prometheus.MustNewConstMetric(descDiskFree, prometheus.GaugeValue, float64(st.Bavail*uint64(st.Bsize)))
+	}
+	ch <- prometheus.MustNewConstMetric(descDiskMinFree, prometheus.GaugeValue, float64(max(c.minFree, 0)))
 }

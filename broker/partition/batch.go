@@ -70,6 +70,18 @@ func readHeader(b []byte) (header, error) {
 	return h, nil
 }
 
+// RecordCount is how many records batches that SplitBatches returned
+// hold, by their headers: the last offset delta of each, plus one.
+func RecordCount(batches [][]byte) int {
+	n := 0
+	for _, b := range batches {
+		if h, err := readHeader(b); err == nil {
+			n += int(h.LastDelta) + 1
+		}
+	}
+	return n
+}
+
 // SplitBatches validates a produce request's records field and returns its
 // batches. It rejects anything but well-formed RecordBatch v2 with a correct
 // CRC, so nothing malformed ever reaches the Raft log.

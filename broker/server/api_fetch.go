@@ -36,12 +36,28 @@ func handleFetch(srv *Server, r *request) (kmsg.Response, error) {
 					// A replica catching up: leader.replication.throttled.rate.
 					_ = srv.Replicas.WaitLeaderThrottle(srv.ctx, bytes)
 				}
+				srv.countFetched(req, resp)
 				return resp
 			}
 			waitAny(wake, time.Until(deadline), srv.ctx.Done())
 		}
 	}
 	return nil, nil
+}
+
+// countFetched counts the record bytes a fetch answer carries, by topic;
+// its topics are the request's, in order (fetchOnce), and from v13 carry
+// ids rather than names.
+func (srv *Server) countFetched(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+	for i, t := range resp.Topics {
+		n := 0
+		for _, p := range t.Partitions {
+			n += len(p.RecordBatches)
+		}
+		if name, known := fetchTopicName(srv, req, req.Topics[i]); n > 0 && known {
+			srv.Metrics.Fetched(name, n)
+		}
+	}
 }
 
 // fetchDenied is the authorizer's answer for a fetch, asked in the

@@ -26,6 +26,8 @@ type pendingProduce struct {
 	rp         *kmsg.ProduceResponseTopicPartition
 	rs         *dragonboat.RequestState
 	appendTime int64           // the log append time it was stamped with, or -1
+	bytes      int             // the record batches' size as the producer sent them
+	records    int             // how many records they hold
 	deposed    <-chan struct{} // closes when this broker stops leading the partition
 }
 
@@ -99,6 +101,9 @@ func handleProduce(srv *Server, r *request) (kmsg.Response, error) {
 				if out.Err != nil {
 					p.rp.ErrorCode = kafkaerr.Code(out.Err)
 				} else {
+					if !out.Duplicate {
+						srv.Metrics.ProducedTo(p.topic, p.bytes, p.records)
+					}
 					p.rp.BaseOffset, p.rp.LogStartOffset, p.rp.LogAppendTime = out.BaseOffset, out.LogStartOffset, p.appendTime
 				}
 			case res.Timeout():
@@ -247,7 +252,7 @@ func (srv *Server) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg
 	for {
 		rs, err := srv.Raft.Propose(srv.Raft.GetNoOPSession(info.Shard), cmd, time.Until(deadline))
 		if err == nil {
-			return pendingProduce{rs: rs, appendTime: appendTime, deposed: deposed}, nil
+			return pendingProduce{rs: rs, appendTime: appendTime, deposed: deposed, bytes: len(p.Records), records: partition.RecordCount(batches)}, nil
 		}
 		// A busy shard pushes back; waiting here keeps later requests on
 		// this connection behind this one, which keeps their order.

@@ -99,6 +99,11 @@ type Metrics interface {
 	Stage(name string, d time.Duration)
 	// Produced: a produce request answered as leader.
 	Produced()
+	// ProducedTo: a partition of topic took records, bytes as sent; a
+	// retried batch recognised as a duplicate is not counted again.
+	ProducedTo(topic string, bytes, records int)
+	// Fetched: a fetch answer carried bytes of topic's records.
+	Fetched(topic string, bytes int)
 	// Busy: a proposal a partition's group pushed back, and retried.
 	Busy()
 	// OutOfOrder and Duplicate: an idempotent producer's batch refused
