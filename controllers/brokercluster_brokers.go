@@ -57,6 +57,9 @@ func (r *BrokerClusterReconciler) viewBrokers(ctx context.Context, c *raftkav1.B
 func hostedReplicas(md kadm.Metadata) map[int32]int {
 	hosted := map[int32]int{}
 	for _, t := range md.Topics {
+		if t.IsInternal {
+			continue // __consumer_offsets lives in the metadata group, not in replicas
+		}
 		for _, p := range t.Partitions {
 			for _, id := range p.Replicas {
 				hosted[id]++
@@ -104,6 +107,9 @@ func (r *BrokerClusterReconciler) observeBrokers(ctx context.Context, c *raftkav
 	}
 	if view.mdErr == nil {
 		for _, t := range view.md.Topics {
+			if t.IsInternal {
+				continue
+			}
 			for _, p := range t.Partitions {
 				for _, id := range p.Replicas {
 					st := entry(id)

@@ -62,6 +62,9 @@ func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.Bro
 	}
 	all := kadm.TopicsSet{}
 	for name, t := range md.Topics {
+		if t.IsInternal {
+			continue // __consumer_offsets is not moved: it lives in the metadata group
+		}
 		all[name] = map[int32]struct{}{}
 		for p := range t.Partitions {
 			all[name][p] = struct{}{}

@@ -44,6 +44,9 @@ func layoutOf(md kadm.Metadata, brokers int32) rebalance.Layout {
 		l.Brokers = append(l.Brokers, rebalance.Broker{ID: b.NodeID, Rack: rack})
 	}
 	for name, t := range md.Topics {
+		if t.IsInternal {
+			continue // __consumer_offsets lives in the metadata group: nothing to place
+		}
 		for _, p := range t.Partitions {
 			l.Partitions = append(l.Partitions, rebalance.Partition{Topic: name, Index: p.Partition, Replicas: slices.Clone(p.Replicas)})
 		}

@@ -3,8 +3,9 @@
 # kafka-python and confluent-kafka (librdkafka) for Debian's python3, with
 # python3-cryptography to read a PKCS#12 trust store, Node.js with npm
 # (KafkaJS), and a JDK for keytool, which checks the PKCS#12 stores the
-# operator writes (no Java client is built or run), and promtool (Debian's
-# prometheus) for the chart's alert rules. Installs the missing
+# operator writes (no Java client is built or run), promtool (Debian's
+# prometheus) for the chart's alert rules, and Burrow with the ZooKeeper it
+# coordinates through, to read __consumer_offsets. Installs the missing
 # ones with apt-get when run as root; otherwise names them and the command
 # to run, and fails at once rather than twenty minutes into the tests.
 set -euo pipefail
@@ -13,6 +14,8 @@ missing=()
 command -v kcat >/dev/null || missing+=(kcat)
 command -v keytool >/dev/null || missing+=(default-jdk-headless)
 command -v promtool >/dev/null || missing+=(prometheus)
+command -v Burrow >/dev/null || missing+=(burrow)
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 /usr/bin/python3 -c 'import cryptography.hazmat.primitives.serialization.pkcs12' 2>/dev/null || missing+=(python3-cryptography)
 /usr/bin/python3 -c 'import kafka' 2>/dev/null || missing+=(python3-kafka)
 /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null || missing+=(python3-confluent-kafka)

@@ -760,3 +760,7 @@ func (c *Cluster) procValue(i int, file, key string) int64 {
 	}
 	return 0
 }
+
+// FreePort is a free port on 127.0.0.1 for a helper process of a test (a
+// ZooKeeper, an HTTP server), picked as the brokers' are.
+func FreePort(t testing.TB) int { return freePorts(t, 1)[0] }

@@ -264,13 +264,16 @@ func (c *Coordinator) ValidateCommit(groupID, memberID string, instanceID *strin
 // Description is a group as DescribeGroups shows it.
 type Description struct {
 	State, ProtocolType, Protocol string
+	Generation                    int32
+	Leader                        string
 	Members                       []MemberDescription
 }
 
 // MemberDescription is one member as DescribeGroups shows it.
 type MemberDescription struct {
-	ID, InstanceID, ClientID, Host string
-	Metadata, Assignment           []byte
+	ID, InstanceID, ClientID, Host   string
+	Metadata, Assignment             []byte
+	SessionTimeout, RebalanceTimeout time.Duration
 }
 
 // Describe returns a group's state, or false if it has no live state here.
@@ -281,11 +284,11 @@ func (c *Coordinator) Describe(groupID string) (Description, bool) {
 	if g == nil {
 		return Description{}, false
 	}
-	d := Description{State: g.state, ProtocolType: g.protocolType, Protocol: g.protocol}
+	d := Description{State: g.state, ProtocolType: g.protocolType, Protocol: g.protocol, Generation: g.generation, Leader: g.leader}
 	for _, id := range g.order {
 		m := g.members[id]
 		d.Members = append(d.Members, MemberDescription{ID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, Host: m.host,
-			Metadata: metadataFor(m, g.protocol), Assignment: m.assignment})
+			Metadata: metadataFor(m, g.protocol), Assignment: m.assignment, SessionTimeout: m.sessionTimeout, RebalanceTimeout: m.rebalanceTimeout})
 	}
 	return d, true
 }

@@ -380,6 +380,8 @@ func (m *StateMachine) TopicName(id [16]byte) (string, bool) {
 	m.Read(func(s *State) {
 		if t := s.TopicByID(id); t != nil {
 			name = t.Name
+		} else if id == s.OffsetsTopicID() {
+			name = OffsetsTopic
 		}
 	})
 	return name, name != ""

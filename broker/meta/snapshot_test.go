@@ -24,6 +24,8 @@ func TestSnapshotFormatKeepsItsFieldNames(t *testing.T) {
 	s.Apply(16, &Command{CreateACLs: &CreateACLs{Bindings: []acl.Binding{{Principal: "User:u", Host: "*", Operation: 2, Permission: 3, ResourceType: 2, ResourceName: "orders", PatternType: 3}}}})
 	s.Apply(17, &Command{AlterClientQuotas: &AlterClientQuotas{Changes: []QuotaChange{{Entity: quota.Entity{User: &quota.Name{Name: "u"}}, Set: map[string]float64{quota.ProducerByteRate: 1024}}}}})
 	s.Apply(18, &Command{AllocateProducerIDs: true})
+	s.Apply(19, &Command{RecordGroupMetadata: &RecordGroupMetadata{Group: "g", Metadata: GroupMetadata{ProtocolType: "consumer", Generation: 3,
+		Members: []GroupMember{{ID: "m", ClientID: "c", Assignment: []byte{0, 1}}}}}})
 
 	data, err := json.Marshal(s)
 	if err != nil {
@@ -38,8 +40,8 @@ func TestSnapshotFormatKeepsItsFieldNames(t *testing.T) {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	want := []string{"ACLs", "BrokerConfigs", "Brokers", "ClientQuotas", "ClusterID", "MetadataVoters", "NextNodeEpoch", "NextProducerID",
-		"NextShard", "Offsets", "Retired", "ScramCredentials", "Topics"}
+	want := []string{"ACLs", "BrokerConfigs", "Brokers", "ClientQuotas", "ClusterID", "GroupMetadata", "MetadataVoters", "NextNodeEpoch", "NextProducerID",
+		"NextShard", "Offsets", "OffsetsLog", "Retired", "ScramCredentials", "Topics"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("snapshot fields %v, want %v", names, want)
 	}

@@ -139,6 +139,10 @@ type State struct {
 	brokerConfigs map[string]map[string]string
 	// offsets: group -> topic -> partition -> offset.
 	offsets map[string]map[string]map[int32]GroupOffset
+	// groupMetadata: each group's membership as its coordinator last
+	// recorded it; offsetsLog: __consumer_offsets (offsetstopic.go).
+	groupMetadata map[string]GroupMetadata
+	offsetsLog    offsetsLog
 	// scramCredentials: user -> mechanism -> credential (scram.go).
 	scramCredentials map[string]map[string]ScramCredential
 	// acls are the authorizer's bindings, in the order they were made
@@ -172,12 +176,15 @@ type snapshotState struct {
 	ScramCredentials map[string]map[string]ScramCredential `json:",omitempty"`
 	ACLs             []acl.Binding                         `json:",omitempty"`
 	ClientQuotas     []quota.Config                        `json:",omitempty"`
+	GroupMetadata    map[string]GroupMetadata              `json:",omitempty"`
+	OffsetsLog       *offsetsLog                           `json:",omitempty"`
 }
 
 func (s *State) snapshot() snapshotState {
 	return snapshotState{ClusterID: s.clusterID, Brokers: s.brokers, Topics: s.topics, NextShard: s.nextShard, NextNodeEpoch: s.nextNodeEpoch,
 		Retired: s.retired, MetadataVoters: s.metadataVoters, NextProducerID: s.nextProducerID, BrokerConfigs: s.brokerConfigs,
-		Offsets: s.offsets, ScramCredentials: s.scramCredentials, ACLs: s.acls, ClientQuotas: s.clientQuotas}
+		Offsets: s.offsets, ScramCredentials: s.scramCredentials, ACLs: s.acls, ClientQuotas: s.clientQuotas,
+		GroupMetadata: s.groupMetadata, OffsetsLog: s.offsetsLogSnapshot()}
 }
 
 // MarshalJSON writes the state as a snapshot carries it.
@@ -193,6 +200,12 @@ func (s *State) UnmarshalJSON(data []byte) error {
 	s.clusterID, s.brokers, s.topics, s.nextShard, s.nextNodeEpoch = j.ClusterID, j.Brokers, j.Topics, j.NextShard, j.NextNodeEpoch
 	s.retired, s.metadataVoters, s.nextProducerID, s.brokerConfigs = j.Retired, j.MetadataVoters, j.NextProducerID, j.BrokerConfigs
 	s.offsets, s.scramCredentials, s.acls, s.clientQuotas = j.Offsets, j.ScramCredentials, j.ACLs, j.ClientQuotas
+	s.groupMetadata = j.GroupMetadata
+	if j.OffsetsLog != nil {
+		s.offsetsLog = *j.OffsetsLog
+		s.offsetsLog.index = nil // rebuilt at the next record
+		s.offsetsLog.reindex()
+	}
 	return nil
 }
 
@@ -299,14 +312,19 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 				g[topic][p] = o
 			}
 		}
+		s.recordCommits(co)
 		return Outcome{}
+	case c.RecordGroupMetadata != nil:
+		return s.recordGroupMetadata(c.RecordGroupMetadata)
 	case c.DeleteGroup != "":
 		if _, ok := s.offsets[c.DeleteGroup]; !ok {
 			return Outcome{Err: kerr.GroupIDNotFound}
 		}
+		s.deleteGroupState(c.DeleteGroup)
 		delete(s.offsets, c.DeleteGroup)
 		return Outcome{}
 	case c.DeleteOffsets != nil:
+		s.recordDeletedOffsets(c.DeleteOffsets.Group, c.DeleteOffsets.Partitions)
 		g := s.offsets[c.DeleteOffsets.Group]
 		for topic, parts := range c.DeleteOffsets.Partitions {
 			for _, p := range parts {
@@ -427,7 +445,7 @@ func (s *State) createTopic(index uint64, ct *CreateTopic) Outcome {
 	if err := ValidateTopicName(ct.Name); err != nil {
 		return Outcome{Err: err}
 	}
-	if s.topics[ct.Name] != nil {
+	if s.topics[ct.Name] != nil || ct.Name == OffsetsTopic { // the internal topic always exists
 		return Outcome{Err: kerr.TopicAlreadyExists}
 	}
 	if ct.Assignment != nil {

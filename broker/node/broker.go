@@ -24,6 +24,7 @@ import (
 	"github.com/raftka/raftka/broker/hold"
 	"github.com/raftka/raftka/broker/identity"
 	"github.com/raftka/raftka/broker/meta"
+	"github.com/raftka/raftka/broker/offsetstopic"
 	"github.com/raftka/raftka/broker/raftlog"
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/broker/security"
@@ -286,6 +287,10 @@ func (b *Broker) startLoops() {
 	b.goBackground(func(ctx context.Context) {
 		hold.Run(ctx, hold.Deps{ID: b.cfg.ID, Meta: b.meta, Replicas: b.replicas, Groups: b.groups, Propose: b.proposeMeta,
 			MetaLeader: b.metaLeader, Metrics: b.metrics, Log: b.log})
+	})
+	b.goBackground(func(ctx context.Context) {
+		offsetstopic.Run(ctx, offsetstopic.Deps{Groups: b.groups, Meta: b.meta, Propose: b.proposeMeta, Log: b.log,
+			Coordinating: func() bool { id, ok := b.metaLeader(); return ok && id == b.cfg.ID }})
 	})
 	if b.cfg.ScramUsersDir != "" {
 		b.goBackground(security.ScramUsers{Dir: b.cfg.ScramUsersDir, Credentials: b.meta, Propose: b.proposeMeta, Log: b.log}.Run)

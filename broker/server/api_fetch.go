@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 	"github.com/raftka/raftka/broker/replica"
 )
@@ -101,7 +102,7 @@ func (srv *Server) fetchOnce(req *kmsg.FetchRequest, listener string, denied map
 	total, failed := 0, false
 	var wake []<-chan struct{}
 	listed := map[int32]bool{}
-	heldWake := false
+	metaWake := false
 	// A follower fetch (another broker's replica catching up) is answered
 	// by any replica from its own log, which holds committed records only.
 	fromReplica := req.Version < 15 && req.ReplicaID >= 0 || req.Version >= 15 && req.ReplicaState.ID >= 0
@@ -120,6 +121,16 @@ func (srv *Server) fetchOnce(req *kmsg.FetchRequest, listener string, denied map
 			}
 			if err := denied[name]; err != nil {
 				rp.ErrorCode, failed = err.Code, true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			if name == meta.OffsetsTopic && !fromReplica {
+				rp, partFailed := srv.fetchOffsetsTopic(p, min(int(p.PartitionMaxBytes), budget))
+				total, budget, failed = total+len(rp.RecordBatches), budget-len(rp.RecordBatches), failed || partFailed
+				if !metaWake {
+					metaWake = true
+					wake = append(wake, srv.Meta.Changed()) // a commit appends to the topic
+				}
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
@@ -145,8 +156,8 @@ func (srv *Server) fetchOnce(req *kmsg.FetchRequest, listener string, denied map
 			}
 			log := rep.StateMachine().Log()
 			wake = append(wake, log.Changed())
-			if info.Held && !heldWake {
-				heldWake = true
+			if info.Held && !metaWake {
+				metaWake = true
 				wake = append(wake, srv.Meta.Changed()) // a hold rises or lifts in the metadata
 			}
 			start, end := log.Offsets()

@@ -6,13 +6,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 	"github.com/raftka/raftka/broker/replica"
 )
 
-// ListOffsets v1-v7: earliest (-2), latest (-1), max timestamp (-3, v7),
-// or the first offset at a timestamp; v6 flexible.
-func init() { register(kmsg.ListOffsets, 1, 7, handleListOffsets) }
+// ListOffsets v0-v7: earliest (-2), latest (-1), max timestamp (-3, v7),
+// or the first offset at a timestamp; v6 flexible. v0, which Kafka 3
+// still serves and older sarama clients send (Burrow 1.2), answers a list
+// of offsets: the one asked for.
+func init() { register(kmsg.ListOffsets, 0, 7, handleListOffsets) }
 
 func handleListOffsets(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ListOffsetsRequest)
@@ -30,6 +33,10 @@ func handleListOffsets(srv *Server, r *request) (kmsg.Response, error) {
 			if denied != nil {
 				rp.ErrorCode = denied.Code
 				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			if t.Topic == meta.OffsetsTopic {
+				rt.Partitions = append(rt.Partitions, srv.listOffsetsTopic(p))
 				continue
 			}
 			var rep *replica.Replica
@@ -77,6 +84,15 @@ func handleListOffsets(srv *Server, r *request) (kmsg.Response, error) {
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.Version == 0 {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if rp := &resp.Topics[i].Partitions[j]; rp.ErrorCode == 0 {
+					rp.OldStyleOffsets = []int64{rp.Offset}
+				}
+			}
+		}
 	}
 	return resp, nil
 }

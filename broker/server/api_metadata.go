@@ -53,9 +53,21 @@ func handleMetadata(srv *Server, r *request) (kmsg.Response, error) {
 					resp.Topics = append(resp.Topics, srv.metadataTopic(s.Topic(name)))
 				}
 			}
+			if describable(meta.OffsetsTopic) {
+				resp.Topics = append(resp.Topics, srv.offsetsTopicMetadata(s, resp.ControllerID))
+			}
 			return
 		}
 		for _, rt := range req.Topics {
+			if rt.Topic != nil && *rt.Topic == meta.OffsetsTopic || rt.Topic == nil && rt.TopicID == s.OffsetsTopicID() {
+				mt := srv.offsetsTopicMetadata(s, resp.ControllerID)
+				if !describable(meta.OffsetsTopic) {
+					mt = kmsg.NewMetadataResponseTopic()
+					mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, kerr.TopicAuthorizationFailed.Code
+				}
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
 			var t *meta.Topic
 			if rt.Topic != nil {
 				t = s.Topic(*rt.Topic)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 )
 
@@ -56,6 +57,11 @@ func handleProduce(srv *Server, r *request) (kmsg.Response, error) {
 			rp.Partition = p.Partition
 			if !known {
 				rp.ErrorCode = kerr.UnknownTopicID.Code
+				continue
+			}
+			if name == meta.OffsetsTopic {
+				// Kafka's answer to a client writing to an internal topic.
+				rp.ErrorCode, rp.ErrorMessage = kerr.InvalidTopicException.Code, kmsg.StringPtr("Cannot append to internal topic "+name)
 				continue
 			}
 			if err := r.onTopic(srv, kmsg.ACLOperationWrite, name); err != nil {
