@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -84,18 +85,29 @@ func needBurrow(t *testing.T) string {
 func startZooKeeper(t *testing.T) string {
 	dir := t.TempDir()
 	port := brokertest.FreePort(t)
-	cfg := fmt.Sprintf("tickTime=2000\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n", filepath.Join(dir, "data"), port)
+	cfg := fmt.Sprintf("tickTime=2000\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\n",
+		filepath.Join(dir, "data"), port)
 	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	startHelper(t, dir, "zookeeper", "java", "-cp", zooKeeperJar, "org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(dir, "zoo.cfg"))
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	waitFor(t, 30*time.Second, "ZooKeeper to listen", func() bool {
-		conn, err := net.Dial("tcp", addr)
-		if err == nil {
-			conn.Close()
+	// Listening, even answering ruok, is not serving: a client that
+	// connects before ZooKeeper runs is dropped ("ZooKeeperServer not
+	// running"), and Burrow then gives up. srvr names the server's mode
+	// once it serves.
+	waitFor(t, 60*time.Second, "ZooKeeper to serve", func() bool {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false
 		}
-		return err == nil
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := conn.Write([]byte("srvr")); err != nil {
+			return false
+		}
+		reply, _ := io.ReadAll(conn)
+		return strings.Contains(string(reply), "Mode: standalone")
 	})
 	return addr
 }
