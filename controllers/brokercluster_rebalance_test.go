@@ -33,6 +33,9 @@ func spreadOver(t testing.TB, cl *brokertest.Cluster, n int32) (bool, string) {
 	replicas, leaders := map[int32]int{}, map[int32]int{}
 	all := kadm.TopicsSet{}
 	for name, td := range md.Topics {
+		if td.IsInternal {
+			continue // __consumer_offsets follows the metadata voters, not the rebalancer
+		}
 		all[name] = map[int32]struct{}{}
 		for _, p := range td.Partitions {
 			all[name][p.Partition] = struct{}{}
@@ -261,6 +264,9 @@ func rackSpans(t testing.TB, cl *brokertest.Cluster, racks []string, rf int) (bo
 	}
 	all := kadm.TopicsSet{}
 	for name, td := range md.Topics {
+		if td.IsInternal {
+			continue // __consumer_offsets follows the metadata voters, not the rebalancer
+		}
 		all[name] = map[int32]struct{}{}
 		for _, p := range td.Partitions {
 			all[name][p.Partition] = struct{}{}
