@@ -54,16 +54,18 @@ func TestBurrowFollowsAGroupThroughConsumerOffsets(t *testing.T) {
 			}
 		}
 	}()
-	status := func() string { return burrowStatus(t, api, "watched") }
+	status := func() string { s, _ := burrowStatus(t, api, "watched"); return s }
 	waitFor(t, 90*time.Second, "Burrow to report the group OK while it keeps up", func() bool { return status() == "OK" })
 
 	consumer.Close()
 	<-consumed
-	waitFor(t, 90*time.Second, "Burrow to report the stopped group as not OK while its lag grows", func() bool {
-		s := status()
-		return s != "OK" && s != "" && s != "NOTFOUND"
+	var lag int64
+	waitFor(t, 90*time.Second, "Burrow to report the stopped group as not OK, with lag, while its lag grows", func() bool {
+		var s string
+		s, lag = burrowStatus(t, api, "watched")
+		return s != "OK" && s != "" && s != "NOTFOUND" && lag > 0
 	})
-	t.Logf("Burrow's status of the stopped group: %s", status())
+	t.Logf("Burrow's status of the stopped group: %s, lag %d", status(), lag)
 }
 
 func needBurrow(t *testing.T) string {
@@ -183,22 +185,23 @@ func startHelper(t *testing.T, dir, name string, args ...string) {
 	})
 }
 
-// burrowStatus is Burrow's status of group, from its lag endpoint: OK,
+// burrowStatus is Burrow's status of group, from its lag endpoint (OK,
 // WARN, ERR, STOP, STALL or REWIND, NOTFOUND while Burrow knows no such
-// group, or "" when it does not answer.
-func burrowStatus(t *testing.T, api, group string) string {
+// group, or "" when it does not answer), and the group's total lag.
+func burrowStatus(t *testing.T, api, group string) (string, int64) {
 	resp, err := http.Get("http://" + api + "/v3/kafka/local/consumer/" + group + "/lag")
 	if err != nil {
-		return ""
+		return "", 0
 	}
 	defer resp.Body.Close()
 	var body struct {
 		Status struct {
-			Status string `json:"status"`
+			Status   string `json:"status"`
+			TotalLag int64  `json:"totallag"`
 		} `json:"status"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return ""
+		return "", 0
 	}
-	return body.Status.Status
+	return body.Status.Status, body.Status.TotalLag
 }
