@@ -56,10 +56,7 @@ func (r *BrokerClusterReconciler) viewBrokers(ctx context.Context, c *raftkav1.B
 // hostedReplicas counts partition replicas per broker id.
 func hostedReplicas(md kadm.Metadata) map[int32]int {
 	hosted := map[int32]int{}
-	for _, t := range md.Topics {
-		if t.IsInternal {
-			continue // __consumer_offsets lives in the metadata group, not in replicas
-		}
+	for _, t := range brokerclient.UserTopics(md.Topics) {
 		for _, p := range t.Partitions {
 			for _, id := range p.Replicas {
 				hosted[id]++
@@ -106,10 +103,7 @@ func (r *BrokerClusterReconciler) observeBrokers(ctx context.Context, c *raftkav
 		}
 	}
 	if view.mdErr == nil {
-		for _, t := range view.md.Topics {
-			if t.IsInternal {
-				continue
-			}
+		for _, t := range brokerclient.UserTopics(view.md.Topics) {
 			for _, p := range t.Partitions {
 				for _, id := range p.Replicas {
 					st := entry(id)

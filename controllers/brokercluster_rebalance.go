@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/brokerclient"
 	"github.com/raftka/raftka/internal/rebalance"
 )
 
@@ -61,10 +62,7 @@ func (r *BrokerClusterReconciler) rebalance(ctx context.Context, c *raftkav1.Bro
 		}
 	}
 	all := kadm.TopicsSet{}
-	for name, t := range md.Topics {
-		if t.IsInternal {
-			continue // __consumer_offsets is not moved: it lives in the metadata group
-		}
+	for name, t := range brokerclient.UserTopics(md.Topics) {
 		all[name] = map[int32]struct{}{}
 		for p := range t.Partitions {
 			all[name][p] = struct{}{}

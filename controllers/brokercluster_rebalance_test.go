@@ -32,10 +32,7 @@ func spreadOver(t testing.TB, cl *brokertest.Cluster, n int32) (bool, string) {
 	}
 	replicas, leaders := map[int32]int{}, map[int32]int{}
 	all := kadm.TopicsSet{}
-	for name, td := range md.Topics {
-		if td.IsInternal {
-			continue // __consumer_offsets follows the metadata voters, not the rebalancer
-		}
+	for name, td := range brokerclient.UserTopics(md.Topics) {
 		all[name] = map[int32]struct{}{}
 		for _, p := range td.Partitions {
 			all[name][p.Partition] = struct{}{}
@@ -263,10 +260,7 @@ func rackSpans(t testing.TB, cl *brokertest.Cluster, racks []string, rf int) (bo
 		return false, err.Error()
 	}
 	all := kadm.TopicsSet{}
-	for name, td := range md.Topics {
-		if td.IsInternal {
-			continue // __consumer_offsets follows the metadata voters, not the rebalancer
-		}
+	for name, td := range brokerclient.UserTopics(md.Topics) {
 		all[name] = map[int32]struct{}{}
 		for _, p := range td.Partitions {
 			all[name][p.Partition] = struct{}{}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
+	"github.com/raftka/raftka/internal/brokerclient"
 	"github.com/raftka/raftka/internal/rebalance"
 )
 
@@ -43,10 +44,7 @@ func layoutOf(md kadm.Metadata, brokers int32) rebalance.Layout {
 		}
 		l.Brokers = append(l.Brokers, rebalance.Broker{ID: b.NodeID, Rack: rack})
 	}
-	for name, t := range md.Topics {
-		if t.IsInternal {
-			continue // __consumer_offsets lives in the metadata group: nothing to place
-		}
+	for name, t := range brokerclient.UserTopics(md.Topics) {
 		for _, p := range t.Partitions {
 			l.Partitions = append(l.Partitions, rebalance.Partition{Topic: name, Index: p.Partition, Replicas: slices.Clone(p.Replicas)})
 		}

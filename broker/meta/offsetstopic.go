@@ -271,10 +271,6 @@ func (s *State) OffsetsTopicAt(p int32, ms int64) int64 {
 	return found
 }
 
-// MetadataVoters are the brokers recorded as the metadata group's voters,
-// nil while the founding voters are.
-func (s *State) MetadataVoters() []int32 { return slices.Clone(s.metadataVoters) }
-
 // EachOffsetsRecord calls fn, in offset order, with partition p's live
 // records from offset from on and their values: the commit of an offset
 // record, the metadata of a group's; both nil for a tombstone. It stops

@@ -81,6 +81,10 @@ func (s *State) VotesInMetadata(id int32, founding map[int32]string) bool {
 	return slices.Contains(s.metadataVoters, id)
 }
 
+// MetadataVoters are the brokers recorded as the metadata group's voters,
+// nil while the founding voters are.
+func (s *State) MetadataVoters() []int32 { return slices.Clone(s.metadataVoters) }
+
 // Topic is a topic by name, or nil.
 func (s *State) Topic(name string) *Topic { return s.topics[name] }
 

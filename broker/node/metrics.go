@@ -2,7 +2,6 @@ package node
 
 import (
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/growth"
+	"github.com/raftka/raftka/broker/internal/volume"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 	"github.com/raftka/raftka/broker/raftlog"
@@ -244,10 +244,9 @@ func (c diskCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c diskCollector) Collect(ch chan<- prometheus.Metric) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(c.dir, &st); err == nil {
-		ch <- prometheus.MustNewConstMetric(descDiskTotal, prometheus.GaugeValue, float64(st.Blocks*uint64(st.Bsize)))
-		ch <- prometheus.MustNewConstMetric(descDiskFree, prometheus.GaugeValue, float64(st.Bavail*uint64(st.Bsize)))
+	if total, usable, err := volume.Bytes(c.dir); err == nil {
+		ch <- prometheus.MustNewConstMetric(descDiskTotal, prometheus.GaugeValue, float64(total))
+		ch <- prometheus.MustNewConstMetric(descDiskFree, prometheus.GaugeValue, float64(usable))
 	}
 	ch <- prometheus.MustNewConstMetric(descDiskMinFree, prometheus.GaugeValue, float64(max(c.minFree, 0)))
 }

@@ -28,16 +28,17 @@ const maxFetchWait = 30 * time.Second
 func handleFetch(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.FetchRequest)
 	deadline := time.Now().Add(min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxFetchWait))
-	denied := fetchDenied(srv, r, req)
+	names := fetchTopicNames(srv, req)
+	denied := fetchDenied(srv, r, req, names)
 	r.deferred = func() kmsg.Response {
 		for {
-			resp, bytes, failed, wake := srv.fetchOnce(req, r.conn.listener.Name, denied)
+			resp, bytes, failed, wake := srv.fetchOnce(req, names, r.conn.listener.Name, denied)
 			if failed || bytes >= int(req.MinBytes) || !time.Now().Before(deadline) {
 				if req.ReplicaID >= 0 || req.ReplicaState.ID >= 0 {
 					// A replica catching up: leader.replication.throttled.rate.
 					_ = srv.Replicas.WaitLeaderThrottle(srv.ctx, bytes)
 				}
-				srv.countFetched(req, resp)
+				srv.countFetched(names, resp)
 				return resp
 			}
 			waitAny(wake, time.Until(deadline), srv.ctx.Done())
@@ -47,16 +48,15 @@ func handleFetch(srv *Server, r *request) (kmsg.Response, error) {
 }
 
 // countFetched counts the record bytes a fetch answer carries, by topic;
-// its topics are the request's, in order (fetchOnce), and from v13 carry
-// ids rather than names.
-func (srv *Server) countFetched(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+// its topics are the request's, in order (fetchOnce).
+func (srv *Server) countFetched(names []string, resp *kmsg.FetchResponse) {
 	for i, t := range resp.Topics {
 		n := 0
 		for _, p := range t.Partitions {
 			n += len(p.RecordBatches)
 		}
-		if name, known := fetchTopicName(srv, req, req.Topics[i]); n > 0 && known {
-			srv.Metrics.Fetched(name, n)
+		if n > 0 && names[i] != "" {
+			srv.Metrics.Fetched(names[i], n)
 		}
 	}
 }
@@ -65,19 +65,18 @@ func (srv *Server) countFetched(req *kmsg.FetchRequest, resp *kmsg.FetchResponse
 // connection's reader: READ on each topic for a consumer, CLUSTER_ACTION
 // for another broker's replica; a denied topic's partitions get its
 // error.
-func fetchDenied(srv *Server, r *request, req *kmsg.FetchRequest) map[string]*kerr.Error {
+func fetchDenied(srv *Server, r *request, req *kmsg.FetchRequest, names []string) map[string]*kerr.Error {
 	denied := map[string]*kerr.Error{}
 	if req.Version < 15 && req.ReplicaID >= 0 || req.Version >= 15 && req.ReplicaState.ID >= 0 {
 		if err := r.onCluster(srv, kmsg.ACLOperationClusterAction); err != nil {
-			for _, t := range req.Topics {
-				name, _ := fetchTopicName(srv, req, t)
+			for _, name := range names {
 				denied[name] = err
 			}
 		}
 		return denied
 	}
-	for _, t := range req.Topics {
-		if name, known := fetchTopicName(srv, req, t); known {
+	for _, name := range names {
+		if name != "" || req.Version < 13 {
 			if err := r.onTopic(srv, kmsg.ACLOperationRead, name); err != nil {
 				denied[name] = err
 			}
@@ -86,14 +85,21 @@ func fetchDenied(srv *Server, r *request, req *kmsg.FetchRequest) map[string]*ke
 	return denied
 }
 
-func fetchTopicName(srv *Server, req *kmsg.FetchRequest, t kmsg.FetchRequestTopic) (string, bool) {
-	if req.Version >= 13 {
-		return srv.Meta.TopicName(t.TopicID)
+// fetchTopicNames are the request's topics' names, resolved once per
+// request from the ids of v13+ (each a read of the metadata) rather than
+// at every pass of a long poll; "" for an id the metadata does not know.
+func fetchTopicNames(srv *Server, req *kmsg.FetchRequest) []string {
+	names := make([]string, len(req.Topics))
+	for i, t := range req.Topics {
+		names[i] = t.Topic
+		if req.Version >= 13 {
+			names[i], _ = srv.Meta.TopicName(t.TopicID)
+		}
 	}
-	return t.Topic, true
+	return names
 }
 
-func (srv *Server) fetchOnce(req *kmsg.FetchRequest, listener string, denied map[string]*kerr.Error) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
+func (srv *Server) fetchOnce(req *kmsg.FetchRequest, names []string, listener string, denied map[string]*kerr.Error) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	budget := int(req.MaxBytes)
 	if budget <= 0 {
@@ -106,10 +112,10 @@ func (srv *Server) fetchOnce(req *kmsg.FetchRequest, listener string, denied map
 	// A follower fetch (another broker's replica catching up) is answered
 	// by any replica from its own log, which holds committed records only.
 	fromReplica := req.Version < 15 && req.ReplicaID >= 0 || req.Version >= 15 && req.ReplicaState.ID >= 0
-	for _, t := range req.Topics {
+	for i, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		name, known := fetchTopicName(srv, req, t)
+		name, known := names[i], names[i] != "" || req.Version < 13
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition

@@ -2,13 +2,13 @@ package server
 
 import (
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftka/raftka/broker/internal/volume"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 	"github.com/raftka/raftka/broker/replica"
@@ -149,11 +149,7 @@ func (srv *Server) diskFull() bool {
 // volumeBytes is the size of the data directory's file system and what of
 // it this process may still use.
 func (srv *Server) volumeBytes() (total, usable int64, err error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(srv.cfg.DataDir, &st); err != nil {
-		return 0, 0, err
-	}
-	return int64(st.Blocks * uint64(st.Bsize)), int64(st.Bavail * uint64(st.Bsize)), nil
+	return volume.Bytes(srv.cfg.DataDir)
 }
 
 // leaderHint is KIP-951's addition to NOT_LEADER_OR_FOLLOWER: the leader as

@@ -22,8 +22,9 @@ func (srv *Server) offsetsTopicMetadata(s *meta.State, leader int32) kmsg.Metada
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic, mt.TopicID, mt.IsInternal = kmsg.StringPtr(meta.OffsetsTopic), s.OffsetsTopicID(), true
 	replicas := s.MetadataVoters()
-	if replicas == nil {
-		replicas = s.BrokerIDs()[:min(3, len(s.BrokerIDs()))]
+	if replicas == nil { // the founding voters, which the metadata does not list: the first brokers
+		ids := s.BrokerIDs()
+		replicas = ids[:min(3, len(ids))]
 	}
 	if leader >= 0 && !slices.Contains(replicas, leader) {
 		replicas = append(replicas, leader)

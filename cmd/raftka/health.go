@@ -110,10 +110,7 @@ func clusterHealthCommand(ctx context.Context, e *env, args []string) error {
 		}
 		h.Brokers = append(h.Brokers, b)
 	}
-	for _, t := range md.Topics.Sorted() {
-		if t.IsInternal {
-			continue // __consumer_offsets: the metadata group's health is reported above
-		}
+	for _, t := range brokerclient.UserTopics(md.Topics).Sorted() {
 		for _, p := range t.Partitions.Sorted() {
 			h.Partitions++
 			ref := partitionRef{Topic: t.Topic, Partition: p.Partition, Leader: p.Leader, Replicas: p.Replicas, InSync: p.ISR}
