@@ -2,8 +2,9 @@
 // incarnation (Incarnation: the identity in its data directory, settled
 // before any Raft group starts, joined through the other brokers when the
 // directory is empty, registered in the metadata), which brokers answer
-// (Liveness, probing each one's Raft address), the metadata group's voters
-// and their changes as Kafka's dynamic quorum makes them (Quorum:
+// (Liveness, asking each one's Raft transport for an answer), the
+// metadata group's voters and their changes as Kafka's dynamic quorum
+// makes them (Quorum:
 // KIP-853's AddRaftVoter, RemoveRaftVoter and DescribeQuorum), and how
 // brokers call each other's HTTP endpoint, over the Raft CA's TLS when the
 // brokers have one (PeerHTTP).

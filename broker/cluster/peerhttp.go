@@ -77,6 +77,21 @@ func (p *PeerHTTP) Client(timeout time.Duration) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: transport}
 }
 
+// RaftClientTLS is the TLS configuration of a connection to a peer's Raft
+// transport at addr, as Dragonboat's own connections make it; nil without
+// RaftTLS.
+func (p *PeerHTTP) RaftClientTLS(addr string) *tls.Config {
+	if p.files == nil {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	cert, roots := p.files.Current()
+	return &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host, Certificates: []tls.Certificate{*cert}, RootCAs: roots}
+}
+
 // OnlyPeers serves h to a caller that showed a Raft certificate, with
 // RaftTLS; anyone else is refused with 403.
 func (p *PeerHTTP) OnlyPeers(h http.Handler) http.Handler {

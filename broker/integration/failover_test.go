@@ -26,12 +26,14 @@ import (
 
 func TestLeaderKillLosesNothingAcknowledged(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	idle := idleTopic(t, c, "idle", 24)
 	min2 := "2"
 	c.CreateTopic("ledger", 3, 3, map[string]*string{"min.insync.replicas": &min2})
 	produceThroughKills(t, c, "ledger", franzGoProducer(c), func(*brokertest.Ledger) {
 		time.Sleep(2 * time.Second)
 		killPartitionLeaders(t, c, "ledger")
 	})
+	idle()
 }
 
 // killPartitionLeaders SIGKILLs the leader of partition 0 of topic, restarts
@@ -169,6 +171,7 @@ func TestLostQuorumRefusesAcksAllThenRecovers(t *testing.T) {
 // catches up, the same produce succeeds and the record is on all three.
 func TestStalledFollowerIsNotInSync(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, ExtraFlags: []string{"--replica-lag-max", "1s"}})
+	idle := idleTopic(t, c, "idle", 24)
 	all3 := "3"
 	c.CreateTopic("three-copies", 1, 3, map[string]*string{"min.insync.replicas": &all3})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -233,6 +236,7 @@ func TestStalledFollowerIsNotInSync(t *testing.T) {
 			return got == hw
 		})
 	}
+	idle()
 }
 
 // TestRaftLogSurvivesKillsDuringRolls runs the brokers' Raft log store with

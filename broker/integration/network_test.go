@@ -35,6 +35,7 @@ func TestIsolatedLeaderLosesNothingAcknowledged(t *testing.T) {
 		return
 	}
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3, Namespaces: true})
+	idle := idleTopic(t, c, "idle", 24)
 	min2 := "2"
 	c.CreateTopic("cut", 3, 3, map[string]*string{"min.insync.replicas": &min2})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -147,6 +148,7 @@ func TestIsolatedLeaderLosesNothingAcknowledged(t *testing.T) {
 			t.Errorf("the cut-off broker acknowledged %s at offset %d, which the log does not keep", a.value, a.offset)
 		}
 	}
+	idle()
 }
 
 type acked struct {

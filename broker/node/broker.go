@@ -73,7 +73,7 @@ func init() {
 	// raft warns of every dropped proposal and vote: routine during failover.
 	dblogger.GetLogger("raft").SetLevel(dblogger.ERROR)
 	// config warns, for every group started, that the election timeout is
-	// less than ten heartbeats: chosen on purpose (see replica.ElectionRTT).
+	// less than ten heartbeats: chosen on purpose (see replica.ElectionTimeout).
 	dblogger.GetLogger("config").SetLevel(dblogger.ERROR)
 }
 
@@ -125,7 +125,6 @@ func newBroker(cfg Config) (*Broker, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", cfg.ID), meta: meta.NewStateMachine(),
 		ctx: ctx, cancel: cancel, started: make(chan struct{})}
-	b.liveness = cluster.NewLiveness(cfg.ID, b.meta)
 	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
 	b.metrics = newMetrics()
 	var err error
@@ -133,6 +132,7 @@ func newBroker(cfg Config) (*Broker, error) {
 		cancel()
 		return nil, fmt.Errorf("raft TLS files: %w", err)
 	}
+	b.liveness = cluster.NewLiveness(cfg.ID, b.meta, b.peerHTTP.RaftClientTLS)
 	b.incarnation, err = cluster.LoadIncarnation(cluster.IncarnationConfig{ID: cfg.ID, DataDir: cfg.DataDir, RaftDir: b.raftDir(),
 		FoundingVoters: cfg.MetadataVoters, JoinAddresses: cfg.JoinAddresses}, b.log, b.meta, b.peerHTTP, b.proposeMeta, b.selfRecord)
 	if err != nil {
@@ -304,7 +304,7 @@ func (b *Broker) startLoops() {
 // other incarnation was added by a member when it joined (cluster.Incarnation).
 func (b *Broker) startMetadata() error {
 	create := func(uint64, uint64) sm.IConcurrentStateMachine { return b.meta }
-	cfg := replica.ShardConfig(meta.MetadataShard, b.metaNode(), 1000)
+	cfg := replica.ShardConfig(meta.MetadataShard, b.metaNode(), 1000, b.cfg.RTT)
 	cfg.IsObserver = b.startsAsObserver()
 	switch {
 	case b.nh.HasNodeInfo(meta.MetadataShard, b.metaNode()):
@@ -423,7 +423,7 @@ func (b *Broker) LeaderUpdated(info raftio.LeaderInfo) {
 // stepDownGrace is how long a leader that stepped down still waits for
 // what it proposed: an election timeout, time for a new leader to commit
 // what it got, as after a leadership transfer.
-func (b *Broker) stepDownGrace() time.Duration { return replica.ElectionRTT * b.cfg.RTT }
+func (b *Broker) stepDownGrace() time.Duration { return replica.ElectionWait(b.cfg.RTT) }
 
 // metaLeader returns the broker leading the metadata group, which is also
 // the group coordinator.

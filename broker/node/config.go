@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker/quota"
+	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/broker/security"
 )
 
@@ -205,7 +206,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("with %d metadata voters, --join must name their HTTP addresses: a voter that starts on an empty data directory asks the others whether the cluster exists", len(c.MetadataVoters))
 	}
 	if c.RTT <= 0 {
-		c.RTT = 50 * time.Millisecond
+		c.RTT = replica.DefaultRTT
 	}
 	if c.QuotaWindowing.Samples < 2 || c.QuotaWindowing.Length <= 0 {
 		c.QuotaWindowing = quota.DefaultWindowing

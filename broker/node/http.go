@@ -99,6 +99,11 @@ func (b *Broker) Readiness() Check {
 	if leaderless > 0 {
 		reasons = append(reasons, plural(leaderless, "hosted partition has", "hosted partitions have")+" no leader")
 	}
+	// A restarting broker starts the replicas it has a moment after its
+	// Raft address listens (replica.quietGroups): until then it serves none.
+	if n := b.replicas.NotStartedOnDisk(); n > 0 {
+		reasons = append(reasons, plural(n, "hosted partition replica has", "hosted partition replicas have")+" not started again yet")
+	}
 	return Check{OK: len(reasons) == 0, Reasons: reasons}
 }
 

@@ -25,6 +25,20 @@ func (r *Replica) Node() uint64 { return r.node }
 // Replica is this broker's replica of a partition's Raft group, or nil.
 func (b *Manager) Replica(shard uint64) *Replica { return b.replicas.get(shard) }
 
+// NotStartedOnDisk counts the replicas the metadata places on this broker
+// that have their data here but are not running: a restarting broker's,
+// until it starts them. A replica that is new here is not counted: it is
+// being added to its group, which does not make the broker unready.
+func (b *Manager) NotStartedOnDisk() int {
+	n := 0
+	for shard, p := range b.replicas.desired() {
+		if b.replicas.get(shard) == nil && b.nh.HasNodeInfo(shard, p.node) {
+			n++
+		}
+	}
+	return n
+}
+
 // Shards are the groups this broker hosts a replica of.
 func (b *Manager) Shards() []uint64 { return b.replicas.shards() }
 

@@ -4,7 +4,8 @@
 // replica, catch-up from peers after a snapshot, which followers are in
 // sync, the Raft log's trim by bytes, retention and compaction,
 // replication throttling, leadership (reported, balanced, handed back to
-// the preferred replica) and its hand-off at shutdown. Each concern runs
+// the preferred replica), waking quiet groups whose peers changed, and
+// leadership's hand-off at shutdown. Each concern runs
 // a loop of its own, started by Manager.Start.
 //
 // It takes its dependencies explicitly (Config, Deps: the metadata, the

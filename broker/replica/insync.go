@@ -47,6 +47,7 @@ type probe struct {
 func (b *Manager) trackFollowers(ctx context.Context) {
 	for wait.Sleep(ctx, followerProbeInterval) {
 		led := map[uint64]int64{}
+		asked := map[uint64][]int32{}
 		byFollower := map[int32][]probe{}
 		for _, h := range b.Meta.HostedPartitions(b.cfg.ID, nil) {
 			rep := b.replicas.get(h.Shard)
@@ -54,9 +55,11 @@ func (b *Manager) trackFollowers(ctx context.Context) {
 				continue
 			}
 			_, led[h.Shard] = rep.sm.Log().Offsets()
+			asked[h.Shard] = nil
 			for _, id := range h.Replicas {
 				if id != b.cfg.ID && b.Liveness.IsLive(id) {
 					byFollower[id] = append(byFollower[id], probe{h.Topic, h.Index, h.Shard})
+					asked[h.Shard] = append(asked[h.Shard], id)
 				}
 			}
 		}
@@ -80,6 +83,7 @@ func (b *Manager) trackFollowers(ctx context.Context) {
 		}
 		wg.Wait()
 		b.progress.update(time.Now(), led, ends)
+		b.quiet.followersAnswered(time.Now(), asked, ends)
 	}
 }
 

@@ -79,14 +79,17 @@ type Deps struct {
 // tracks which followers are in sync (insync.go), trims each Raft log by
 // bytes (raftlogtrim.go), applies retention and compaction (retention.go,
 // logcleaner.go), throttles catching-up replication (throttle.go), follows
-// and balances leadership (leaderevents.go, leaders.go), and hands it off
-// at shutdown (shutdown.go). Each concern runs its own loop, started by
+// and balances leadership (leaderevents.go, leaders.go), wakes quiet
+// groups whose peers changed (quiet.go), and hands leadership off at
+// shutdown (shutdown.go). Each concern runs its own loop, started by
 // Start.
 type Manager struct {
 	Deps
 	cfg     Config
 	nh      *dragonboat.NodeHost
 	raftLog *raftlog.Store
+	// listening is when the node host began to listen on the Raft address.
+	listening time.Time
 
 	replicas   *replicaSet
 	members    *memberships
@@ -94,6 +97,7 @@ type Manager struct {
 	throttle   *replicationThrottle
 	leaders    *leaderEvents
 	progress   followerProgress
+	quiet      *quietGroups
 	peers      peerClients
 
 	ctx context.Context
@@ -107,6 +111,7 @@ func New(cfg Config, deps Deps) *Manager {
 	m.members = newMemberships(m)
 	m.recoveries = newRecoveries(m)
 	m.throttle = newReplicationThrottle(m)
+	m.quiet = newQuietGroups(m)
 	m.peers.b = m
 	return m
 }
@@ -141,11 +146,12 @@ func (b *Manager) Start(ctx context.Context) {
 	b.goBackground(leadership{b}.balanceLeaders)
 	b.goBackground(b.members.run)
 	b.goBackground(b.recoveries.run)
+	b.goBackground(b.quiet.run)
 }
 
 // AttachNodeHost gives the lifecycle the node host before Start, for the
 // broker's start-up steps that already ask it (SnapshotListsVoter).
-func (b *Manager) AttachNodeHost(nh *dragonboat.NodeHost) { b.nh = nh }
+func (b *Manager) AttachNodeHost(nh *dragonboat.NodeHost) { b.nh, b.listening = nh, time.Now() }
 
 func (b *Manager) goBackground(fn func(ctx context.Context)) {
 	b.bg.Add(1)

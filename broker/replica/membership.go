@@ -60,7 +60,7 @@ type memberships struct {
 // leaderlessAfter is how long a group goes without a leader before it is
 // reported as having lost its quorum: a few election timeouts, which an
 // election with a quorum does not take.
-func (b *Manager) leaderlessAfter() time.Duration { return 4 * ElectionRTT * b.cfg.RTT }
+func (b *Manager) leaderlessAfter() time.Duration { return 4 * ElectionWait(b.cfg.RTT) }
 
 func newMemberships(b *Manager) *memberships {
 	return &memberships{b: b, leaderless: map[uint64]time.Time{}, led: map[uint64]bool{}}

@@ -229,7 +229,7 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 		r.mu.Unlock()
 	}
 	create := func(uint64, uint64) sm.IOnDiskStateMachine { return timedUpdates{rep.sm, r.b.Metrics} }
-	cfg := partitionShardConfig(shard, node, r.b.cfg.SnapshotEntries)
+	cfg := partitionShardConfig(shard, node, r.b.cfg.SnapshotEntries, r.b.cfg.RTT)
 	// A founder starts the group with the others; any other node joins it
 	// once the leader added it (membership.go).
 	_, founder := p.founders[node]
@@ -238,6 +238,7 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 	var err error
 	switch {
 	case r.b.nh.HasNodeInfo(shard, node):
+		r.b.quiet.awaitPeerTransports(r.b.ctx)
 		err = r.b.nh.StartOnDiskCluster(nil, false, create, cfg)
 	case founder:
 		err = r.b.nh.StartOnDiskCluster(toTargets(p.founders), false, create, cfg)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/raftka/raftka/broker/node"
 	"github.com/raftka/raftka/broker/raftlog"
+	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/broker/security"
 )
 
@@ -111,7 +112,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.voters, "metadata-voters", "", "metadata Raft group members as id=raft-host:port,... (at most 3; this broker must be one)")
 	fs.StringVar(&o.join, "join", "", "HTTP host:port of the metadata voters, comma-separated: a broker that starts on an empty data directory asks them whether the cluster exists and joins it through them; required with more than one voter")
 	fs.StringVar(&o.cfg.HTTPListen, "http-listen", "127.0.0.1:8080", "address for /metrics, /readyz and /safe-to-restart (empty disables)")
-	fs.DurationVar(&o.cfg.RTT, "rtt", 50*time.Millisecond, "Raft round-trip time; a leader silent for 10 to 20 RTTs is replaced, heartbeats every 2")
+	fs.DurationVar(&o.cfg.RTT, "rtt", replica.DefaultRTT, "Raft tick: every group is ticked this often, and a leader heartbeats every tick or every fifth of its election timeout (0.5-1 s, or 5-10 ticks if longer); an idle partition group goes quiet after 20 election timeouts (10 s)")
 	fs.StringVar(&o.cfg.Rack, "rack", "", "rack (zone) reported to clients")
 	fs.BoolVar(&o.cfg.AutoCreateTopics, "auto-create-topics", false, "create unknown topics on metadata requests, like Kafka's auto.create.topics.enable")
 	fs.IntVar(&o.defParts, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics asking for the default")
