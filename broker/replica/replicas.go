@@ -75,18 +75,22 @@ func (r *replicaSet) shards() []uint64 {
 }
 
 func (r *replicaSet) run(ctx context.Context) {
-	swept := false
+	// No replica starts before this incarnation's registration is applied
+	// here: a broker back on an empty disk replays the metadata from its
+	// peers, and until it reaches the join that gave its replicas new Raft
+	// nodes it reads the old ones, which it would start as founders on an
+	// empty log (a replica of a lost disk under its old node: what
+	// docs/design/membership.md forbids; Dragonboat panics on the first
+	// heartbeat that commits past it, as a CI run showed).
+	select {
+	case <-r.b.Registered:
+	case <-ctx.Done():
+		return
+	}
+	r.sweepStale()
 	for {
 		changed := r.b.Meta.Changed()
 		r.reconcile(ctx)
-		select {
-		case <-r.b.Registered:
-			if !swept {
-				r.sweepStale()
-				swept = true
-			}
-		default:
-		}
 		select {
 		case <-ctx.Done():
 			return
