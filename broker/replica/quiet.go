@@ -53,8 +53,10 @@ type quietGroups struct {
 	// answered are, per group this broker leads, the followers whose
 	// replicas answered the last probe round; trackFollowers' alone.
 	answered map[uint64]map[int32]bool
-	// unreachable are the peers unreachable at the last pass; pass's alone.
+	// unreachable are the peers unreachable at the last pass, orphaned the
+	// groups whose leader was on one, since when; pass's alone.
 	unreachable map[int32]bool
+	orphaned    map[uint64]time.Time
 	// mu guards woken, which both loops write.
 	mu sync.Mutex
 	// woken is when each group was last woken, so that a group is woken
@@ -112,6 +114,8 @@ func (q *quietGroups) pass(now time.Time) {
 		}
 	}
 	q.unreachable = unreachable
+	orphaned := map[uint64]time.Time{}
+	defer func() { q.orphaned = orphaned }()
 	if len(unreachable) == 0 && len(returned) == 0 {
 		return
 	}
@@ -124,10 +128,36 @@ func (q *quietGroups) pass(now time.Time) {
 		if err != nil {
 			continue
 		}
-		if leaderUnreachable(rep.node, leader, known, unreachable) || (known && leader == rep.node && hostsAny(h.Replicas, returned)) {
+		switch {
+		case leaderUnreachable(rep.node, leader, known, unreachable):
+			since, ok := q.orphaned[h.Shard]
+			if !ok {
+				since = now
+			}
+			orphaned[h.Shard] = since
+			if standsFirst(b.cfg.ID, h.Replicas, leader, known, unreachable) || now.Sub(since) >= ElectionWait(b.cfg.RTT) {
+				q.wake(h.Shard, now)
+			}
+		case known && leader == rep.node && hostsAny(h.Replicas, returned):
 			q.wake(h.Shard, now)
 		}
 	}
+}
+
+// standsFirst: of a group's replicas (in preferred order), self is the
+// first that is neither on the leader's broker nor on an unreachable one.
+// Only that follower is woken at once: two woken together stand for
+// election at the same tick and split the vote, which costs another
+// election timeout. The others are woken an election timeout later, in
+// case it cannot win (its log is behind, or it stalls).
+func standsFirst(self int32, replicas []int32, leader uint64, known bool, unreachable map[int32]bool) bool {
+	for _, id := range replicas {
+		if unreachable[id] || (known && leader != 0 && id == meta.BrokerOfNode(leader)) {
+			continue
+		}
+		return id == self
+	}
+	return false
 }
 
 // hostsAny: one of replicas is on a broker of ids.

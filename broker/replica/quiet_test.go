@@ -55,3 +55,29 @@ func TestNeedsFollowerWake(t *testing.T) {
 		}
 	}
 }
+
+// TestStandsFirst: of a group's followers, the first in preferred order on
+// a reachable broker is woken at once; the others wait.
+func TestStandsFirst(t *testing.T) {
+	on1 := meta.RaftNodeID(1, 1)
+	down1 := map[int32]bool{1: true}
+	for _, c := range []struct {
+		name        string
+		self        int32
+		replicas    []int32
+		leader      uint64
+		known       bool
+		unreachable map[int32]bool
+		want        bool
+	}{
+		{"first follower", 0, []int32{1, 0, 2}, on1, true, down1, true},
+		{"second follower", 2, []int32{1, 0, 2}, on1, true, down1, false},
+		{"first follower is unreachable too", 2, []int32{1, 0, 2}, on1, true, map[int32]bool{0: true, 1: true}, true},
+		{"no leader known: the first reachable", 2, []int32{1, 2, 0}, 0, false, down1, true},
+		{"no leader known: not first", 0, []int32{1, 2, 0}, 0, false, down1, false},
+	} {
+		if got := standsFirst(c.self, c.replicas, c.leader, c.known, c.unreachable); got != c.want {
+			t.Errorf("%s: standsFirst = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
