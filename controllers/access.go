@@ -21,17 +21,18 @@ import (
 // replication listener with the operator's own credential from the
 // internal credentials Secret, over TLS checked against the cluster's CA
 // where the cluster was founded so, or the one listener of a cluster
-// without listeners of its own.
-func clusterAccess(ctx context.Context, r client.Reader, pool *brokerclient.Clients, c *raftkav1.BrokerCluster) (brokerclient.Access, error) {
+// without listeners of its own. Its Secrets are read through secrets.
+func clusterAccess(ctx context.Context, r client.Reader, pool *brokerclient.Clients, secrets *SecretCache, c *raftkav1.BrokerCluster) (brokerclient.Access, error) {
 	access := brokerclient.Access{Addrs: []string{specs.OperatorBootstrap(c)}}
 	if specs.Secured(c) {
-		var secret corev1.Secret
-		if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.InternalCredentialsName(c)}, &secret); err != nil {
+		credentials := types.NamespacedName{Namespace: c.Namespace, Name: specs.InternalCredentialsName(c)}
+		data, err := secrets.Data(ctx, r, credentials)
+		if err != nil {
 			return brokerclient.Access{}, fmt.Errorf("the operator's credential for cluster %s: %w", c.Name, err)
 		}
-		password := string(secret.Data[specs.OperatorUser])
+		password := string(data[specs.OperatorUser])
 		if password == "" {
-			return brokerclient.Access{}, fmt.Errorf("the operator's credential for cluster %s: Secret %s has no %s", c.Name, secret.Name, specs.OperatorUser)
+			return brokerclient.Access{}, fmt.Errorf("the operator's credential for cluster %s: Secret %s has no %s", c.Name, credentials.Name, specs.OperatorUser)
 		}
 		access.User, access.Password = specs.OperatorUser, password
 		founding, err := foundingOf(ctx, r, c)
@@ -39,11 +40,11 @@ func clusterAccess(ctx context.Context, r client.Reader, pool *brokerclient.Clie
 			return brokerclient.Access{}, err
 		}
 		if founding.ReplicationTLS {
-			var ca corev1.Secret
-			if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.CASecretName(c)}, &ca); err != nil {
+			ca, err := secrets.Data(ctx, r, types.NamespacedName{Namespace: c.Namespace, Name: specs.CASecretName(c)})
+			if err != nil {
 				return brokerclient.Access{}, fmt.Errorf("the CA of cluster %s: %w", c.Name, err)
 			}
-			access.CACert = ca.Data[corev1.TLSCertKey]
+			access.CACert = ca[corev1.TLSCertKey]
 		}
 	}
 	return pool.Bootstrap(c.Namespace, c.Name, access), nil

@@ -20,16 +20,17 @@ import (
 	"github.com/raftka/raftka/internal/benchreport"
 )
 
-// BenchmarkFiveHundredTopics applies 500 Topics at once and times them to
-// Ready against the real API server and brokers of the suite.
-func BenchmarkFiveHundredTopics(b *testing.B) {
+// BenchmarkThousandTopics applies 1,000 Topics at once, as a GitOps sync
+// does, and times them to Ready against the real API server and brokers
+// of the suite (issue 41's goal: 60 s).
+func BenchmarkThousandTopics(b *testing.B) {
 	ns := newNamespace(b)
 	mustCreate(b, brokerCluster(ns))
 	ctx := context.Background()
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	const n = 500
+	const n = 1000
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		t := topicObject(ns, fmt.Sprintf("bulk-%03d", i), 1)
@@ -39,6 +40,7 @@ func BenchmarkFiveHundredTopics(b *testing.B) {
 		}
 	}
 	applied := time.Since(start)
+	lastLog := start
 	for {
 		var list raftkav1.TopicList
 		if err := k8s.List(ctx, &list, clientInNamespace(ns)); err != nil {
@@ -53,6 +55,10 @@ func BenchmarkFiveHundredTopics(b *testing.B) {
 		if ready == n {
 			break
 		}
+		if time.Since(lastLog) >= 5*time.Second {
+			b.Logf("%.0f s: %d of %d Topics Ready", time.Since(start).Seconds(), ready, n)
+			lastLog = time.Now()
+		}
 		if time.Since(start) > 10*time.Minute {
 			b.Fatalf("%d of %d Topics Ready after 10 minutes", ready, n)
 		}
@@ -63,13 +69,13 @@ func BenchmarkFiveHundredTopics(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(elapsed.Seconds(), "s-to-ready")
 	var table benchreport.Table
-	table.Add("500 Topics created (API requests)", fmt.Sprintf("%.1f s", applied.Seconds()))
-	table.Add("500 Topics created until all Ready", fmt.Sprintf("%.1f s", elapsed.Seconds()))
+	table.Add("1,000 Topics created (API requests)", fmt.Sprintf("%.1f s", applied.Seconds()))
+	table.Add("1,000 Topics created until all Ready", fmt.Sprintf("%.1f s", elapsed.Seconds()))
 	table.Add("operator heap in use before / after", fmt.Sprintf("%.0f MiB / %.0f MiB", float64(before.HeapInuse)/(1<<20), float64(after.HeapInuse)/(1<<20)))
 	if path := os.Getenv("RAFTKA_BENCH_REPORT"); path != "" {
 		err := benchreport.WriteSection(path, "operator", "Operator",
 			"The controllers in-process against a real kube-apiserver and etcd (envtest) and 3 real brokers, package `controllers`.",
-			&table, "Each Topic has 1 partition with replication factor 3; the heap is the test process's, which runs the manager, its caches and the test's own client.\n\nReproduce: `make bench`.")
+			&table, "Each Topic has 1 partition with replication factor 3; the controllers resync every minute, as the operator does; the heap is the test process's, which runs the manager, its caches and the test's own client.\n\nReproduce: `make bench`.")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -34,7 +34,7 @@ type brokersView struct {
 // viewBrokers asks the brokers of c, within 10 seconds in all.
 func (r *BrokerClusterReconciler) viewBrokers(ctx context.Context, c *raftkav1.BrokerCluster) brokersView {
 	var v brokersView
-	access, err := clusterAccess(ctx, r.Client, r.Brokers, c)
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, r.Secrets, c)
 	if err != nil {
 		v.mdErr, v.regErr, v.quorumErr = err, err, err
 		return v

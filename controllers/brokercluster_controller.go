@@ -42,6 +42,9 @@ import (
 type BrokerClusterReconciler struct {
 	client.Client
 	Brokers *brokerclient.Clients
+	// Secrets keeps the Secrets the brokers are reached with; shared by
+	// the controllers (Setup).
+	Secrets *SecretCache
 	// HTTPAddr is where the operator reaches a broker's HTTP endpoint (its
 	// safe-restart check and identity); by default the broker's stable DNS
 	// name.

@@ -193,7 +193,7 @@ func (r *BrokerClusterReconciler) unregisterRemoved(ctx context.Context, c *raft
 	if stsReplicas != c.Spec.Replicas || c.Spec.Rebalancing == raftkav1.RebalancingOff || view.regErr != nil {
 		return
 	}
-	access, err := clusterAccess(ctx, r.Client, r.Brokers, c)
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, r.Secrets, c)
 	if err != nil {
 		return
 	}

@@ -26,7 +26,7 @@ func (r *BrokerClusterReconciler) syncMetadataVoters(ctx context.Context, c *raf
 	if !ok {
 		return false
 	}
-	access, err := clusterAccess(ctx, r.Client, r.Brokers, c)
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, r.Secrets, c)
 	if err != nil {
 		return false
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
@@ -24,7 +25,10 @@ import (
 // ConsumerGroupReconciler reports a consumer group's lag.
 type ConsumerGroupReconciler struct {
 	client.Client
-	Brokers  *brokerclient.Clients
+	Brokers *brokerclient.Clients
+	// Secrets keeps the Secrets the brokers are reached with; shared by
+	// the controllers (Setup).
+	Secrets  *SecretCache
 	Recorder events.EventRecorder
 	// SyncPeriod is how often lag is measured.
 	SyncPeriod time.Duration
@@ -79,7 +83,7 @@ func (r *ConsumerGroupReconciler) measure(ctx context.Context, cg *raftkav1.Cons
 	if err := tenancy.CheckGroup(cluster, cg.Namespace, cg.Spec.GroupID, cg.Spec.Topics); err != nil {
 		return errNotAdmitted{err}
 	}
-	access, err := clusterAccess(ctx, r.Client, r.Brokers, cluster)
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, r.Secrets, cluster)
 	if err != nil {
 		return err
 	}
@@ -187,10 +191,13 @@ func SummarizeLag(lags []autoscale.PartitionLag, p autoscale.Policy) (topics []r
 	return topics, total, minPartitions
 }
 
-// SetupWithManager registers the controller.
+// SetupWithManager registers the controller. Groups are measured four at
+// once: each measurement waits on broker round trips, and one at a time a
+// few hundred groups would not fit in a lag period.
 func (r *ConsumerGroupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&raftkav1.ConsumerGroup{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Named("consumergroup").
 		Complete(r)
 }

@@ -52,15 +52,16 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 	if opts.LagPeriod <= 0 {
 		opts.LagPeriod = 15 * time.Second
 	}
-	if err := (&BrokerClusterReconciler{Client: mgr.GetClient(), Brokers: brokers, HTTPAddr: opts.BrokerHTTPAddr, DefaultImage: opts.DefaultBrokerImage, Operator: opts.Operator,
+	secrets := &SecretCache{}
+	if err := (&BrokerClusterReconciler{Client: mgr.GetClient(), Brokers: brokers, Secrets: secrets, HTTPAddr: opts.BrokerHTTPAddr, DefaultImage: opts.DefaultBrokerImage, Operator: opts.Operator,
 		Recorder: mgr.GetEventRecorder("raftka-brokercluster")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&TopicReconciler{Client: mgr.GetClient(), Brokers: brokers, Resync: opts.TopicResync, HTTPAddr: opts.BrokerHTTPAddr,
+	if err := (&TopicReconciler{Client: mgr.GetClient(), Brokers: brokers, Secrets: secrets, Resync: opts.TopicResync, HTTPAddr: opts.BrokerHTTPAddr,
 		Recorder: mgr.GetEventRecorder("raftka-topic")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&UserReconciler{Client: mgr.GetClient(), Brokers: brokers, Resync: opts.UserResync}).SetupWithManager(mgr); err != nil {
+	if err := (&UserReconciler{Client: mgr.GetClient(), Brokers: brokers, Secrets: secrets, Resync: opts.UserResync}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if opts.TenantAdmission && opts.Operator.Namespace != "" {
@@ -68,6 +69,6 @@ func Setup(mgr ctrl.Manager, brokers *brokerclient.Clients, opts Options) error 
 			return err
 		}
 	}
-	return (&ConsumerGroupReconciler{Client: mgr.GetClient(), Brokers: brokers, SyncPeriod: opts.LagPeriod, HTTPAddr: opts.BrokerHTTPAddr,
+	return (&ConsumerGroupReconciler{Client: mgr.GetClient(), Brokers: brokers, Secrets: secrets, SyncPeriod: opts.LagPeriod, HTTPAddr: opts.BrokerHTTPAddr,
 		Recorder: mgr.GetEventRecorder("raftka-consumergroup")}).SetupWithManager(mgr)
 }

@@ -10,20 +10,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/brokerclient"
@@ -37,6 +37,9 @@ const TopicFinalizer = "raftka.io/topic"
 type TopicReconciler struct {
 	client.Client
 	Brokers *brokerclient.Clients
+	// Secrets keeps the Secrets the brokers are reached with; shared by
+	// the controllers (Setup).
+	Secrets *SecretCache
 	// Resync is how often a Ready topic is compared with the brokers again,
 	// to revert changes made outside Kubernetes.
 	Resync time.Duration
@@ -102,10 +105,7 @@ func (r *TopicReconciler) reconcile(ctx context.Context, topic *raftkav1.Topic) 
 		return ctrl.Result{}, fmt.Errorf("cluster for topic %s: %w", topic.Name, err)
 	}
 	key := client.ObjectKeyFromObject(topic)
-	reason, err := r.ensureTopic(ctx, adm, topic, cluster.Spec.Replicas)
-	if err == nil {
-		err = r.observe(ctx, adm, topic)
-	}
+	reason, err := r.syncTopic(ctx, adm, topic, cluster.Spec.Replicas)
 	if err == nil {
 		r.observeGrowth(ctx, topic, cluster)
 	}
@@ -226,7 +226,7 @@ func (r *TopicReconciler) admin(ctx context.Context, topic *raftkav1.Topic) (*ka
 	if err := tenancy.CheckTopic(cluster, topic.Namespace, topic.KafkaName()); err != nil {
 		return nil, nil, errNotAdmitted{err}
 	}
-	access, err := clusterAccess(ctx, r.Client, r.Brokers, cluster)
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, r.Secrets, cluster)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -248,17 +248,12 @@ func desiredConfigs(topic *raftkav1.Topic) map[string]string {
 
 // ensureTopic creates the topic, grows its partitions and sets its
 // configs, and moves replicas to its replication factor over the
-// cluster's first brokers; it returns the Ready reason for what it
-// changed.
-func (r *TopicReconciler) ensureTopic(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topic, brokers int32) (string, error) {
+// cluster's first brokers, from the brokers' view of it; it returns the
+// Ready reason for what it did, and whether it changed anything.
+func (r *TopicReconciler) ensureTopic(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topic, brokers int32, view topicView) (string, bool, error) {
 	name := topic.KafkaName()
 	want := desiredConfigs(topic)
-	details, err := adm.ListTopics(ctx, name)
-	if err != nil {
-		return "", err
-	}
-	current, exists := details[name]
-	if !exists || errors.Is(current.Err, kerr.UnknownTopicOrPartition) {
+	if !view.exists {
 		configs := map[string]*string{}
 		for k, v := range want {
 			configs[k] = &v
@@ -269,63 +264,45 @@ func (r *TopicReconciler) ensureTopic(ctx context.Context, adm *kadm.Client, top
 		}
 		if err != nil {
 			if errors.Is(err, kerr.InvalidConfig) || errors.Is(err, kerr.InvalidReplicationFactor) || errors.Is(err, kerr.InvalidTopicException) {
-				return "", errNotSupported{fmt.Sprintf("the brokers refused topic %s: %v %s", name, err, resp.ErrMessage)}
+				return "", false, errNotSupported{fmt.Sprintf("the brokers refused topic %s: %v %s", name, err, resp.ErrMessage)}
 			}
-			return "", fmt.Errorf("create topic %s: %w", name, err)
+			return "", false, fmt.Errorf("create topic %s: %w", name, err)
 		}
 		log.FromContext(ctx).Info("topic created", "topic", name, "partitions", topic.Spec.Partitions)
-		return raftkav1.ReasonCreated, nil
+		return raftkav1.ReasonCreated, true, nil
 	}
-	if current.Err != nil {
-		return "", current.Err
-	}
-	reason := ""
-	if have := int32(len(current.Partitions)); have < topic.Spec.Partitions {
+	reason, changed := "", false
+	if have := int32(len(view.detail.Partitions)); have < topic.Spec.Partitions {
 		resp, err := adm.UpdatePartitions(ctx, int(topic.Spec.Partitions), name)
 		if err == nil {
 			err = resp[name].Err
 		}
 		if err != nil {
-			return "", fmt.Errorf("grow topic %s to %d partitions: %w", name, topic.Spec.Partitions, err)
+			return "", false, fmt.Errorf("grow topic %s to %d partitions: %w", name, topic.Spec.Partitions, err)
 		}
 		log.FromContext(ctx).Info("topic partitions grown", "topic", name, "from", have, "to", topic.Spec.Partitions)
-		reason = raftkav1.ReasonUpdated
+		reason, changed = raftkav1.ReasonUpdated, true
 	}
-	changed, err := r.syncConfigs(ctx, adm, name, want)
+	altered, err := r.syncConfigs(ctx, adm, name, want, view.configs)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	if changed {
-		reason = raftkav1.ReasonUpdated
+	if altered {
+		reason, changed = raftkav1.ReasonUpdated, true
 	}
-	if moving, err := r.ensureReplication(ctx, adm, topic, current, brokers); err != nil {
-		return "", err
-	} else if moving > 0 {
+	moving, started, err := r.ensureReplication(ctx, adm, topic, view, brokers)
+	if err != nil {
+		return "", false, err
+	}
+	if moving > 0 {
 		reason = raftkav1.ReasonReassigning
 	}
-	return reason, nil
+	return reason, changed || started > 0, nil
 }
 
 // syncConfigs sets the wanted configs and removes any other set on the
 // brokers (drift made outside Kubernetes), in one incremental alter.
-func (r *TopicReconciler) syncConfigs(ctx context.Context, adm *kadm.Client, name string, want map[string]string) (bool, error) {
-	rcs, err := adm.DescribeTopicConfigs(ctx, name)
-	if err != nil {
-		return false, err
-	}
-	rc, err := rcs.On(name, nil)
-	if err != nil {
-		return false, err
-	}
-	if rc.Err != nil {
-		return false, rc.Err
-	}
-	have := map[string]string{}
-	for _, c := range rc.Configs {
-		if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
-			have[c.Key] = *c.Value
-		}
-	}
+func (r *TopicReconciler) syncConfigs(ctx context.Context, adm *kadm.Client, name string, want, have map[string]string) (bool, error) {
 	var alters []kadm.AlterConfig
 	for k, v := range want {
 		if have[k] != v {
@@ -356,43 +333,6 @@ func (r *TopicReconciler) syncConfigs(ctx context.Context, adm *kadm.Client, nam
 	}
 	log.FromContext(ctx).Info("topic configs updated", "topic", name, "changes", len(alters))
 	return true, nil
-}
-
-// observe reads the topic back into the status.
-func (r *TopicReconciler) observe(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topic) error {
-	name := topic.KafkaName()
-	details, err := adm.ListTopics(ctx, name)
-	if err != nil {
-		return err
-	}
-	d, ok := details[name]
-	if !ok || d.Err != nil {
-		return fmt.Errorf("topic %s: %v", name, d.Err)
-	}
-	topic.Status.Partitions = int32(len(d.Partitions))
-	topic.Status.TopicID = uuid.UUID(d.ID).String()
-	if err := observeReplicas(ctx, adm, topic, d); err != nil {
-		return err
-	}
-	rcs, err := adm.DescribeTopicConfigs(ctx, name)
-	if err != nil {
-		return err
-	}
-	rc, err := rcs.On(name, nil)
-	if err != nil {
-		return err
-	}
-	cfg := map[string]string{}
-	for _, c := range rc.Configs {
-		if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
-			cfg[c.Key] = *c.Value
-		}
-	}
-	if len(cfg) == 0 {
-		cfg = nil
-	}
-	topic.Status.Config = cfg
-	return nil
 }
 
 // finalize carries out the deletion policy, then lets the Topic go.
@@ -434,15 +374,22 @@ func managedKafkaTopic(topic *raftkav1.Topic) bool {
 // Topic deleted then has no Kafka topic left to delete.
 var errClusterMissing = errors.New("BrokerCluster not found")
 
+// topicWorkers is how many Topics are reconciled at once.
+const topicWorkers = 64
+
 // SetupWithManager registers the controller: Topics, and the Topics of a
-// BrokerCluster when it changes.
+// BrokerCluster when it appears, goes or its spec changes. Not at its
+// status changes: a Topic reads only the cluster's spec, and each status
+// write of a cluster carrying 1,000 Topics queued 1,000 reconciles.
 func (r *TopicReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&raftkav1.Topic{}).
-		Watches(&raftkav1.BrokerCluster{}, handler.EnqueueRequestsFromMapFunc(r.topicsOfCluster)).
-		// A new topic waits for its partitions' first Raft elections; many
-		// at once keep a GitOps sync of hundreds of Topics short.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 16}).
+		Watches(&raftkav1.BrokerCluster{}, handler.EnqueueRequestsFromMapFunc(r.topicsOfCluster), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A new topic waits about a second for its partitions' first Raft
+		// elections (the brokers answer CreateTopics once they are led), so
+		// a GitOps sync of 1,000 Topics needs many at once to be Ready within
+		// a minute; the reconciles wait on the brokers, not on the CPU.
+		WithOptions(controller.Options{MaxConcurrentReconciles: topicWorkers}).
 		Named("topic").
 		Complete(r)
 }

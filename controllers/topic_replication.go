@@ -66,33 +66,29 @@ func partitionsOf(name string, d kadm.TopicDetail) kadm.TopicsSet {
 // a time: a move adds the new replicas as non-voting members that catch
 // up before they count, or removes replicas once the others vote. New
 // replicas go only to the cluster's first brokers (a scale-in drains the
-// others). It returns how many partitions are moving.
-func (r *TopicReconciler) ensureReplication(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topic, current kadm.TopicDetail, brokers int32) (int, error) {
+// others). It returns how many partitions are moving, and of them how
+// many it started.
+func (r *TopicReconciler) ensureReplication(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topic, view topicView, brokers int32) (moving, started int, err error) {
 	name, rf := topic.KafkaName(), int(topic.Spec.ReplicationFactor)
-	moves, err := adm.ListPartitionReassignments(ctx, partitionsOf(name, current))
-	if err != nil {
-		return 0, fmt.Errorf("list moves of topic %s: %w", name, err)
-	}
-	moving := len(moves[name])
+	moving = len(view.moves)
 	var behind []int32
-	for _, p := range current.Partitions.Sorted() {
-		if _, ok := moves[name][p.Partition]; !ok && len(p.Replicas) != rf {
+	for _, p := range view.detail.Partitions.Sorted() {
+		if _, ok := view.moves[p.Partition]; !ok && len(p.Replicas) != rf {
 			behind = append(behind, p.Partition)
 		}
 	}
 	if len(behind) == 0 || moving >= maxTopicMoves {
-		return moving, nil
+		return moving, 0, nil
 	}
 	md, err := adm.Metadata(ctx)
 	if err != nil {
-		return moving, err
+		return moving, 0, err
 	}
 	targets, err := rebalance.ReplicationFactor(layoutOf(md, brokers), name, rf)
 	if err != nil {
-		return moving, errNotEnoughBrokers{fmt.Sprintf("topic %s: %v", name, err)}
+		return moving, 0, errNotEnoughBrokers{fmt.Sprintf("topic %s: %v", name, err)}
 	}
 	var req kadm.AlterPartitionAssignmentsReq
-	started := 0
 	for _, p := range behind {
 		if target, ok := targets[p]; ok && moving+started < maxTopicMoves {
 			req.Assign(name, p, target)
@@ -101,33 +97,29 @@ func (r *TopicReconciler) ensureReplication(ctx context.Context, adm *kadm.Clien
 	}
 	resp, err := adm.AlterPartitionAssignments(ctx, req)
 	if err != nil {
-		return moving, fmt.Errorf("move replicas of topic %s: %w", name, err)
+		return moving, 0, fmt.Errorf("move replicas of topic %s: %w", name, err)
 	}
 	for p, pr := range resp[name] {
 		switch {
 		case pr.Err == nil, errors.Is(pr.Err, kerr.ReassignmentInProgress):
 		case errors.Is(pr.Err, kerr.InvalidReplicationFactor), errors.Is(pr.Err, kerr.InvalidReplicaAssignment):
-			return moving, errNotSupported{fmt.Sprintf("the brokers refused replication factor %d for %s-%d: %v %s", rf, name, p, pr.Err, pr.ErrMessage)}
+			return moving, 0, errNotSupported{fmt.Sprintf("the brokers refused replication factor %d for %s-%d: %v %s", rf, name, p, pr.Err, pr.ErrMessage)}
 		default:
-			return moving, fmt.Errorf("move replicas of %s-%d: %w", name, p, pr.Err)
+			return moving, 0, fmt.Errorf("move replicas of %s-%d: %w", name, p, pr.Err)
 		}
 	}
 	log.FromContext(ctx).Info("topic replicas moving", "topic", name, "replicationFactor", rf, "partitions", started, "left", len(behind)-started)
-	return moving + started, nil
+	return moving + started, started, nil
 }
 
-// observeReplicas reads each partition's replicas and the moves under way
-// into the status.
-func observeReplicas(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topic, d kadm.TopicDetail) error {
-	moves, err := adm.ListPartitionReassignments(ctx, partitionsOf(topic.KafkaName(), d))
-	if err != nil {
-		return err
-	}
+// observeReplicas writes each partition's replicas and the moves under
+// way into the status.
+func observeReplicas(topic *raftkav1.Topic, view topicView) {
 	topic.Status.Replicas = nil
 	rf := 0
-	for i, p := range d.Partitions.Sorted() {
+	for i, p := range view.detail.Partitions.Sorted() {
 		pr := raftkav1.PartitionReplicas{Partition: p.Partition, Replicas: slices.Clone(p.Replicas)}
-		if m, ok := moves[topic.KafkaName()][p.Partition]; ok {
+		if m, ok := view.moves[p.Partition]; ok {
 			pr.Adding, pr.Removing = slices.Clone(m.AddingReplicas), slices.Clone(m.RemovingReplicas)
 		}
 		settled := len(p.Replicas) - len(pr.Adding)
@@ -137,7 +129,6 @@ func observeReplicas(ctx context.Context, adm *kadm.Client, topic *raftkav1.Topi
 		topic.Status.Replicas = append(topic.Status.Replicas, pr)
 	}
 	topic.Status.ReplicationFactor = int32(rf)
-	return nil
 }
 
 // reassignPoll is how often a Topic whose replicas move is looked at.

@@ -14,10 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
@@ -36,6 +39,9 @@ const UserFinalizer = "raftka.io/user"
 type UserReconciler struct {
 	client.Client
 	Brokers *brokerclient.Clients
+	// Secrets keeps the Secrets the brokers are reached with; shared by
+	// the controllers (Setup).
+	Secrets *SecretCache
 	// Resync is how often a Ready user is compared with the brokers again:
 	// a password or an ACL changed there is set back.
 	Resync time.Duration
@@ -196,7 +202,7 @@ func (r *UserReconciler) cluster(ctx context.Context, user *raftkav1.User) (*raf
 	if !specs.Secured(cluster) {
 		return cluster, brokerclient.Access{}, nil
 	}
-	access, err := clusterAccess(ctx, r.Client, r.Brokers, cluster)
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, r.Secrets, cluster)
 	return cluster, access, err
 }
 
@@ -430,7 +436,7 @@ func (r *UserReconciler) revokeFormerTenant(ctx context.Context, user *raftkav1.
 	if winner, err := r.owner(ctx, user); err != nil || winner != client.ObjectKeyFromObject(user) {
 		return err
 	}
-	access, err := clusterAccess(ctx, r.Client, r.Brokers, &cluster)
+	access, err := clusterAccess(ctx, r.Client, r.Brokers, r.Secrets, &cluster)
 	if err != nil {
 		return err
 	}
@@ -457,12 +463,16 @@ func (r *UserReconciler) removeFromBrokers(ctx context.Context, user *raftkav1.U
 }
 
 // SetupWithManager registers the controller: Users, and the Users of a
-// BrokerCluster when it changes. Their Secrets are not watched (Secrets
-// are not cached); a deleted one is made again at the next resync.
+// BrokerCluster when it appears, goes or its spec changes (a User reads
+// no cluster status). Their Secrets are not watched (Secrets are not
+// cached); a deleted one is made again at the next resync. Users are
+// independent of each other, and each waits on broker round trips: four
+// at once.
 func (r *UserReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&raftkav1.User{}).
-		Watches(&raftkav1.BrokerCluster{}, handler.EnqueueRequestsFromMapFunc(r.usersOfCluster)).
+		Watches(&raftkav1.BrokerCluster{}, handler.EnqueueRequestsFromMapFunc(r.usersOfCluster), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Named("user").
 		Complete(r)
 }
