@@ -75,9 +75,11 @@ const reportNotes = `### Reproduce
   over 10 s once the groups went quiet (docs/design/quiet-groups.md) and RSS; an acks=all
   produce to 200 quiet partitions one after another, each the first after its group's rest;
   then, quiet again, broker 1 is SIGKILLed and 20 partitions it led are each produced to at
-  once (kill to acknowledgement); and once quiet again, broker 1 restarts and the partitions
-  whose leader or leader epoch changed in the 15 s after are counted (about 333 are handed
-  back to it, the rest are elections its restart caused).
+  once (kill to acknowledgement); and once quiet again, broker 1 restarts, is timed from its
+  start to ready, and the partitions whose leader or leader epoch changed in the 15 s after
+  are counted (about 333 are handed back to it, the rest are elections its restart caused).
+  RAFTKA_BENCH_IDLE_PARTITIONS sets another partition count (10000 for issue 41's scale);
+  RAFTKA_BENCH_PROFILES=dir leaves broker 0's heap and CPU profiles of the idle groups there.
 - Binaries side by side: RAFTKA_BENCH_DISK_ONLY=1 runs only the produce and consume on disk
   (no tmpfs and pebble runs), for quick alternating runs of two RAFTKA_BROKER_BIN builds.
 - Settings side by side: RAFTKA_BENCH_FLAGS adds broker flags, such as
@@ -148,12 +150,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
 }
 
-func benchPartitions() int32 {
-	if n, err := strconv.Atoi(os.Getenv("RAFTKA_BENCH_PARTITIONS")); err == nil && n > 0 {
-		return int32(n)
-	}
-	return 6
-}
+func benchPartitions() int32 { return int32(envInt("RAFTKA_BENCH_PARTITIONS", 6)) }
 
 func benchRecords() int {
 	if n, err := strconv.Atoi(os.Getenv("RAFTKA_BENCH_RECORDS")); err == nil && n > 0 {
@@ -501,4 +498,22 @@ func BenchmarkLogIndexMemory(b *testing.B) {
 	}
 	row("the same log opened through its segments' index and fold files / reading every batch header (128 MiB segments)",
 		fmt.Sprintf("%.3f s / %.2f s", opened.Seconds(), scanTime.Seconds()))
+}
+
+// envInt is the positive integer in the environment variable name, def
+// when it is unset or not one.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// thousands writes n with a comma between thousands, as the report does.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -15,8 +17,9 @@ import (
 	"github.com/raftka/raftka/broker/replica"
 )
 
-// idlePartitions is the partition count of BenchmarkIdlePartitions' topic.
-const idlePartitions = 1000
+// idlePartitions is the partition count of BenchmarkIdlePartitions'
+// topic: 1,000, or RAFTKA_BENCH_IDLE_PARTITIONS.
+var idlePartitions = envInt("RAFTKA_BENCH_IDLE_PARTITIONS", 1000)
 
 // BenchmarkIdlePartitions: 3 brokers, one topic of 1,000 partitions with
 // replication factor 3, so every broker hosts 1,000 replica groups. It
@@ -24,29 +27,31 @@ const idlePartitions = 1000
 // to a quiet partition, the failover of quiet partitions whose leader is
 // SIGKILLed, and the leaderships the broker's restart moves.
 func BenchmarkIdlePartitions(b *testing.B) {
-	c := brokertest.Start(b, brokertest.Options{Brokers: 3, ExtraFlags: benchFlags()})
+	c := brokertest.Start(b, brokertest.Options{Brokers: 3, ExtraFlags: append(benchFlags(), profileFlags()...)})
 	base := c.RSS(0)
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(max(10, idlePartitions/100))*time.Minute)
 	defer cancel()
-	resp, err := c.Admin().CreateTopic(ctx, idlePartitions, 3, nil, "idle")
+	resp, err := c.Admin().CreateTopic(ctx, int32(idlePartitions), 3, nil, "idle")
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
 		b.Fatal(err)
 	}
-	row("1,000 partitions (RF 3): CreateTopics answered", fmt.Sprintf("%.1f s", time.Since(start).Seconds()))
+	n := thousands(idlePartitions)
+	row(n+" partitions (RF 3): CreateTopics answered", fmt.Sprintf("%.1f s", time.Since(start).Seconds()))
 	awaitLeaders(ctx, b, c)
-	row("1,000 partitions (RF 3) created until all have leaders", fmt.Sprintf("%.1f s", time.Since(start).Seconds()))
+	row(n+" partitions (RF 3) created until all have leaders", fmt.Sprintf("%.1f s", time.Since(start).Seconds()))
 	// The groups go quiet once idle for QuietAfter; the leader balancer
 	// moves leaderships to preferred replicas before that.
 	time.Sleep(replica.QuietAfter(replica.DefaultRTT) + 10*time.Second)
 	idleCPU(c)
-	row("RSS of a broker before / with 1,000 idle partition replicas", mib(base)+" / "+mib(c.RSS(0)))
+	row("RSS of a broker before / with "+n+" idle partition replicas", mib(base)+" / "+mib(c.RSS(0)))
 	for i := 1; i < 3; i++ {
-		row(fmt.Sprintf("RSS broker %d with 1,000 idle partition replicas", i), mib(c.RSS(i)))
+		row(fmt.Sprintf("RSS broker %d with %s idle partition replicas", i, n), mib(c.RSS(i)))
 	}
+	saveProfiles(b, c, 0, "idle-"+strconv.Itoa(idlePartitions), 10)
 	firstProduceAfterRest(ctx, b, c)
 	quietFailover(ctx, b, c)
 }
@@ -84,7 +89,7 @@ func idleCPU(c *brokertest.Cluster) {
 	for i := range share {
 		share[i] = fmt.Sprintf("%.1f%%", 100*float64(c.CPUTime(i)-before[i])/float64(time.Since(from)))
 	}
-	row("CPU of each broker with 1,000 idle (quiet) partition replicas (share of one core, over 10 s)", fmt.Sprint(share))
+	row("CPU of each broker with "+thousands(idlePartitions)+" idle (quiet) partition replicas (share of one core, over 10 s)", fmt.Sprint(share))
 }
 
 // firstProduceAfterRest times an acks=all produce of one record to each of
@@ -93,7 +98,7 @@ func firstProduceAfterRest(ctx context.Context, b *testing.B, c *brokertest.Clus
 	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	// The client's metadata and connections first, from a partition the
 	// samples do not use.
-	if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "idle", Partition: idlePartitions - 1, Value: []byte("warm")}).FirstErr(); err != nil {
+	if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "idle", Partition: int32(idlePartitions) - 1, Value: []byte("warm")}).FirstErr(); err != nil {
 		b.Fatal(err)
 	}
 	var took []time.Duration
@@ -128,7 +133,7 @@ func quietFailover(ctx context.Context, b *testing.B, c *brokertest.Cluster) {
 	}
 	producer := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(100*time.Millisecond),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.ProduceRequestTimeout(2*time.Second))
-	if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "idle", Partition: idlePartitions - 1, Value: []byte("warm")}).FirstErr(); err != nil {
+	if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "idle", Partition: int32(idlePartitions) - 1, Value: []byte("warm")}).FirstErr(); err != nil {
 		b.Fatal(err)
 	}
 	killed := time.Now()
@@ -147,8 +152,11 @@ func quietFailover(ctx context.Context, b *testing.B, c *brokertest.Cluster) {
 	row(fmt.Sprintf("failover of quiet partitions: SIGKILL of their leader to the next acknowledged record (%d partitions)", len(led)), spread(took))
 	time.Sleep(replica.QuietAfter(replica.DefaultRTT) + 2*time.Second)
 	before := leaderEpochs(ctx, b, c)
+	restarted := time.Now()
 	c.Restart(1)
-	c.WaitReady(1)
+	awaitReady(ctx, b, c, 1)
+	row("restart of a broker holding "+thousands(idlePartitions)+" quiet replicas: from its start to ready (/readyz: metadata caught up, every replica started)",
+		fmt.Sprintf("%.1f s", time.Since(restarted).Seconds()))
 	time.Sleep(15 * time.Second)
 	after, changed := leaderEpochs(ctx, b, c), 0
 	for p, le := range after {
@@ -156,8 +164,23 @@ func quietFailover(ctx context.Context, b *testing.B, c *brokertest.Cluster) {
 			changed++
 		}
 	}
-	row("restart of a broker that led 1/3 of 1,000 quiet partitions: partitions whose leader or epoch changed in the 15 s after (its handbacks included)",
+	row("restart of a broker that led 1/3 of "+thousands(idlePartitions)+" quiet partitions: partitions whose leader or epoch changed in the 15 s after (its handbacks included)",
 		fmt.Sprintf("%d, of which ~%d handed back", changed, idlePartitions/3))
+}
+
+// awaitReady waits, as long as ctx allows, until broker i answers /readyz
+// with 200.
+func awaitReady(ctx context.Context, b *testing.B, c *brokertest.Cluster, i int) {
+	for ctx.Err() == nil {
+		if resp, err := http.Get("http://" + c.Brokers[i].HTTPAddr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Fatalf("broker %d not ready: %v", i, ctx.Err())
 }
 
 // leaderEpochs is each partition's leader and leader epoch of the idle
