@@ -132,11 +132,23 @@ const reportNotes = `### Reproduce
   quiesce a broker spent 36-44% of a core; with quiesce, 17-18%; with the 100 ms tick and an
   election timeout fixed at 0.5 s, 9-10%. What is left is Dragonboat's tick of every group,
   which only a fork could skip for quiet groups.
-- Per-replica memory is dominated by Dragonboat's per-group queues; the broker shrinks them
-  (broker/node/dragonboat_tuning.go) from about 0.6 MB to about 0.45 MB per replica. Raftka's
-  Raft log store keeps only the location of each live entry in memory; pebble's memtables
-  (--raft-log-write-buffer, 128 MiB, with --raft-log-store pebble) made the RSS after producing
-  about 150 MiB higher.
+- Per-replica memory is dominated by Dragonboat's per-group queues, which it allocates whole
+  when a group starts; the broker shrinks them (broker/node/dragonboat_tuning.go). RSS with
+  1,000 idle replicas: 459-468 MiB with queues of 256 (2026-12-06T19:59), 234-237 MiB with 64
+  (0.21 MiB per replica over the bare broker's 28 MiB); a heap profile (RAFTKA_BENCH_PROFILES)
+  had 250 KB then 63 KB per replica in Dragonboat, and 38 MB of Raft transport buffers that do
+  not grow with the replicas. Latency at 1 to 16,384 in flight did not change within the noise
+  of alternating runs (16,384 in flight: 170-173k records/s with 64, 147-185k with 256).
+  Raftka's Raft log store keeps only the location of each live entry in memory; pebble's
+  memtables (--raft-log-write-buffer, 128 MiB, with --raft-log-store pebble) made the RSS
+  after producing about 150 MiB higher.
+- 10,000 replicas per broker do not fit three brokers on this 2-core machine (2026-12-06):
+  creating one topic of 10,000 partitions (RF 3) stalled at about 5,600 replicas per broker
+  after 5.5 minutes, each broker at 0.63 of a core (the machine's two cores shared by three),
+  leaders lost to elections as heartbeats came late (1,530 led on broker 0, then 766). A CPU
+  profile then: 19% in Dragonboat reloading its list of every group at each group start
+  (engine.loadBucketNodes over forEachCluster, quadratic in the groups started), 26% in the
+  groups' tick and message handling. Not run to the end.
 `
 
 // benchFlags are extra broker flags from RAFTKA_BENCH_FLAGS, to compare
