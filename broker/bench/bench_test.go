@@ -164,12 +164,9 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 
 func benchPartitions() int32 { return int32(envInt("RAFTKA_BENCH_PARTITIONS", 6)) }
 
-func benchRecords() int {
-	if n, err := strconv.Atoi(os.Getenv("RAFTKA_BENCH_RECORDS")); err == nil && n > 0 {
-		return n
-	}
-	return 1_000_000 // 1 GB: enough for the Raft log store to reach its steady state
-}
+// benchRecords is 1,000,000 (1 GB: enough for the Raft log store to reach
+// its steady state), or RAFTKA_BENCH_RECORDS.
+func benchRecords() int { return envInt("RAFTKA_BENCH_RECORDS", 1_000_000) }
 
 // benchValue is a 1 KiB record value.
 func benchValue() []byte {
@@ -519,13 +516,4 @@ func envInt(name string, def int) int {
 		return n
 	}
 	return def
-}
-
-// thousands writes n with a comma between thousands, as the report does.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/raftka/raftka/broker/brokertest"
 	"github.com/raftka/raftka/broker/replica"
+	"github.com/raftka/raftka/internal/benchreport"
 )
 
 // idlePartitions is the partition count of BenchmarkIdlePartitions'
@@ -39,7 +40,7 @@ func BenchmarkIdlePartitions(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	n := thousands(idlePartitions)
+	n := benchreport.Thousands(float64(idlePartitions))
 	row(n+" partitions (RF 3): CreateTopics answered", fmt.Sprintf("%.1f s", time.Since(start).Seconds()))
 	awaitLeaders(ctx, b, c)
 	row(n+" partitions (RF 3) created until all have leaders", fmt.Sprintf("%.1f s", time.Since(start).Seconds()))
@@ -89,7 +90,7 @@ func idleCPU(c *brokertest.Cluster) {
 	for i := range share {
 		share[i] = fmt.Sprintf("%.1f%%", 100*float64(c.CPUTime(i)-before[i])/float64(time.Since(from)))
 	}
-	row("CPU of each broker with "+thousands(idlePartitions)+" idle (quiet) partition replicas (share of one core, over 10 s)", fmt.Sprint(share))
+	row("CPU of each broker with "+benchreport.Thousands(float64(idlePartitions))+" idle (quiet) partition replicas (share of one core, over 10 s)", fmt.Sprint(share))
 }
 
 // firstProduceAfterRest times an acks=all produce of one record to each of
@@ -155,7 +156,7 @@ func quietFailover(ctx context.Context, b *testing.B, c *brokertest.Cluster) {
 	restarted := time.Now()
 	c.Restart(1)
 	awaitReady(ctx, b, c, 1)
-	row("restart of a broker holding "+thousands(idlePartitions)+" quiet replicas: from its start to ready (/readyz: metadata caught up, every replica started)",
+	row("restart of a broker holding "+benchreport.Thousands(float64(idlePartitions))+" quiet replicas: from its start to ready (/readyz: metadata caught up, every replica started)",
 		fmt.Sprintf("%.1f s", time.Since(restarted).Seconds()))
 	time.Sleep(15 * time.Second)
 	after, changed := leaderEpochs(ctx, b, c), 0
@@ -164,7 +165,7 @@ func quietFailover(ctx context.Context, b *testing.B, c *brokertest.Cluster) {
 			changed++
 		}
 	}
-	row("restart of a broker that led 1/3 of "+thousands(idlePartitions)+" quiet partitions: partitions whose leader or epoch changed in the 15 s after (its handbacks included)",
+	row("restart of a broker that led 1/3 of "+benchreport.Thousands(float64(idlePartitions))+" quiet partitions: partitions whose leader or epoch changed in the 15 s after (its handbacks included)",
 		fmt.Sprintf("%d, of which ~%d handed back", changed, idlePartitions/3))
 }
 

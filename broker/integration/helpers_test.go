@@ -137,6 +137,17 @@ type partitionLeader struct {
 // metadataFrom is broker i's Metadata answer for topic: each partition's
 // leader, and the brokers it lists.
 func metadataFrom(t *testing.T, cl *kgo.Client, i int, topic string) (map[int32]partitionLeader, map[int32]bool) {
+	leaders, brokers, err := tryMetadataFrom(cl, i, topic)
+	if err != nil {
+		t.Fatalf("metadata from broker %d: %v", i, err)
+	}
+	return leaders, brokers
+}
+
+// tryMetadataFrom is metadataFrom for callers that poll: the client may
+// not know broker i yet (a broker that has just restarted lists only the
+// brokers it has heard from).
+func tryMetadataFrom(cl *kgo.Client, i int, topic string) (map[int32]partitionLeader, map[int32]bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrMetadataRequest()
@@ -145,7 +156,7 @@ func metadataFrom(t *testing.T, cl *kgo.Client, i int, topic string) (map[int32]
 	req.Topics = append(req.Topics, rt)
 	resp, err := cl.Broker(i).Request(ctx, req)
 	if err != nil {
-		t.Fatalf("metadata from broker %d: %v", i, err)
+		return nil, nil, err
 	}
 	leaders, brokers := map[int32]partitionLeader{}, map[int32]bool{}
 	for _, tp := range resp.(*kmsg.MetadataResponse).Topics {
@@ -156,5 +167,5 @@ func metadataFrom(t *testing.T, cl *kgo.Client, i int, topic string) (map[int32]
 	for _, b := range resp.(*kmsg.MetadataResponse).Brokers {
 		brokers[b.NodeID] = true
 	}
-	return leaders, brokers
+	return leaders, brokers, nil
 }

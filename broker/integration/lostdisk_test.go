@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
 )
@@ -50,7 +51,7 @@ func waitFullyReplicated(t *testing.T, c *brokertest.Cluster, topic string, rene
 				under += v
 			}
 		}
-		if ok && observers == 0 && under == 0 && isrComplete(t, c, topic) {
+		if ok && observers == 0 && under == 0 && isrComplete(c, topic) {
 			return
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -58,20 +59,26 @@ func waitFullyReplicated(t *testing.T, c *brokertest.Cluster, topic string, rene
 	t.Fatalf("%s not fully replicated on broker %d's new incarnation within 90 s", topic, renewed)
 }
 
-func isrComplete(t *testing.T, c *brokertest.Cluster, topic string) bool {
+func isrComplete(c *brokertest.Cluster, topic string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	md, err := c.Admin().Metadata(ctx, topic)
 	if err != nil {
 		return false
 	}
+	// Only the leader knows whether a replica votes: ask it, through a
+	// client that has loaded the brokers' addresses.
+	cl := c.Client()
+	defer cl.Close()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+		return false
+	}
 	for _, p := range md.Topics[topic].Partitions {
 		if p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
 			return false
 		}
-		// Only the leader knows whether a replica votes: ask it.
-		leaders, _ := metadataFrom(t, brokerClient(ctx, t, c), int(p.Leader), topic)
-		if leaders[p.Partition].id != p.Leader {
+		leaders, _, err := tryMetadataFrom(cl, int(p.Leader), topic)
+		if err != nil || leaders[p.Partition].id != p.Leader {
 			return false
 		}
 	}

@@ -82,8 +82,9 @@ func (b *Manager) trackFollowers(ctx context.Context) {
 			}()
 		}
 		wg.Wait()
-		b.progress.update(time.Now(), led, ends)
-		b.quiet.followersAnswered(time.Now(), asked, ends)
+		now := time.Now()
+		b.progress.update(now, led, ends)
+		b.quiet.followersAnswered(now, asked, ends)
 	}
 }
 

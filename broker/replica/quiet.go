@@ -22,10 +22,11 @@ import (
 // quietGroups does it from the broker's side, from what liveness and the
 // follower probes (insync.go) learn anyway:
 //   - a peer that stops answering liveness probes (dead, paused or cut
-//     off): every group this broker follows with its leader there is
-//     woken. Its follower counted down while quiet, so it stands for
-//     election at its next tick, and the group is led again within a tick
-//     and a vote;
+//     off): each group with its leader there is woken on one follower, the
+//     first in preferred order on a reachable broker (standsFirst), and on
+//     the others an election timeout later. The woken follower counted
+//     down while quiet, so it stands for election at its next tick, and
+//     the group is led again within a tick and a vote;
 //   - a peer that answers again, as a restarted broker does once its Raft
 //     transport listens: every group this broker leads with a replica
 //     there is woken, before that replica starts;

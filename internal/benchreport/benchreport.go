@@ -5,8 +5,10 @@ package benchreport
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -82,4 +84,18 @@ func Main(m interface{ Run() int }, t *Table, name, title, intro, notes string) 
 		}
 	}
 	os.Exit(code)
+}
+
+// Thousands writes n rounded to a whole number, with a comma between
+// thousands, as the reports write counts and rates.
+func Thousands(n float64) string {
+	s := strconv.FormatInt(int64(math.Round(n)), 10)
+	first := 0
+	if strings.HasPrefix(s, "-") {
+		first = 1
+	}
+	for i := len(s) - 3; i > first; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

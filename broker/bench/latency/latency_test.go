@@ -132,7 +132,7 @@ func BenchmarkLatencyVersusLoad(b *testing.B) {
 		}
 		b.ReportMetric(ours.rate, fmt.Sprintf("records/s@%d", n))
 		b.ReportMetric(float64(ours.percentile(0.99).Microseconds())/1000, fmt.Sprintf("p99-ms@%d", n))
-		report.AddRow(thousands(float64(n)), ours.String(), peer.String(), ceiling.String(), floor,
+		report.AddRow(benchreport.Thousands(float64(n)), ours.String(), peer.String(), ceiling.String(), floor,
 			fmt.Sprintf("%.2fx, %.2fx", ours.rate/peer.rate, float64(ours.percentile(0.99))/float64(peer.percentile(0.99))), stages)
 		b.Logf("%d in flight: raftka %s | nats %s | kfake %s | disk alone %s | stages %s", n, ours, peer, ceiling, floor, stages)
 	}

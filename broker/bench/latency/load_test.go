@@ -5,6 +5,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/raftka/raftka/internal/benchreport"
 )
 
 // loadResult is what a closed loop measured: acknowledgements per second
@@ -24,7 +26,7 @@ func (r loadResult) percentile(p float64) time.Duration {
 
 // String is the rate and the median and 99th percentile latencies.
 func (r loadResult) String() string {
-	s := fmt.Sprintf("%s/s, p50 %s, p99 %s", thousands(r.rate), millis(r.percentile(0.5)), millis(r.percentile(0.99)))
+	s := fmt.Sprintf("%s/s, p50 %s, p99 %s", benchreport.Thousands(r.rate), millis(r.percentile(0.5)), millis(r.percentile(0.99)))
 	if r.failed > 0 {
 		s += fmt.Sprintf(" (%d failed)", r.failed)
 	}
@@ -94,13 +96,4 @@ func millis(d time.Duration) string {
 		return fmt.Sprintf("%.2f ms", ms)
 	}
 	return fmt.Sprintf("%.0f ms", ms)
-}
-
-func thousands(v float64) string {
-	n := int64(v + 0.5)
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
