@@ -47,6 +47,9 @@ type Options struct {
 	// Racks are the brokers' racks (--rack), by broker id; none where
 	// the list is shorter or the entry empty.
 	Racks []string
+	// OpenFileLimits are the brokers' open-file limits (Broker.OpenFileLimit),
+	// by broker id; the test's own where the list is shorter or the entry 0.
+	OpenFileLimits []int
 	// FoundingVoters is how many of the first brokers found the metadata
 	// group (--metadata-voters); min(3, Brokers) if 0. The others join it
 	// as observers.
@@ -86,9 +89,12 @@ type Broker struct {
 	Listeners        map[string]string
 	DataDir, LogPath string
 	// Flags are extra flags for this broker's next start.
-	Flags  []string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	Flags []string
+	// OpenFileLimit, if set, is the open-file limit (RLIMIT_NOFILE, soft
+	// and hard) of this broker's next start, set by util-linux's prlimit.
+	OpenFileLimit int
+	cmd           *exec.Cmd
+	exited        chan struct{}
 }
 
 // Cluster is a set of broker processes.
@@ -203,6 +209,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 		if i < len(opts.Racks) && opts.Racks[i] != "" {
 			b.Flags = append(b.Flags, "--rack="+opts.Racks[i])
+		}
+		if i < len(opts.OpenFileLimits) {
+			b.OpenFileLimit = opts.OpenFileLimits[i]
 		}
 		if c.net != nil {
 			// Each broker has the ports of its namespace to itself.
@@ -379,6 +388,10 @@ func (c *Cluster) Restart(i int) {
 	}
 	args = append(args, b.Flags...)
 	cmd := exec.Command(c.bin, args...)
+	if b.OpenFileLimit > 0 {
+		n := strconv.Itoa(b.OpenFileLimit)
+		cmd = exec.Command("prlimit", append([]string{"--nofile=" + n + ":" + n, "--", c.bin}, args...)...)
+	}
 	if c.net != nil {
 		cmd = c.net.command(i, c.bin, args...)
 	}

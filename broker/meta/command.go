@@ -91,6 +91,10 @@ const (
 	// PlacementEpochs: least loaded and rack-aware (placeReplicas), each
 	// partition's nodes at a new epoch.
 	PlacementEpochs = 1
+	// PlacementCapacity: PlacementEpochs on the brokers with room for
+	// another replica (Broker.MaxReplicas); refused with POLICY_VIOLATION
+	// where too few have room.
+	PlacementCapacity = 2
 )
 
 // CreatePartitions grows a topic to Count partitions.

@@ -149,7 +149,11 @@ func TestUnregisterBrokerOnceItHoldsNothing(t *testing.T) {
 	if _, ok := s.brokers[3]; ok {
 		t.Fatal("broker 3 still registered")
 	}
-	for _, p := range s.placeReplicas(s.topics["t"], 6, 3) {
+	placed, err := s.placeReplicas(s.topics["t"], 6, 3, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range placed {
 		if slices.Contains(p, 3) {
 			t.Fatalf("a new partition placed on unregistered broker 3: %v", p)
 		}

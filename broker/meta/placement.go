@@ -153,6 +153,9 @@ type Reassign struct {
 	Partition int32
 	Target    []int32 `json:",omitempty"`
 	Cancel    bool    `json:",omitempty"`
+	// Capacity refuses a target broker without room for another replica
+	// (Broker.MaxReplicas); false in commands from before.
+	Capacity bool `json:",omitempty"`
 }
 
 // CompleteReassignment ends a partition's move: proposed by its leader
@@ -203,6 +206,9 @@ func (s *State) reassign(r *Reassign) Outcome {
 	}
 	if n := t.Int(ConfigMinInsyncReplicas); int64(len(r.Target)) < n {
 		return Outcome{Err: kerr.InvalidReplicationFactor}
+	}
+	if r.Capacity && !s.hasRoom(s.ReplicaCounts(), without(r.Target, p.Replicas)) {
+		return Outcome{Err: kerr.PolicyViolation}
 	}
 	p.materializeNodes()
 	if sameIDs(p.Replicas, r.Target) {
@@ -344,8 +350,9 @@ func (s *State) validateAssignments(assignment [][]int32, rf int) error {
 // carry racks, as Kafka's rack-aware placement does. Ties go round the
 // brokers from a point the topic's id picks, so topics spread their
 // leaders. The result depends only on the state: replicas agree on it.
-func (s *State) placeReplicas(t *Topic, n, rf int) [][]int32 {
+func (s *State) placeReplicas(t *Topic, n, rf int, capacity bool) ([][]int32, error) {
 	brokers := s.BrokerIDs()
+	counts := s.ReplicaCounts()
 	load, leads := map[int32]int{}, map[int32]int{}
 	for _, other := range s.topics {
 		for _, p := range other.Partitions {
@@ -371,6 +378,12 @@ func (s *State) placeReplicas(t *Topic, n, rf int) [][]int32 {
 		start := (seed + len(t.Partitions) + k) % len(brokers)
 		// Brokers in the order ties go: from start, round the ring.
 		ring := append(append([]int32(nil), brokers[start:]...), brokers[:start]...)
+		if capacity {
+			ring = slices.DeleteFunc(ring, func(id int32) bool { return !s.hasRoom(counts, []int32{id}) })
+			if len(ring) < rf {
+				return nil, kerr.PolicyViolation
+			}
+		}
 		replicas := []int32{pickBroker(ring, nil, func(id int32) [2]int { return [2]int{leads[id], load[id]} }, nil)}
 		racks := map[string]bool{s.brokers[replicas[0]].Rack: true}
 		for len(replicas) < rf {
@@ -381,13 +394,54 @@ func (s *State) placeReplicas(t *Topic, n, rf int) [][]int32 {
 		}
 		for i, id := range replicas {
 			load[id]++
+			counts[id]++
 			if i == 0 {
 				leads[id]++
 			}
 		}
 		out = append(out, replicas)
 	}
+	return out, nil
+}
+
+// ReplicaCounts is how many partition replicas each broker holds, those
+// a move is adding included.
+func (s *State) ReplicaCounts() map[int32]int {
+	out := map[int32]int{}
+	for _, t := range s.topics {
+		for _, p := range t.Partitions {
+			for _, id := range p.Replicas {
+				out[id]++
+			}
+		}
+	}
 	return out
+}
+
+// hasRoom reports whether each of ids has room for one more replica
+// beside the counts it holds (Broker.MaxReplicas).
+func (s *State) hasRoom(counts map[int32]int, ids []int32) bool {
+	for _, id := range ids {
+		if m := s.brokers[id].MaxReplicas; m > 0 && counts[id] >= int(m) {
+			return false
+		}
+	}
+	return true
+}
+
+// fitAssignment refuses a placement of new partitions that would take a
+// broker past its replica limit.
+func (s *State) fitAssignment(assignment [][]int32) error {
+	counts := s.ReplicaCounts()
+	for _, replicas := range assignment {
+		if !s.hasRoom(counts, replicas) {
+			return kerr.PolicyViolation
+		}
+		for _, id := range replicas {
+			counts[id]++
+		}
+	}
+	return nil
 }
 
 // pickBroker picks from ring, leaving out taken, the broker with the

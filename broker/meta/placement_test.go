@@ -3,6 +3,7 @@ package meta
 import (
 	"encoding/binary"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 
@@ -101,5 +102,66 @@ func TestCommandsFromBeforeEpochsReplayAsApplied(t *testing.T) {
 		if !slices.Equal(p.Replicas, want) || p.Nodes != nil || p.Founders != nil || p.NodeOf(want[0]) != RaftNodeID(want[0], 0) {
 			t.Fatalf("partition %d: replicas %v nodes %v founders %v, want %v at epoch 0", p.Index, p.Replicas, p.Nodes, p.Founders, want)
 		}
+	}
+}
+
+// TestPlacementKeepsToEachBrokersReplicaLimit: under PlacementCapacity a
+// broker takes no replica past the limit it registered, a topic that does
+// not fit is refused whole, and a move onto a full broker is refused; the
+// rules of commands from before place as they did.
+func TestPlacementKeepsToEachBrokersReplicaLimit(t *testing.T) {
+	limits := []int32{4, 10, 0, 10} // 0: none recorded
+	setup := func() *State {
+		s := NewState()
+		for id, m := range limits {
+			s.Apply(uint64(id+1), &Command{RegisterBroker: &Broker{ID: int32(id), RaftAddr: "r", MaxReplicas: m}})
+		}
+		return s
+	}
+	s := setup()
+	if out := s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementCapacity, Name: "a", Partitions: 8, ReplicationFactor: 2}}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if out := s.Apply(11, &Command{CreateTopic: &CreateTopic{Placement: PlacementCapacity, Name: "b", Partitions: 6, ReplicationFactor: 3}}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	counts := s.ReplicaCounts()
+	for id, m := range limits {
+		if m > 0 && counts[int32(id)] > int(m) {
+			t.Fatalf("broker %d holds %d replicas, past its limit of %d: %v", id, counts[int32(id)], m, counts)
+		}
+	}
+	// With RF 3, each of c's partitions needs two of brokers 0, 1 and 3,
+	// whose limits add up to 24 replicas in all: 40 do not fit.
+	before := s.ReplicaCounts()
+	out := s.Apply(12, &Command{CreateTopic: &CreateTopic{Placement: PlacementCapacity, Name: "c", Partitions: 20, ReplicationFactor: 3}})
+	if !errors.Is(out.Err, kerr.PolicyViolation) || s.topics["c"] != nil {
+		t.Fatalf("a topic past the brokers' room: %v, topic %v, want POLICY_VIOLATION and no topic", out.Err, s.topics["c"])
+	}
+	if after := s.ReplicaCounts(); !maps.Equal(before, after) {
+		t.Fatalf("a refused topic changed the counts: %v -> %v", before, after)
+	}
+	full := int32(0)
+	if out := s.Apply(13, &Command{CreateTopic: &CreateTopic{Placement: PlacementCapacity, Name: "m", Assignment: [][]int32{{full, 2}}}}); !errors.Is(out.Err, kerr.PolicyViolation) {
+		t.Fatalf("a manual assignment onto full broker 0: %v", out.Err)
+	}
+	var onTwo *Partition
+	for i, p := range s.topics["a"].Partitions {
+		if !slices.Contains(p.Replicas, full) {
+			onTwo = &s.topics["a"].Partitions[i]
+			break
+		}
+	}
+	target := append([]int32{full}, onTwo.Replicas[1:]...)
+	if out := s.Apply(14, &Command{Reassign: &Reassign{Topic: "a", Partition: onTwo.Index, Target: target, Capacity: true}}); !errors.Is(out.Err, kerr.PolicyViolation) {
+		t.Fatalf("a move onto full broker 0: %v", out.Err)
+	}
+	// Commands from before the limit replay as they were placed then.
+	if out := s.Apply(15, &Command{Reassign: &Reassign{Topic: "a", Partition: onTwo.Index, Target: target}}); out.Err != nil {
+		t.Fatalf("a move from before the limit: %v", out.Err)
+	}
+	old := setup()
+	if out := old.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "a", Partitions: 12, ReplicationFactor: 3}}); out.Err != nil || old.ReplicaCounts()[0] <= 4 {
+		t.Fatalf("PlacementEpochs heeded a limit: %v %v", out.Err, old.ReplicaCounts())
 	}
 }

@@ -52,13 +52,20 @@ type Broker struct {
 	// uses one only once every registered broker has it, so that no
 	// replica of the metadata ignores it in a rolling upgrade.
 	Features []string `json:",omitempty"`
+	// MaxReplicas is how many partition replicas the broker has room
+	// for, from its open-file limit; 0 where it recorded none.
+	MaxReplicas int32 `json:",omitempty"`
 }
 
 // The features of this version (Broker.Features).
-const FeatureOrderedGrowth = "ordered-growth"
+const (
+	FeatureOrderedGrowth = "ordered-growth"
+	// FeatureReplicaCapacity: PlacementCapacity and Reassign.Capacity.
+	FeatureReplicaCapacity = "replica-capacity"
+)
 
 // Features lists them, for a broker's registration.
-var Features = []string{FeatureOrderedGrowth}
+var Features = []string{FeatureOrderedGrowth, FeatureReplicaCapacity}
 
 // Endpoint is one of a broker's named listeners.
 type Endpoint struct {
@@ -466,7 +473,9 @@ func (s *State) createTopic(index uint64, ct *CreateTopic) Outcome {
 	}
 	t := &Topic{Name: ct.Name, ID: topicID(ct.Name, index), ReplicationFactor: ct.ReplicationFactor, Configs: ct.Configs}
 	nextShard, nextEpoch := s.nextShard, s.nextNodeEpoch
-	s.addPartitions(t, ct.Partitions, ct.Assignment, ct.Placement)
+	if err := s.addPartitions(t, ct.Partitions, ct.Assignment, ct.Placement); err != nil {
+		return Outcome{Err: err}
+	}
 	if !ct.ValidateOnly {
 		s.topics[ct.Name] = t
 		s.topicsByID[t.ID] = t
@@ -500,7 +509,9 @@ func (s *State) createPartitions(cp *CreatePartitions) Outcome {
 		return Outcome{Topic: t}
 	}
 	from := int32(len(t.Partitions))
-	s.addPartitions(t, cp.Count-from, cp.Assignment, cp.Placement)
+	if err := s.addPartitions(t, cp.Count-from, cp.Assignment, cp.Placement); err != nil {
+		return Outcome{Err: err}
+	}
 	s.indexShards(t)
 	if cp.Ordered {
 		s.startGrowth(t, from, cp)
@@ -509,14 +520,23 @@ func (s *State) createPartitions(cp *CreatePartitions) Outcome {
 }
 
 // addPartitions adds n partitions to t, placed as assignment says or, if
-// it is nil, by the placement rules the command asked for.
-func (s *State) addPartitions(t *Topic, n int32, assignment [][]int32, placement int) {
+// it is nil, by the placement rules the command asked for; under
+// PlacementCapacity it adds none if a broker has no room for them.
+func (s *State) addPartitions(t *Topic, n int32, assignment [][]int32, placement int) error {
 	if placement == PlacementLegacy && assignment == nil {
 		s.addLegacyPartitions(t, n)
-		return
+		return nil
 	}
-	if assignment == nil {
-		assignment = s.placeReplicas(t, int(n), int(t.ReplicationFactor))
+	capacity := placement >= PlacementCapacity
+	var err error
+	switch {
+	case assignment == nil:
+		assignment, err = s.placeReplicas(t, int(n), int(t.ReplicationFactor), capacity)
+	case capacity:
+		err = s.fitAssignment(assignment)
+	}
+	if err != nil {
+		return err
 	}
 	for _, replicas := range assignment {
 		idx := int32(len(t.Partitions))
@@ -529,6 +549,7 @@ func (s *State) addPartitions(t *Topic, n int32, assignment [][]int32, placement
 			Nodes: nodes, Founders: append([]uint64(nil), nodes...)})
 		s.nextShard++
 	}
+	return nil
 }
 
 // addLegacyPartitions places partitions as commands from before

@@ -23,6 +23,7 @@ import (
 	"github.com/raftka/raftka/broker/groups"
 	"github.com/raftka/raftka/broker/hold"
 	"github.com/raftka/raftka/broker/identity"
+	"github.com/raftka/raftka/broker/internal/openfiles"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/offsetstopic"
 	"github.com/raftka/raftka/broker/raftlog"
@@ -271,7 +272,7 @@ func (b *Broker) openFrontDoor() error {
 func (b *Broker) frontDoorConfig() server.Config {
 	c := b.cfg
 	return server.Config{ID: c.ID, DataDir: c.DataDir, Listeners: c.Listeners, TLS: c.TLS, ListenerTLS: c.ListenerTLS,
-		MaxRequestBytes: c.MaxRequestBytes, AuthenticationTimeout: c.SASL.AuthenticationTimeout, AuthorizerEnabled: c.Authorizer.Enabled,
+		MaxRequestBytes: c.MaxRequestBytes, MaxConnections: c.MaxConnections, AuthenticationTimeout: c.SASL.AuthenticationTimeout, AuthorizerEnabled: c.Authorizer.Enabled,
 		AutoCreateTopics: c.AutoCreateTopics, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
 		MinFreeBytes: c.MinFreeBytes, FollowerThrottledRate: c.FollowerThrottledRate, LeaderThrottledRate: c.LeaderThrottledRate,
 		HTTPEndpoint: b.httpEndpoint(), StepDownGrace: b.stepDownGrace()}
@@ -376,7 +377,7 @@ func (b *Broker) selfRecord() (meta.Broker, error) {
 		endpoints = append(endpoints, meta.Endpoint{Name: l.Name, Host: host, Port: port})
 	}
 	return meta.Broker{ID: b.cfg.ID, Host: endpoints[0].Host, Port: endpoints[0].Port, Listeners: endpoints, RaftAddr: b.cfg.RaftAddr,
-		HTTPAddr: b.httpEndpoint(), Rack: b.cfg.Rack, Features: meta.Features}, nil
+		HTTPAddr: b.httpEndpoint(), Rack: b.cfg.Rack, Features: meta.Features, MaxReplicas: openfiles.Current().MaxReplicas()}, nil
 }
 
 func splitHostPort(addr string) (string, int32, error) {

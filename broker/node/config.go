@@ -74,7 +74,10 @@ type Config struct {
 	MinFreeBytes               int64
 	GroupInitialRebalanceDelay time.Duration
 	MaxRequestBytes            int32
-	EnablePprof                bool
+	// MaxConnections bounds the Kafka connections held at once
+	// (server.Config).
+	MaxConnections int
+	EnablePprof    bool
 	// RaftLogStore is the Raft log store: "wal" (package raftlog, one
 	// write-ahead log for all groups) or "pebble" (Dragonboat's default).
 	RaftLogStore string

@@ -104,6 +104,12 @@ func (b *Broker) Readiness() Check {
 	if n := b.replicas.NotStartedOnDisk(); n > 0 {
 		reasons = append(reasons, plural(n, "hosted partition replica has", "hosted partition replicas have")+" not started again yet")
 	}
+	// Unready, so that a rolling restart stops here rather than take
+	// another broker down while this one lacks replicas.
+	if n := b.replicas.WaitingForFiles(); n > 0 {
+		reasons = append(reasons, plural(n, "partition replica waits", "partition replicas wait")+
+			" for open files: raise the broker's open-file limit (ulimit -n), three files per replica")
+	}
 	return Check{OK: len(reasons) == 0, Reasons: reasons}
 }
 

@@ -141,6 +141,7 @@ var (
 	descReplicas      = prometheus.NewDesc("raftka_hosted_replicas", "Partition replicas this broker hosts.", nil, nil)
 	descLeaderless    = prometheus.NewDesc("raftka_partitions_without_leader", "Hosted partitions whose Raft group has had no leader for several election timeouts: fewer than a quorum of their replicas are up with their data.", nil, nil)
 	descObservers     = prometheus.NewDesc("raftka_observer_replicas", "Hosted partition replicas that are non-voting observers, catching up before their promotion.", nil, nil)
+	descWaitingFiles  = prometheus.NewDesc("raftka_replicas_waiting_for_open_files", "Partition replicas placed on this broker that it does not start, for want of open files: raise its open-file limit (process_max_fds).", nil, nil)
 	descGeneration    = prometheus.NewDesc("raftka_broker_generation", "This broker's incarnation number: it grows each time the broker starts on an empty data directory.", nil, nil)
 	descMemberChanges = prometheus.NewDesc("raftka_partition_membership_changes_total", "Raft membership changes this broker made as a partition leader: replaced incarnations removed, new ones added and promoted.", nil, nil)
 
@@ -165,7 +166,7 @@ type partitionCollector struct {
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHeldRecords, descHoldAge, descHighWatermark, descLogStart, descSize, descUnder, descLeaders, descReplicas, descSnapshots, descSnapshotBytes, descLeadersWon,
-		descLeaderless, descObservers, descGeneration, descMemberChanges,
+		descLeaderless, descObservers, descWaitingFiles, descGeneration, descMemberChanges,
 		descRaftLogFiles, descRaftLogBytes, descRaftLogSpares, descRaftLogReused, descRaftLogSyncs, descRaftLogSyncSecs, descRaftLogRelocated} {
 		ch <- d
 	}
@@ -207,6 +208,7 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(c.replicas.Count()))
 	ch <- prometheus.MustNewConstMetric(descLeaderless, prometheus.GaugeValue, float64(c.replicas.WithoutLeader(time.Now())))
 	ch <- prometheus.MustNewConstMetric(descObservers, prometheus.GaugeValue, float64(observers))
+	ch <- prometheus.MustNewConstMetric(descWaitingFiles, prometheus.GaugeValue, float64(c.replicas.WaitingForFiles()))
 	ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(c.generation()))
 	ch <- prometheus.MustNewConstMetric(descMemberChanges, prometheus.CounterValue, float64(c.replicas.MemberChanges()))
 	ch <- prometheus.MustNewConstMetric(descSnapshots, prometheus.CounterValue, float64(partition.SnapshotsRecovered.Load()))

@@ -45,6 +45,10 @@ func (b *Manager) Shards() []uint64 { return b.replicas.shards() }
 // Count is how many replicas this broker hosts.
 func (b *Manager) Count() int { return b.replicas.count() }
 
+// WaitingForFiles is how many placed replicas have not started for want
+// of open files (package openfiles).
+func (b *Manager) WaitingForFiles() int { return int(b.replicas.waiting.Load()) }
+
 // PartitionLog is the log of this broker's replica of shard, false if it
 // holds none.
 func (b *Manager) PartitionLog(shard uint64) (*partition.Log, bool) {

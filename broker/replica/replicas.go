@@ -16,6 +16,7 @@ import (
 	sm "github.com/lni/dragonboat/v3/statemachine"
 
 	"github.com/raftka/raftka/broker/frames"
+	"github.com/raftka/raftka/broker/internal/openfiles"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 )
@@ -46,10 +47,14 @@ type replicaSet struct {
 	mu        sync.RWMutex
 	byShard   map[uint64]*Replica
 	frames    map[uint64]*frames.Log // with --partition-frames
+	// files is the open-file budget replicas start within; waiting counts
+	// those the last reconcile left unstarted for want of files.
+	files   openfiles.Budget
+	waiting atomic.Int64
 }
 
 func newReplicaSet(b *Manager) *replicaSet {
-	return &replicaSet{b: b, byShard: map[uint64]*Replica{}, frames: map[uint64]*frames.Log{}}
+	return &replicaSet{b: b, byShard: map[uint64]*Replica{}, frames: map[uint64]*frames.Log{}, files: openfiles.Current()}
 }
 
 func (r *replicaSet) get(shard uint64) *Replica {
@@ -130,6 +135,10 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 	r.lifecycle.Lock()
 	defer r.lifecycle.Unlock()
 	desired := r.desired()
+	// Counted once a pass, since a count reads a directory entry per
+	// file; 0 without /proc, where only the placement limit guards.
+	open, _ := openfiles.Open()
+	waiting := 0
 	for shard, p := range desired {
 		if ctx.Err() != nil {
 			return
@@ -143,10 +152,16 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 			// group, and what it held goes with it.
 			r.remove(shard)
 		}
+		if !r.files.RoomForReplica(open) {
+			waiting++
+			continue
+		}
 		if err := r.start(shard, p); err != nil {
 			r.b.Log.Error("start partition replica failed", "shard", shard, "error", err)
 		}
+		open += openfiles.PerReplica
 	}
+	r.noteWaiting(waiting, open)
 	for _, shard := range r.shards() {
 		if _, ok := desired[shard]; !ok {
 			r.remove(shard)
@@ -259,6 +274,21 @@ func (r *replicaSet) start(shard uint64, p placement) error {
 	r.byShard[shard] = rep
 	r.mu.Unlock()
 	return nil
+}
+
+// noteWaiting reports replicas left unstarted for want of open files, in
+// the log when their number changes and in a metric: the broker stays up
+// and serves the others, where a replica started past the limit would
+// take Dragonboat down with its first failed file open.
+func (r *replicaSet) noteWaiting(waiting, open int) {
+	before := r.waiting.Swap(int64(waiting))
+	switch {
+	case waiting > 0 && int64(waiting) != before:
+		r.b.Log.Error("partition replicas wait for open files: raise the broker's open-file limit (ulimit -n) or move replicas away",
+			"waiting", waiting, "open_files", open, "limit", r.files.Limit, "files_per_replica", openfiles.PerReplica)
+	case waiting == 0 && before > 0:
+		r.b.Log.Info("every partition replica started: open files suffice again", "open_files", open, "limit", r.files.Limit)
+	}
 }
 
 // remove stops a replica that this broker no longer hosts (its topic was

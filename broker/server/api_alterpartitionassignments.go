@@ -48,7 +48,8 @@ func handleAlterPartitionAssignments(srv *Server, r *request) (kmsg.Response, er
 }
 
 func (srv *Server) reassign(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition) (*kerr.Error, string) {
-	if srv.placementRules() != meta.PlacementEpochs {
+	rules := srv.placementRules()
+	if rules < meta.PlacementEpochs {
 		return kerr.InvalidRequest, "brokers from before replica moves are still running: finish the upgrade first"
 	}
 	if p.Replicas != nil && req.Version >= 1 && !req.AllowReplicationFactorChange {
@@ -62,7 +63,8 @@ func (srv *Server) reassign(ctx context.Context, req *kmsg.AlterPartitionAssignm
 			return kerr.InvalidReplicationFactor, "the move changes the partition's replica count, which the request does not allow"
 		}
 	}
-	out, err := srv.Propose(ctx, &meta.Command{Reassign: &meta.Reassign{Topic: topic, Partition: p.Partition, Target: p.Replicas, Cancel: p.Replicas == nil}})
+	out, err := srv.Propose(ctx, &meta.Command{Reassign: &meta.Reassign{Topic: topic, Partition: p.Partition, Target: p.Replicas, Cancel: p.Replicas == nil,
+		Capacity: rules >= meta.PlacementCapacity}})
 	if err != nil {
 		return kerr.RequestTimedOut, "the metadata group did not answer in time"
 	}
@@ -79,6 +81,8 @@ func (srv *Server) reassign(ctx context.Context, req *kmsg.AlterPartitionAssignm
 		return ke, "a move of this partition is under way: cancel it (null replicas) or wait for it"
 	case kerr.NoReassignmentInProgress:
 		return ke, "no move of this partition is under way"
+	case kerr.PolicyViolation:
+		return ke, srv.replicaLimitMessage()
 	}
 	return ke, ke.Message
 }

@@ -42,7 +42,7 @@ func handleCreatePartitions(srv *Server, r *request) (kmsg.Response, error) {
 			for _, a := range t.Assignment {
 				cp.Assignment = append(cp.Assignment, append([]int32{}, a.Replicas...))
 			}
-			if cp.Assignment != nil && cp.Placement != meta.PlacementEpochs {
+			if cp.Assignment != nil && cp.Placement < meta.PlacementEpochs {
 				rt.ErrorCode = kerr.InvalidRequest.Code
 				rt.ErrorMessage = kmsg.StringPtr("brokers from before replica assignments are still running: finish the upgrade first")
 				resp.Topics = append(resp.Topics, rt)
@@ -59,6 +59,8 @@ func handleCreatePartitions(srv *Server, r *request) (kmsg.Response, error) {
 					rt.ErrorMessage = kmsg.StringPtr("the partition count can only grow")
 				case kerr.InvalidReplicaAssignment:
 					rt.ErrorMessage = kmsg.StringPtr("the assignment must name one replica list per new partition, each with the topic's replication factor, each broker once, and only brokers the cluster knows")
+				case kerr.PolicyViolation:
+					rt.ErrorMessage = kmsg.StringPtr(srv.replicaLimitMessage())
 				}
 			default:
 				grown = append(grown, t.Topic)

@@ -46,7 +46,7 @@ func handleCreateTopics(srv *Server, r *request) (kmsg.Response, error) {
 				Configs: map[string]string{}, ValidateOnly: req.ValidateOnly}
 			if len(t.ReplicaAssignment) > 0 {
 				assignment, msg := topicAssignment(t)
-				if msg == "" && ct.Placement != meta.PlacementEpochs {
+				if msg == "" && ct.Placement < meta.PlacementEpochs {
 					msg = "brokers from before replica assignments are still running: finish the upgrade first"
 				}
 				if msg != "" {
@@ -74,6 +74,9 @@ func handleCreateTopics(srv *Server, r *request) (kmsg.Response, error) {
 			case out.Err != nil:
 				rt.ErrorCode = kafkaerr.Code(out.Err)
 				rt.ErrorMessage = kmsg.StringPtr(createTopicMessage(out.Err, ct))
+				if out.Err == kerr.PolicyViolation {
+					rt.ErrorMessage = kmsg.StringPtr(srv.replicaLimitMessage())
+				}
 			default:
 				fillCreatedTopic(&rt, out.Topic)
 				if !req.ValidateOnly {

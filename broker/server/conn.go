@@ -79,8 +79,12 @@ func (srv *Server) Serve(ctx context.Context) {
 
 func (srv *Server) accept(ctx context.Context, l *kafkaListener) {
 	for {
+		if !srv.takeConnSlot(ctx) {
+			return
+		}
 		nc, err := l.ln.Accept()
 		if err != nil {
+			<-srv.connSlots
 			select {
 			case <-ctx.Done():
 				return
@@ -116,6 +120,7 @@ func (srv *Server) accept(ctx context.Context, l *kafkaListener) {
 // long poll).
 func (c *clientConn) writeLoop() {
 	defer c.srv.conns.Done()
+	defer func() { <-c.srv.connSlots }()
 	defer c.nc.Close()
 	w := bufio.NewWriterSize(c.nc, 64<<10)
 	var unflushed []func()
@@ -415,4 +420,25 @@ func parseRequest(body []byte) (parsedRequest, error) {
 		return p, fmt.Errorf("malformed %s v%d: %w", kmsg.NameForKey(p.key), p.version, err)
 	}
 	return p, nil
+}
+
+// takeConnSlot waits for room for one more connection
+// (Config.MaxConnections); false once ctx ends. While it waits, clients'
+// connections queue in the listen backlog, as with Kafka's
+// max.connections.
+func (srv *Server) takeConnSlot(ctx context.Context) bool {
+	select {
+	case srv.connSlots <- struct{}{}:
+		return true
+	default:
+	}
+	if last := srv.connsFullLogged.Load(); time.Since(time.Unix(0, last)) > time.Minute && srv.connsFullLogged.CompareAndSwap(last, time.Now().UnixNano()) {
+		srv.Log.Warn("connection limit reached: no more Kafka connections are accepted until one closes (--max-connections)", "max_connections", cap(srv.connSlots))
+	}
+	select {
+	case srv.connSlots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

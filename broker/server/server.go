@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lni/dragonboat/v3"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/raftka/raftka/broker/cluster"
 	"github.com/raftka/raftka/broker/groups"
+	"github.com/raftka/raftka/broker/internal/openfiles"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/broker/security"
@@ -34,6 +36,12 @@ type Config struct {
 	// MaxRequestBytes bounds a request's size; a larger one closes the
 	// connection, as Kafka's socket.request.max.bytes does.
 	MaxRequestBytes int32
+	// MaxConnections bounds the connections held at once: past it no
+	// connection is accepted until one closes, as with Kafka's
+	// max.connections, so that clients cannot take the open files the
+	// partitions' logs need. 0 takes half the open files the replicas
+	// leave (openfiles.Budget.Reserve).
+	MaxConnections int
 	// AuthenticationTimeout bounds a SASL or TLS handshake.
 	AuthenticationTimeout time.Duration
 	// AuthorizerEnabled: ACLs are enforced (security.Authorizer).
@@ -123,15 +131,22 @@ type Server struct {
 	ctx       context.Context
 	listeners []*kafkaListener
 	conns     sync.WaitGroup
-	pids      producerIDs
-	free      freeSpace
+	// connSlots holds a token per open connection (Config.MaxConnections).
+	connSlots chan struct{}
+	// connsFullLogged is when the limit was last logged, Unix ns.
+	connsFullLogged atomic.Int64
+	pids            producerIDs
+	free            freeSpace
 }
 
 // Listen binds the Kafka listeners, each SSL or SASL_SSL one with its TLS
 // files (a listener's own, or the broker's); Serve then accepts on them
 // until ctx ends.
 func Listen(ctx context.Context, cfg Config, deps Deps) (*Server, error) {
-	srv := &Server{Deps: deps, cfg: cfg, ctx: ctx}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = openfiles.Current().Reserve() / 2
+	}
+	srv := &Server{Deps: deps, cfg: cfg, ctx: ctx, connSlots: make(chan struct{}, cfg.MaxConnections)}
 	certs := map[security.TLSConfig]*security.Files{}
 	for _, l := range cfg.Listeners {
 		var served *security.Files

@@ -13,7 +13,10 @@ import (
 func (srv *Server) placementRules() int {
 	rules := meta.PlacementLegacy
 	srv.Meta.Read(func(s *meta.State) {
-		if s.AllBrokersRecordIncarnations() {
+		switch {
+		case s.AllBrokersRecordIncarnations() && s.AllBrokersHave(meta.FeatureReplicaCapacity):
+			rules = meta.PlacementCapacity
+		case s.AllBrokersRecordIncarnations():
 			rules = meta.PlacementEpochs
 		}
 	})

@@ -117,6 +117,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.BoolVar(&o.cfg.AutoCreateTopics, "auto-create-topics", false, "create unknown topics on metadata requests, like Kafka's auto.create.topics.enable")
 	fs.IntVar(&o.defParts, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics asking for the default")
 	fs.IntVar(&o.defRF, "default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for the default")
+	fs.IntVar(&o.cfg.MaxConnections, "max-connections", 0, "Kafka client connections held at once, over every listener; past it the broker accepts no more until one closes (Kafka's max.connections). 0: half of what the open-file limit keeps beside partition replicas, a twentieth of the limit")
 	fs.Int64Var(&o.cfg.MinFreeBytes, "min-free-bytes", 256<<20, "refuse produce with KAFKA_STORAGE_ERROR when the data directory has less free space")
 	fs.DurationVar(&o.cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "wait for more members before the first rebalance of an empty group")
 	fs.Uint64Var(&o.cfg.SnapshotEntries, "raft-snapshot-entries", 5000, "Raft entries a partition applies between snapshots; older entries are compacted, and a replica further behind catches up from a snapshot, fetching the records it lacks from its peers")
