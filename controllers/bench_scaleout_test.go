@@ -6,12 +6,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"k8s.io/apimachinery/pkg/types"
 
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/broker/brokertest"
@@ -102,6 +105,9 @@ func BenchmarkScaleOut(b *testing.B) {
 	table.Add("data on 3 brokers before the scale-out", fmt.Sprintf("%.1f GiB × 3 replicas (filled in %.0f s)", gib, fill.Seconds()))
 	for _, throttle := range scaleOutThrottles {
 		setClusterThrottle(b, wide, throttle.bytesPerSecond)
+		if throttle.bytesPerSecond < 0 {
+			awaitOperatorThrottle(b, ns)
+		}
 		before := probeRate(wide, "probe", 20*time.Second)
 		start := resize(5)
 		var during float64
@@ -110,9 +116,13 @@ func BenchmarkScaleOut(b *testing.B) {
 			during = probeRate(wide, "probe", 30*time.Second)
 			close(probed)
 		}()
+		chosen := watchOperatorThrottle(b, ns, probed)
 		spread := awaitBalanced(5, start)
 		<-probed
 		drained := awaitBalanced(3, resize(3))
+		if throttle.bytesPerSecond < 0 {
+			table.Add(throttle.name+": rates the operator chose during the first 30 s of moves", chosen())
+		}
 		b.ReportMetric(spread.Seconds(), "s-to-spread-"+throttle.metric)
 		table.Add(throttle.name+": 3 to 5 brokers, until replicas and preferred leaders are spread", fmt.Sprintf("%.0f s", spread.Seconds()))
 		table.Add(throttle.name+": probe producer during the first 30 s of moves / before", fmt.Sprintf("%.2fx (%.0f / %.0f records/s)", during/before, during, before))
@@ -133,6 +143,7 @@ var scaleOutThrottles = []struct {
 	name, metric   string
 	bytesPerSecond int64
 }{
+	{"automatic (the operator's choice)", "auto", -1},
 	{"no throttle", "unbounded", 0},
 	{"throttle 100 MiB/s", "100MiB", 100 << 20},
 	{"throttle 40 MiB/s", "40MiB", 40 << 20},
@@ -140,12 +151,17 @@ var scaleOutThrottles = []struct {
 }
 
 // setClusterThrottle sets follower.replication.throttled.rate for every
-// broker at run time; 0 is no bound.
+// broker at run time, as Kafka's tools do; 0 is no bound, and a negative
+// rate removes the value, for the operator to choose one.
 func setClusterThrottle(b *testing.B, cl *brokertest.Cluster, bytesPerSecond int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	v := strconv.FormatInt(bytesPerSecond, 10)
-	resp, err := cl.Admin().AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "follower.replication.throttled.rate", Value: &v}})
+	alter := kadm.AlterConfig{Name: "follower.replication.throttled.rate", Value: &v}
+	if bytesPerSecond < 0 {
+		alter = kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.rate"}
+	}
+	resp, err := cl.Admin().AlterBrokerConfigs(ctx, []kadm.AlterConfig{alter})
 	if err == nil {
 		for _, r := range resp {
 			if r.Err != nil {
@@ -155,5 +171,50 @@ func setClusterThrottle(b *testing.B, cl *brokertest.Cluster, bytesPerSecond int
 	}
 	if err != nil {
 		b.Fatal(err)
+	}
+}
+
+// awaitOperatorThrottle waits until the operator set its own replication
+// throttle on the BrokerCluster "wide".
+func awaitOperatorThrottle(b *testing.B, ns string) {
+	for start := time.Now(); time.Since(start) < 2*time.Minute; time.Sleep(time.Second) {
+		var c raftkav1.BrokerCluster
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "wide"}, &c); err == nil && c.Status.ReplicationThrottle != nil {
+			return
+		}
+	}
+	b.Fatal("the operator set no replication throttle within 2 minutes")
+}
+
+// watchOperatorThrottle follows the operator's replication throttle until
+// done closes, and returns a function that says which rates it chose.
+func watchOperatorThrottle(b *testing.B, ns string, done <-chan struct{}) func() string {
+	var mu sync.Mutex
+	var rates []string
+	go func() {
+		for {
+			var c raftkav1.BrokerCluster
+			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "wide"}, &c); err == nil && c.Status.ReplicationThrottle != nil {
+				r := mibPerSecond(c.Status.ReplicationThrottle.BytesPerSecond)
+				mu.Lock()
+				if len(rates) == 0 || rates[len(rates)-1] != r {
+					rates = append(rates, r)
+				}
+				mu.Unlock()
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(rates) == 0 {
+			return "none"
+		}
+		return strings.Join(rates, " → ")
 	}
 }

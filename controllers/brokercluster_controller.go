@@ -57,6 +57,8 @@ type BrokerClusterReconciler struct {
 	Operator specs.OperatorPods
 
 	waves moveWaves
+	// throttles keeps the replication throttle's measurements.
+	throttles throttleMemory
 }
 
 // +kubebuilder:rbac:groups=raftka.io,resources=brokerclusters,verbs=get;list;watch;update;patch
@@ -83,6 +85,7 @@ func (r *BrokerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Get(ctx, req.NamespacedName, &cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.waves.forget(req.NamespacedName)
+			r.throttles.forget(req.NamespacedName)
 			brokerGauges.DeletePartialMatch(prometheus.Labels{"namespace": req.Namespace, "cluster": req.Name})
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -156,13 +159,29 @@ func (r *BrokerClusterReconciler) reconcile(ctx context.Context, c *raftkav1.Bro
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.tuneReplicationThrottle(ctx, c, view(), balance.moving > 0 || catchingUp(c))
 	changingVoters := r.syncMetadataVoters(ctx, c, view())
 	setRebalancing(c, balance)
 	r.unregisterRemoved(ctx, c, ptr.Deref(sts.Spec.Replicas, 0), view())
 	if blocked != "" || waiting != "" || awaiting || changingVoters || c.Status.ReadyReplicas < c.Spec.Replicas || balance.moving > 0 || balance.planned > 0 {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
+	if c.Status.ReplicationThrottle != nil {
+		// The throttle learns the producers' latency at rest in windows
+		// between reconciles.
+		return ctrl.Result{RequeueAfter: throttleRestWindow}, nil
+	}
 	return ctrl.Result{RequeueAfter: time.Minute}, nil
+}
+
+// catchingUp: some broker's replicas are not in sync yet (status.brokers).
+func catchingUp(c *raftkav1.BrokerCluster) bool {
+	for _, b := range c.Status.Brokers {
+		if b.CatchingUp > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // validateSpec refuses what no reconcile can mend: broker configs the

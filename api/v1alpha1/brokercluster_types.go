@@ -361,11 +361,29 @@ type BrokerClusterStatus struct {
 	// registered.
 	// +optional
 	Brokers []BrokerStatus `json:"brokers,omitempty"`
+	// ReplicationThrottle is the follower replication throttle the
+	// operator chose for replicas catching up (a rebalance's moves, a
+	// replaced volume), from how much the copies slow the brokers'
+	// producers. Absent with spec.rebalancing Off, where spec.config sets
+	// follower-replication-throttled-rate, and where the cluster-wide
+	// broker config was set by other means: those win.
+	// +optional
+	ReplicationThrottle *ReplicationThrottleStatus `json:"replicationThrottle,omitempty"`
 	// Conditions: Ready, Progressing, Degraded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ReplicationThrottleStatus is the throttle the operator set.
+type ReplicationThrottleStatus struct {
+	// BytesPerSecond each broker's catching-up replicas may copy
+	// (follower.replication.throttled.rate for every broker).
+	BytesPerSecond int64 `json:"bytesPerSecond"`
+	// Reason is why it is at that rate.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // BrokerCluster is a Raftka broker cluster.

@@ -60,10 +60,9 @@ func StatefulSetName(c *raftkav1.BrokerCluster) string     { return c.Name }
 // broker of a BrokerCluster copies for replicas catching up (a rebalance's
 // moves, a replaced volume) unless spec.config sets
 // follower-replication-throttled-rate: the broker alone, like Kafka, has
-// no bound, but the operator moves replicas on its own. Side by side in
-// one run (docs/benchmarks.md, scale-out), an acks=all producer kept
-// 0.67x its rate during a scale-out's moves at 20 MiB/s, and 0.20-0.24x
-// at 40 MiB/s or without a bound; the moves took 3.6x as long.
+// no bound, but the operator moves replicas on its own. It is the brokers'
+// flag, in force until the operator sets the rate it chooses for every
+// broker at run time (throttle.DefaultPolicy starts from the same rate).
 const DefaultFollowerThrottledRate = 20 << 20
 
 // DefaultRackLabel is the pod label brokers take their rack from unless
