@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,7 +104,7 @@ func BenchmarkScaleOut(b *testing.B) {
 
 	var table benchreport.Table
 	table.Add("data on 3 brokers before the scale-out", fmt.Sprintf("%.1f GiB × 3 replicas (filled in %.0f s)", gib, fill.Seconds()))
-	for _, throttle := range scaleOutThrottles {
+	for _, throttle := range chosenThrottles(b) {
 		setClusterThrottle(b, wide, throttle.bytesPerSecond)
 		if throttle.bytesPerSecond < 0 {
 			awaitOperatorThrottle(b, ns)
@@ -131,7 +132,7 @@ func BenchmarkScaleOut(b *testing.B) {
 	if path := os.Getenv("RAFTKA_BENCH_REPORT"); path != "" {
 		if err := benchreport.WriteSection(path, "scale-out", "Scale-out",
 			"The BrokerCluster controller in-process against envtest and 5 real brokers on 127.0.0.1, package `controllers`: a cluster of 3 holding 12 partitions of 256 KiB records, replication factor 3, grows to 5 and shrinks back to 3, once per follower replication throttle (`follower.replication.throttled.rate` for every broker), in one run.",
-			&table, "The rebalancer moves at most 8 partitions at a time, each by Raft membership change (new replicas join as observers, catch up by follower fetch at most at the throttle's rate per receiving broker, are promoted, then the old ones leave); the probe is an idempotent acks=all producer of 1 KiB records, 64 in flight, on 6 other partitions of the first 3 brokers.\n\nReproduce: `make bench` (`RAFTKA_BENCH_SCALE_GIB` sets the size)."); err != nil {
+			&table, "The rebalancer moves at most 8 partitions at a time, each by Raft membership change (new replicas join as observers, catch up by follower fetch at most at the throttle's rate per receiving broker, are promoted, then the old ones leave); the probe is an idempotent acks=all producer of 1 KiB records, 64 in flight, on 6 other partitions of the first 3 brokers.\n\nReproduce: `make bench` (`RAFTKA_BENCH_SCALE_GIB` sets the size, `RAFTKA_BENCH_SCALE_THROTTLES=auto,unbounded` picks throttles by name)."); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -139,15 +140,35 @@ func BenchmarkScaleOut(b *testing.B) {
 
 // scaleOutThrottles are the follower replication throttles BenchmarkScaleOut
 // compares: none, the broker's default, and a tighter one.
-var scaleOutThrottles = []struct {
+type scaleOutThrottle struct {
 	name, metric   string
 	bytesPerSecond int64
-}{
+}
+
+var scaleOutThrottles = []scaleOutThrottle{
 	{"automatic (the operator's choice)", "auto", -1},
 	{"no throttle", "unbounded", 0},
 	{"throttle 100 MiB/s", "100MiB", 100 << 20},
 	{"throttle 40 MiB/s", "40MiB", 40 << 20},
 	{"throttle 20 MiB/s", "20MiB", 20 << 20},
+}
+
+// chosenThrottles are the scaleOutThrottles RAFTKA_BENCH_SCALE_THROTTLES
+// names (by metric, comma-separated), or all of them.
+func chosenThrottles(b *testing.B) []scaleOutThrottle {
+	names := os.Getenv("RAFTKA_BENCH_SCALE_THROTTLES")
+	if names == "" {
+		return scaleOutThrottles
+	}
+	var out []scaleOutThrottle
+	for _, name := range strings.Split(names, ",") {
+		i := slices.IndexFunc(scaleOutThrottles, func(t scaleOutThrottle) bool { return t.metric == name })
+		if i < 0 {
+			b.Fatalf("RAFTKA_BENCH_SCALE_THROTTLES: no throttle %q", name)
+		}
+		out = append(out, scaleOutThrottles[i])
+	}
+	return out
 }
 
 // setClusterThrottle sets follower.replication.throttled.rate for every
