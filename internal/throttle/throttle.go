@@ -63,7 +63,14 @@ func Decide(w Window, st State, p Policy) State {
 		return st
 	case !w.Catching:
 		return st
+	case !enough && st.Rest == 0:
+		// No producer seen at rest or now: none for the copies to slow.
+		st.Rate = min(p.Max, st.Rate+st.Rate/4)
+		st.Reason = "no producers to slow: rate raised"
+		return st
 	case !enough:
+		// Producers were seen at rest: few requests now may be theirs,
+		// slowed, so the rate is not raised on them.
 		st.Reason = "too few produce requests to measure: rate kept"
 		return st
 	case st.Rest == 0:

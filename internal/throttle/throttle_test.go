@@ -39,6 +39,8 @@ func TestDecide(t *testing.T) {
 			wantRate: 16 << 20},
 		{name: "too few requests while catching up keep the rate", windows: []Window{rest(4 * ms), {Catching: true, Requests: 3, Mean: time.Second}},
 			wantRate: 16 << 20, wantRest: 4 * ms},
+		{name: "without producers at rest or now the rate is raised", windows: []Window{{Requests: 2, Mean: ms}, {Catching: true}},
+			wantRate: 20 << 20},
 		{name: "a rate in force is where it carries on", start: State{Rate: 2 << 20, Rest: 4 * ms}, windows: []Window{catching(4 * ms)},
 			wantRate: 2<<20 + 2<<18, wantRest: 4 * ms},
 		{name: "the maximum caps a raise", start: State{Rate: 60 << 20, Rest: 4 * ms}, windows: []Window{catching(4 * ms)},
