@@ -37,6 +37,7 @@ func BenchmarkIdlePartitions(b *testing.B) {
 	// the preferred replicas to take their leaderships.
 	led := make(chan time.Duration, 1)
 	go func() { awaitLeaders(ctx, b, c); led <- time.Since(start) }()
+	go saveProfile(b, c, 0, "create-"+strconv.Itoa(idlePartitions), "cpu", 10)
 	resp, err := c.Admin().CreateTopic(ctx, int32(idlePartitions), 3, nil, "idle")
 	if err == nil {
 		err = resp.Err
