@@ -149,6 +149,13 @@ const reportNotes = `### Reproduce
   profile then: 19% in Dragonboat reloading its list of every group at each group start
   (engine.loadBucketNodes over forEachCluster, quadratic in the groups started), 26% in the
   groups' tick and message handling. Not run to the end.
+- One broker alone with 9,000 partitions of RF 1 (2026-12-06, an experiment not kept in the
+  suite): 61.9% of a core idle, RSS 1,305 MiB (0.145 MiB a replica), restart to ready 35.9 s.
+  At 9,760 replicas it panicked inside Dragonboat on "too many open files": the open-file
+  hard limit here is 20,000 and cannot be raised in this container, about 2 files a replica.
+  Since then a broker registers the replicas its limit has room for (6,000 at 20,000 files,
+  docs/design/open-files.md) and placement refuses more, so 10,000 replicas on one broker
+  cannot be measured on this machine; they need a limit of about 34,000.
 `
 
 // benchFlags are extra broker flags from RAFTKA_BENCH_FLAGS, to compare
