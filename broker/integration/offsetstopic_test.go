@@ -31,11 +31,17 @@ type offsetsEntry struct {
 // to its end, decoding each record as Kafka's schemas say.
 func readOffsetsTopic(ctx context.Context, t *testing.T, c *brokertest.Cluster, p int32) []offsetsEntry {
 	t.Helper()
-	ends, err := kadm.NewClient(c.Client()).ListEndOffsets(ctx, meta.OffsetsTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, _ := ends.Lookup(meta.OffsetsTopic, p)
+	// Asked again while a broker the test killed still leads some of
+	// the topic's partitions, or is the seed a client tries first.
+	var end kadm.ListedOffset
+	waitFor(t, 20*time.Second, "the end offset of "+meta.OffsetsTopic, func() bool {
+		cl := c.Client()
+		defer cl.Close()
+		ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, meta.OffsetsTopic)
+		o, ok := ends.Lookup(meta.OffsetsTopic, p)
+		end = o
+		return err == nil && ok && o.Err == nil
+	})
 	cl := c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{meta.OffsetsTopic: {p: kgo.NewOffset().AtStart()}}))
 	var out []offsetsEntry
 	for len(out) == 0 || out[len(out)-1].offset < end.Offset-1 {

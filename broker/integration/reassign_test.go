@@ -20,11 +20,19 @@ import (
 // replicasOf returns a partition's replicas as Metadata reports them.
 func replicasOf(ctx context.Context, t *testing.T, admin *kadm.Client, topic string, partition int32) []int32 {
 	t.Helper()
-	md, err := admin.Metadata(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append([]int32(nil), md.Topics[topic].Partitions[partition].Replicas...)
+	// A broker that has just restarted may not know the topic yet: ask
+	// until one names the partition.
+	var replicas []int32
+	waitFor(t, 10*time.Second, "a broker to name "+topic+"'s replicas", func() bool {
+		md, err := admin.Metadata(ctx, topic)
+		if err != nil || md.Topics[topic].Err != nil {
+			return false
+		}
+		p, ok := md.Topics[topic].Partitions[partition]
+		replicas = append([]int32(nil), p.Replicas...)
+		return ok
+	})
+	return replicas
 }
 
 // reassign asks for one partition's move (nil target cancels) and
