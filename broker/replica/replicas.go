@@ -100,10 +100,17 @@ func (r *replicaSet) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed:
+			// Changes come in bursts (a created topic's partitions each
+			// record their first leader): one pass after the burst, not
+			// one per change, since each pass reads every placement.
+			time.Sleep(reconcileCoalesce)
 		case <-time.After(2 * time.Second):
 		}
 	}
 }
+
+// reconcileCoalesce is how long a pass waits for more metadata changes.
+const reconcileCoalesce = 50 * time.Millisecond
 
 type placement struct {
 	// node is this broker's replica's Raft node; founders are the nodes
@@ -135,9 +142,10 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 	r.lifecycle.Lock()
 	defer r.lifecycle.Unlock()
 	desired := r.desired()
-	// Counted once a pass, since a count reads a directory entry per
-	// file; 0 without /proc, where only the placement limit guards.
-	open, _ := openfiles.Open()
+	// Counted once a pass, and only in a pass that starts a replica, since
+	// a count reads a directory entry per file; 0 without /proc, where
+	// only the placement limit guards.
+	open, counted := 0, false
 	waiting := 0
 	for shard, p := range desired {
 		if ctx.Err() != nil {
@@ -151,6 +159,10 @@ func (r *replicaSet) reconcile(ctx context.Context) {
 			// The replica was moved away and back: its old node left the
 			// group, and what it held goes with it.
 			r.remove(shard)
+		}
+		if !counted {
+			open, _ = openfiles.Open()
+			counted = true
 		}
 		if !r.files.RoomForReplica(open) {
 			waiting++
