@@ -71,15 +71,19 @@ const reportNotes = `### Reproduce
   location record in the shared log. Alternating rounds, the median of each, as ratios to
   today's; what docs/design/write-once-storage.md starts from.
 - Idle partitions: 3 brokers, one topic of 1,000 partitions with replication factor 3, so every
-  broker hosts 1,000 partition replicas (1,000 Raft groups). Its creation; each broker's CPU
-  over 10 s once the groups went quiet (docs/design/quiet-groups.md) and RSS; an acks=all
+  broker hosts 1,000 partition replicas (1,000 Raft groups). Its creation, timed from the
+  request to the CreateTopics answer (which waits for every partition's leader, and up to 4 s
+  more for the preferred replicas to lead) and to a client polling Metadata seeing every
+  partition led; each broker's CPU over 10 s once the groups went quiet
+  (docs/design/quiet-groups.md) and RSS; an acks=all
   produce to 200 quiet partitions one after another, each the first after its group's rest;
   then, quiet again, broker 1 is SIGKILLed and 20 partitions it led are each produced to at
   once (kill to acknowledgement); and once quiet again, broker 1 restarts, is timed from its
   start to ready, and the partitions whose leader or leader epoch changed in the 15 s after
   are counted (about 333 are handed back to it, the rest are elections its restart caused).
   RAFTKA_BENCH_IDLE_PARTITIONS sets another partition count (10000 for issue 41's scale);
-  RAFTKA_BENCH_PROFILES=dir leaves broker 0's heap and CPU profiles of the idle groups there.
+  RAFTKA_BENCH_PROFILES=dir leaves broker 0's heap and CPU profiles of the idle groups there,
+  and a CPU profile of its first 10 s of the creation.
 - Binaries side by side: RAFTKA_BENCH_DISK_ONLY=1 runs only the produce and consume on disk
   (no tmpfs and pebble runs), for quick alternating runs of two RAFTKA_BROKER_BIN builds.
 - Settings side by side: RAFTKA_BENCH_FLAGS adds broker flags, such as
