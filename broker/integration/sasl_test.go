@@ -108,10 +108,13 @@ func TestSASLScramAuthentication(t *testing.T) {
 		t.Errorf("described credentials: %s", got)
 	}
 
-	alice, err := saslClient(t, c, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())
-	if err != nil {
-		t.Fatalf("alice with SCRAM-SHA-512: %v", err)
-	}
+	// A credential reaches each broker as it applies the metadata, a
+	// moment after the answer (in Kafka too): the first login may be early.
+	var alice *kgo.Client
+	waitFor(t, 10*time.Second, "alice to log in with SCRAM-SHA-512", func() bool {
+		alice, err = saslClient(t, c, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())
+		return err == nil
+	})
 	brokers, err := kadm.NewClient(alice).BrokerMetadata(ctx)
 	if err != nil {
 		t.Fatal(err)
