@@ -352,6 +352,11 @@ func (s *State) validateAssignments(assignment [][]int32, rf int) error {
 // leaders. The result depends only on the state: replicas agree on it.
 func (s *State) placeReplicas(t *Topic, n, rf int, capacity bool) ([][]int32, error) {
 	brokers := s.BrokerIDs()
+	// counts is what each broker holds, for its replica limit. load is
+	// the placement's cost, and differs: it counts a growing topic's
+	// partitions twice (from s.topics and from t). Placement must stay
+	// what it was when committed commands are replayed, so the cost
+	// keeps that form.
 	counts := s.ReplicaCounts()
 	load, leads := map[int32]int{}, map[int32]int{}
 	for _, other := range s.topics {

@@ -107,7 +107,8 @@ func TestCommandsFromBeforeEpochsReplayAsApplied(t *testing.T) {
 
 // TestPlacementKeepsToEachBrokersReplicaLimit: under PlacementCapacity a
 // broker takes no replica past the limit it registered, a topic that does
-// not fit is refused whole, and a move onto a full broker is refused; the
+// not fit is refused whole, a growth that does not fit too (its dry run
+// as well), and a move onto a full broker is refused; the
 // rules of commands from before place as they did.
 func TestPlacementKeepsToEachBrokersReplicaLimit(t *testing.T) {
 	limits := []int32{4, 10, 0, 10} // 0: none recorded
@@ -140,6 +141,18 @@ func TestPlacementKeepsToEachBrokersReplicaLimit(t *testing.T) {
 	}
 	if after := s.ReplicaCounts(); !maps.Equal(before, after) {
 		t.Fatalf("a refused topic changed the counts: %v -> %v", before, after)
+	}
+	// A growth past the room is refused, its dry run (validateOnly) too.
+	for _, dry := range []bool{true, false} {
+		grow := &CreatePartitions{Placement: PlacementCapacity, Name: "b", Count: 26, ValidateOnly: dry}
+		if out := s.Apply(12, &Command{CreatePartitions: grow}); !errors.Is(out.Err, kerr.PolicyViolation) || len(s.topics["b"].Partitions) != 6 {
+			t.Fatalf("growing b past the brokers' room (validateOnly %v): %v, %d partitions, want POLICY_VIOLATION and 6", dry, out.Err, len(s.topics["b"].Partitions))
+		}
+	}
+	roomy := setup()
+	roomy.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementCapacity, Name: "b", Partitions: 6, ReplicationFactor: 3}})
+	if out := roomy.Apply(11, &Command{CreatePartitions: &CreatePartitions{Placement: PlacementCapacity, Name: "b", Count: 7, ValidateOnly: true}}); out.Err != nil || len(roomy.topics["b"].Partitions) != 6 {
+		t.Fatalf("a dry run of a growth that fits: %v, %d partitions, want none and 6", out.Err, len(roomy.topics["b"].Partitions))
 	}
 	full := int32(0)
 	if out := s.Apply(13, &Command{CreateTopic: &CreateTopic{Placement: PlacementCapacity, Name: "m", Assignment: [][]int32{{full, 2}}}}); !errors.Is(out.Err, kerr.PolicyViolation) {

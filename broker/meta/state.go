@@ -506,6 +506,13 @@ func (s *State) createPartitions(cp *CreatePartitions) Outcome {
 		}
 	}
 	if cp.ValidateOnly {
+		// Placed but not added, so that a broker without room refuses
+		// the dry run as it would the growth.
+		if cp.Placement != PlacementLegacy || cp.Assignment != nil {
+			if _, err := s.placeNew(t, cp.Count-int32(len(t.Partitions)), cp.Assignment, cp.Placement); err != nil {
+				return Outcome{Err: err}
+			}
+		}
 		return Outcome{Topic: t}
 	}
 	from := int32(len(t.Partitions))
@@ -527,14 +534,7 @@ func (s *State) addPartitions(t *Topic, n int32, assignment [][]int32, placement
 		s.addLegacyPartitions(t, n)
 		return nil
 	}
-	capacity := placement >= PlacementCapacity
-	var err error
-	switch {
-	case assignment == nil:
-		assignment, err = s.placeReplicas(t, int(n), int(t.ReplicationFactor), capacity)
-	case capacity:
-		err = s.fitAssignment(assignment)
-	}
+	assignment, err := s.placeNew(t, n, assignment, placement)
 	if err != nil {
 		return err
 	}
@@ -550,6 +550,21 @@ func (s *State) addPartitions(t *Topic, n int32, assignment [][]int32, placement
 		s.nextShard++
 	}
 	return nil
+}
+
+// placeNew returns where n new partitions of t go, as assignment says
+// or, if it is nil, by the placement rules the command asked for; under
+// PlacementCapacity, an error if a broker has no room for them. It
+// changes nothing.
+func (s *State) placeNew(t *Topic, n int32, assignment [][]int32, placement int) ([][]int32, error) {
+	capacity := placement >= PlacementCapacity
+	switch {
+	case assignment == nil:
+		return s.placeReplicas(t, int(n), int(t.ReplicationFactor), capacity)
+	case capacity:
+		return assignment, s.fitAssignment(assignment)
+	}
+	return assignment, nil
 }
 
 // addLegacyPartitions places partitions as commands from before
