@@ -82,42 +82,71 @@ func restartWithOpenFiles(t *testing.T, c *brokertest.Cluster, i, limit int) {
 	}
 }
 
-// TestConnectionLimitQueuesConnections: past --max-connections the broker
-// accepts no connection until one closes (Kafka's max.connections), so
-// that clients cannot take the open files its partitions need; the
-// connection waiting in the backlog is served once one closes.
+// TestConnectionLimitQueuesConnections: past --max-connections a client
+// listener accepts no more connections until one closes, while the
+// inter-broker listener beside it stays open to the brokers and the
+// operator (Kafka's rule); a connection idle for --connections-max-idle
+// is closed and gives its slot back, one that keeps asking is not.
 func TestConnectionLimitQueuesConnections(t *testing.T) {
-	c := brokertest.Start(t, brokertest.Options{Brokers: 1, ExtraFlags: []string{"--max-connections", "3"}})
-	answers := func(conn net.Conn, within time.Duration) bool {
-		// ApiVersions v0: size, key 18, version 0, correlation id 7, client id "t".
-		req := []byte{0, 0, 0, 11, 0, 18, 0, 0, 0, 0, 0, 7, 0, 1, 't'}
-		_ = conn.SetDeadline(time.Now().Add(within))
-		if _, err := conn.Write(req); err != nil {
-			return false
-		}
-		var head [8]byte
-		_, err := io.ReadFull(conn, head[:])
-		return err == nil && binary.BigEndian.Uint32(head[4:]) == 7
-	}
-	var conns []net.Conn
-	for i := 0; i < 4; i++ {
-		conn, err := net.Dial("tcp", c.Brokers[0].KafkaAddr)
+	const idle = 5 * time.Second
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1, Listeners: []brokertest.Listener{{Name: "CLIENT", Protocol: "PLAINTEXT"}},
+		ExtraFlags: []string{"--max-connections", "3", "--connections-max-idle", idle.String()}})
+	dial := func(addr string) net.Conn {
+		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer conn.Close()
-		conns = append(conns, conn)
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	var conns []net.Conn
+	for i := 0; i < 4; i++ {
+		conns = append(conns, dial(c.Brokers[0].Listeners["CLIENT"]))
 	}
 	for i, conn := range conns[:3] {
-		if !answers(conn, 10*time.Second) {
+		if !answersAPIVersions(conn, 10*time.Second) {
 			t.Fatalf("connection %d of 3 not answered", i)
 		}
 	}
-	if answers(conns[3], 2*time.Second) {
+	if answersAPIVersions(conns[3], 2*time.Second) {
 		t.Fatal("a fourth connection was served past --max-connections 3")
 	}
+	if !answersAPIVersions(dial(c.Brokers[0].KafkaAddr), 10*time.Second) {
+		t.Fatal("the inter-broker listener was refused for the client listener's limit")
+	}
 	conns[0].Close()
-	if !answers(conns[3], 10*time.Second) {
+	if !answersAPIVersions(conns[3], 10*time.Second) {
 		t.Fatal("the fourth connection was not served once one closed")
 	}
+
+	// conns[1] keeps asking; conns[2] says nothing more.
+	for start := time.Now(); time.Since(start) < idle+2*time.Second; time.Sleep(time.Second) {
+		if !answersAPIVersions(conns[1], 10*time.Second) {
+			t.Fatalf("a connection that asks every second was closed after %s", time.Since(start))
+		}
+	}
+	_ = conns[2].SetReadDeadline(time.Now().Add(20 * time.Second))
+	var one [1]byte
+	var ne net.Error
+	if _, err := conns[2].Read(one[:]); err == nil || errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("a connection idle past --connections-max-idle %s was not closed: %v", idle, err)
+	}
+}
+
+// answersAPIVersions sends ApiVersions v0 on conn and says whether it
+// was answered within the time given.
+func answersAPIVersions(conn net.Conn, within time.Duration) bool {
+	// size, key 18, version 0, correlation id 7, client id "t".
+	req := []byte{0, 0, 0, 11, 0, 18, 0, 0, 0, 0, 0, 7, 0, 1, 't'}
+	_ = conn.SetDeadline(time.Now().Add(within))
+	if _, err := conn.Write(req); err != nil {
+		return false
+	}
+	var head [8]byte
+	if _, err := io.ReadFull(conn, head[:]); err != nil || binary.BigEndian.Uint32(head[4:]) != 7 {
+		return false
+	}
+	body := make([]byte, binary.BigEndian.Uint32(head[:4])-4)
+	_, err := io.ReadFull(conn, body)
+	return err == nil
 }

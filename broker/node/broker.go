@@ -272,7 +272,7 @@ func (b *Broker) openFrontDoor() error {
 func (b *Broker) frontDoorConfig() server.Config {
 	c := b.cfg
 	return server.Config{ID: c.ID, DataDir: c.DataDir, Listeners: c.Listeners, TLS: c.TLS, ListenerTLS: c.ListenerTLS,
-		MaxRequestBytes: c.MaxRequestBytes, MaxConnections: c.MaxConnections, AuthenticationTimeout: c.SASL.AuthenticationTimeout, AuthorizerEnabled: c.Authorizer.Enabled,
+		MaxRequestBytes: c.MaxRequestBytes, MaxConnections: c.MaxConnections, ConnectionsMaxIdle: c.ConnectionsMaxIdle, AuthenticationTimeout: c.SASL.AuthenticationTimeout, AuthorizerEnabled: c.Authorizer.Enabled,
 		AutoCreateTopics: c.AutoCreateTopics, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
 		MinFreeBytes: c.MinFreeBytes, FollowerThrottledRate: c.FollowerThrottledRate, LeaderThrottledRate: c.LeaderThrottledRate,
 		HTTPEndpoint: b.httpEndpoint(), StepDownGrace: b.stepDownGrace()}

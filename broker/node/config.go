@@ -77,6 +77,9 @@ type Config struct {
 	// MaxConnections bounds the Kafka connections held at once
 	// (server.Config).
 	MaxConnections int
+	// ConnectionsMaxIdle closes connections idle this long (Kafka's
+	// connections.max.idle.ms); 0 never.
+	ConnectionsMaxIdle time.Duration
 	EnablePprof    bool
 	// RaftLogStore is the Raft log store: "wal" (package raftlog, one
 	// write-ahead log for all groups) or "pebble" (Dragonboat's default).

@@ -35,6 +35,9 @@ type kafkaListener struct {
 	security.Listener
 	ln  net.Listener
 	tls *tls.Config // SSL and SASL_SSL listeners
+	// protected: the inter-broker listener beside client ones, whose
+	// connections take no slot of Config.MaxConnections (connlimits.go).
+	protected bool
 }
 
 type clientConn struct {
@@ -42,7 +45,6 @@ type clientConn struct {
 	listener *kafkaListener
 	nc       net.Conn
 	out      chan chan reply // responses in request order
-	done     chan struct{}
 	// sasl is the connection's authentication, on a SASL listener; nil
 	// on others. Only the read loop touches it.
 	sasl *security.Session
@@ -52,6 +54,9 @@ type clientConn struct {
 	tlsPrincipal string
 	// remoteHost is the client's address, which ACLs may name.
 	remoteHost string
+	// active is when a request was last read or an answer written, Unix
+	// ns (connlimits.go).
+	active atomic.Int64
 	// mutedUntil (Unix nanoseconds) holds the next request back while the
 	// client pays a quota's throttle time (quotas.go).
 	mutedUntil atomic.Int64
@@ -79,12 +84,14 @@ func (srv *Server) Serve(ctx context.Context) {
 
 func (srv *Server) accept(ctx context.Context, l *kafkaListener) {
 	for {
-		if !srv.takeConnSlot(ctx) {
+		if !l.protected && !srv.takeConnSlot(ctx) {
 			return
 		}
 		nc, err := l.ln.Accept()
 		if err != nil {
-			<-srv.connSlots
+			if !l.protected {
+				<-srv.connSlots
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -103,10 +110,11 @@ func (srv *Server) accept(ctx context.Context, l *kafkaListener) {
 		if l.tls != nil {
 			nc = tls.Server(nc, l.tls)
 		}
-		c := &clientConn{srv: srv, listener: l, nc: nc, out: make(chan chan reply, maxInFlight), done: make(chan struct{}), remoteHost: remoteHost(nc)}
+		c := &clientConn{srv: srv, listener: l, nc: nc, out: make(chan chan reply, maxInFlight), remoteHost: remoteHost(nc)}
 		if l.Protocol.SASL() {
 			c.sasl = srv.Auth.NewSession(nc)
 		}
+		c.touch()
 		srv.conns.Add(2)
 		go c.readLoop()
 		go c.writeLoop()
@@ -120,7 +128,9 @@ func (srv *Server) accept(ctx context.Context, l *kafkaListener) {
 // long poll).
 func (c *clientConn) writeLoop() {
 	defer c.srv.conns.Done()
-	defer func() { <-c.srv.connSlots }()
+	if !c.listener.protected {
+		defer func() { <-c.srv.connSlots }()
+	}
 	defer c.nc.Close()
 	w := bufio.NewWriterSize(c.nc, 64<<10)
 	var unflushed []func()
@@ -160,6 +170,7 @@ func (c *clientConn) writeLoop() {
 			c.drain()
 			return
 		}
+		c.touch()
 		if rep.written != nil {
 			unflushed = append(unflushed, rep.written)
 		}
@@ -187,6 +198,7 @@ func (c *clientConn) readLoop() {
 		<-c.srv.ctx.Done()
 		c.nc.Close()
 	}()
+	defer c.closeWhenIdle()()
 	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(tc) {
 		return
 	}
@@ -210,6 +222,7 @@ func (c *clientConn) readLoop() {
 		if _, err := io.ReadFull(r, body); err != nil {
 			return
 		}
+		c.touch()
 		if raw {
 			if !c.rawSASLToken(body) {
 				return
@@ -420,25 +433,4 @@ func parseRequest(body []byte) (parsedRequest, error) {
 		return p, fmt.Errorf("malformed %s v%d: %w", kmsg.NameForKey(p.key), p.version, err)
 	}
 	return p, nil
-}
-
-// takeConnSlot waits for room for one more connection
-// (Config.MaxConnections); false once ctx ends. While it waits, clients'
-// connections queue in the listen backlog, as with Kafka's
-// max.connections.
-func (srv *Server) takeConnSlot(ctx context.Context) bool {
-	select {
-	case srv.connSlots <- struct{}{}:
-		return true
-	default:
-	}
-	if last := srv.connsFullLogged.Load(); time.Since(time.Unix(0, last)) > time.Minute && srv.connsFullLogged.CompareAndSwap(last, time.Now().UnixNano()) {
-		srv.Log.Warn("connection limit reached: no more Kafka connections are accepted until one closes (--max-connections)", "max_connections", cap(srv.connSlots))
-	}
-	select {
-	case srv.connSlots <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

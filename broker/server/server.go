@@ -42,6 +42,11 @@ type Config struct {
 	// partitions' logs need. 0 takes half the open files the replicas
 	// leave (openfiles.Budget.Reserve).
 	MaxConnections int
+	// ConnectionsMaxIdle closes a connection that has neither sent a
+	// request nor been answered for this long (Kafka's
+	// connections.max.idle.ms), so that clients that vanished without a
+	// FIN give back their slot; 0 never does.
+	ConnectionsMaxIdle time.Duration
 	// AuthenticationTimeout bounds a SASL or TLS handshake.
 	AuthenticationTimeout time.Duration
 	// AuthorizerEnabled: ACLs are enforced (security.Authorizer).
@@ -175,6 +180,9 @@ func Listen(ctx context.Context, cfg Config, deps Deps) (*Server, error) {
 		}
 		srv.listeners = append(srv.listeners, kl)
 	}
+	// Kafka's rule: beside client listeners, the inter-broker one stays
+	// open to the brokers and the operator whatever clients hold.
+	srv.listeners[0].protected = len(srv.listeners) > 1
 	return srv, nil
 }
 
