@@ -41,6 +41,10 @@ func produceAcked(ctx context.Context, t *testing.T, c *brokertest.Cluster, acks
 // renewed hosts no observer still catching up.
 func waitFullyReplicated(t *testing.T, c *brokertest.Cluster, topic string, renewed int) {
 	t.Helper()
+	// Only the leader knows whether a replica votes: it is asked through
+	// a client that has loaded the brokers' addresses.
+	cl := c.Client()
+	defer cl.Close()
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		observers, ok := c.Metric(renewed, "raftka_observer_replicas")
@@ -51,7 +55,7 @@ func waitFullyReplicated(t *testing.T, c *brokertest.Cluster, topic string, rene
 				under += v
 			}
 		}
-		if ok && observers == 0 && under == 0 && isrComplete(c, topic) {
+		if ok && observers == 0 && under == 0 && isrComplete(c, cl, topic) {
 			return
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -59,17 +63,13 @@ func waitFullyReplicated(t *testing.T, c *brokertest.Cluster, topic string, rene
 	t.Fatalf("%s not fully replicated on broker %d's new incarnation within 90 s", topic, renewed)
 }
 
-func isrComplete(c *brokertest.Cluster, topic string) bool {
+func isrComplete(c *brokertest.Cluster, cl *kgo.Client, topic string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	md, err := c.Admin().Metadata(ctx, topic)
 	if err != nil {
 		return false
 	}
-	// Only the leader knows whether a replica votes: ask it, through a
-	// client that has loaded the brokers' addresses.
-	cl := c.Client()
-	defer cl.Close()
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
 		return false
 	}

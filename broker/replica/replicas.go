@@ -103,7 +103,11 @@ func (r *replicaSet) run(ctx context.Context) {
 			// Changes come in bursts (a created topic's partitions each
 			// record their first leader): one pass after the burst, not
 			// one per change, since each pass reads every placement.
-			time.Sleep(reconcileCoalesce)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(reconcileCoalesce):
+			}
 		case <-time.After(2 * time.Second):
 		}
 	}
