@@ -42,7 +42,8 @@ type BrokerClusterSpec struct {
 	// group-initial-rebalance-delay, producer-id-expiration,
 	// producer-id-expiration-check-interval, raft-log-max-bytes,
 	// controlled-shutdown-timeout, follower-replication-throttled-rate,
-	// leader-replication-throttled-rate.
+	// leader-replication-throttled-rate, max-connections,
+	// connections-max-idle.
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
 
