@@ -108,6 +108,9 @@ func BenchmarkScaleOut(b *testing.B) {
 		setClusterThrottle(b, wide, throttle.bytesPerSecond)
 		if throttle.bytesPerSecond < 0 {
 			awaitOperatorThrottle(b, ns)
+		} else {
+			awaitHandover(b, ns)
+			setClusterThrottle(b, wide, throttle.bytesPerSecond) // in case a write of the operator's crossed it
 		}
 		before := probeRate(wide, "probe", 20*time.Second)
 		start := resize(5)
@@ -207,6 +210,18 @@ func awaitOperatorThrottle(b *testing.B, ns string) {
 	b.Fatal("the operator set no replication throttle within 2 minutes")
 }
 
+// awaitHandover waits until the operator handed the replication
+// throttle of the BrokerCluster "wide" over to a value set by hand.
+func awaitHandover(b *testing.B, ns string) {
+	for start := time.Now(); time.Since(start) < 2*time.Minute; time.Sleep(time.Second) {
+		var c raftkav1.BrokerCluster
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "wide"}, &c); err == nil && c.Status.ReplicationThrottle == nil {
+			return
+		}
+	}
+	b.Fatal("the operator kept its replication throttle over one set by hand for 2 minutes")
+}
+
 // watchOperatorThrottle follows the operator's replication throttle until
 // done closes, and returns a function that says which rates it chose.
 func watchOperatorThrottle(b *testing.B, ns string, done <-chan struct{}) func() string {
@@ -216,7 +231,7 @@ func watchOperatorThrottle(b *testing.B, ns string, done <-chan struct{}) func()
 		for {
 			var c raftkav1.BrokerCluster
 			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "wide"}, &c); err == nil && c.Status.ReplicationThrottle != nil {
-				r := mibPerSecond(c.Status.ReplicationThrottle.BytesPerSecond)
+				r := mibPerSecond(c.Status.ReplicationThrottle.BytesPerSecond) + " (" + c.Status.ReplicationThrottle.Reason + ")"
 				mu.Lock()
 				if len(rates) == 0 || rates[len(rates)-1] != r {
 					rates = append(rates, r)

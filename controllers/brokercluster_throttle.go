@@ -30,6 +30,11 @@ const (
 // produce latency at rest.
 const throttleRestWindow = 15 * time.Second
 
+// throttleMinWindow is the shortest window the throttle is decided on:
+// reconciles that come sooner (a pod's or a status's change) neither read
+// the brokers nor decide, so that a window holds enough requests to judge.
+const throttleMinWindow = 4 * time.Second
+
 // throttleMemory keeps, per cluster, the produce totals read last from
 // each broker and the throttle decision's state between reconciles.
 type throttleMemory struct {
@@ -39,13 +44,23 @@ type throttleMemory struct {
 
 type throttleEntry struct {
 	totals map[int32]brokerclient.ProduceTotals
+	read   time.Time // when totals were read
 	state  throttle.State
 }
 
-// window reads the brokers' produce totals now, and returns the window
-// since the last reading with the decision state as it was. A broker not
-// read both times counts in neither.
-func (m *throttleMemory) window(key types.NamespacedName, now map[int32]brokerclient.ProduceTotals, catching bool) (throttle.Window, throttle.State) {
+// due says whether a window closes at now: throttleMinWindow has passed
+// since the brokers were last read, or they never were.
+func (m *throttleMemory) due(key types.NamespacedName, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[key]
+	return !ok || e.read.IsZero() || now.Sub(e.read) >= throttleMinWindow
+}
+
+// window takes the brokers' produce totals read at, and returns the
+// window since the last reading with the decision state as it was. A
+// broker not read both times counts in neither.
+func (m *throttleMemory) window(key types.NamespacedName, totals map[int32]brokerclient.ProduceTotals, at time.Time, catching bool) (throttle.Window, throttle.State) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.m == nil {
@@ -54,7 +69,7 @@ func (m *throttleMemory) window(key types.NamespacedName, now map[int32]brokercl
 	e := m.m[key]
 	w := throttle.Window{Catching: catching}
 	var total time.Duration
-	for id, t := range now {
+	for id, t := range totals {
 		if before, ok := e.totals[id]; ok {
 			n, mean := t.Since(before)
 			w.Requests += n
@@ -64,7 +79,7 @@ func (m *throttleMemory) window(key types.NamespacedName, now map[int32]brokercl
 	if w.Requests > 0 {
 		w.Mean = total / time.Duration(w.Requests)
 	}
-	e.totals = now
+	e.totals, e.read = totals, at
 	m.m[key] = e
 	return w, e.state
 }
@@ -100,17 +115,26 @@ func (r *BrokerClusterReconciler) tuneReplicationThrottle(ctx context.Context, c
 		return
 	}
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	_, userRate := c.Spec.Config[followerThrottleSpecKey]
+	off := c.Spec.Rebalancing == raftkav1.RebalancingOff || userRate
+	switch {
+	case off && c.Status.ReplicationThrottle == nil && r.throttles.rate(key) == 0:
+		return // none of ours to take back
+	case !off && !r.throttles.due(key, time.Now()):
+		return
+	}
 	current, set, err := clusterFollowerThrottle(ctx, view.admin)
 	if err != nil {
 		log.FromContext(ctx).Info("replication throttle not read", "error", err.Error())
 		return
 	}
 	// Its own value is the one its status shows, or, if that status
-	// write was lost, the one it last chose.
+	// write was lost, the one it last chose: never a 0 (no bound) set by
+	// hand, which equals the rate of a cluster it chose none for.
+	last := r.throttles.rate(key)
 	ours := set && (c.Status.ReplicationThrottle != nil && current == c.Status.ReplicationThrottle.BytesPerSecond ||
-		current == r.throttles.rate(key))
-	_, userRate := c.Spec.Config[followerThrottleSpecKey]
-	if c.Spec.Rebalancing == raftkav1.RebalancingOff || userRate || (set && !ours) {
+		last != 0 && current == last)
+	if off || (set && !ours) {
 		if ours {
 			if err := r.setFollowerThrottle(ctx, view.admin, nil); err != nil {
 				log.FromContext(ctx).Info("replication throttle not removed", "error", err.Error())
@@ -121,13 +145,19 @@ func (r *BrokerClusterReconciler) tuneReplicationThrottle(ctx context.Context, c
 		r.throttles.forget(key)
 		return
 	}
-	w, st := r.throttles.window(key, r.produceTotals(ctx, c), catching)
+	w, st := r.throttles.window(key, r.produceTotals(ctx, c), time.Now(), catching)
 	if ours && st.Rate == 0 {
 		st.Rate = current // the operator restarted: carry on from the rate in force
 	}
 	next := throttle.Decide(w, st, throttle.DefaultPolicy)
 	r.throttles.put(key, next)
 	if !set || current != next.Rate {
+		// Asked again just before the write, which would otherwise undo
+		// a value set meanwhile with Kafka's tools (they have no
+		// compare-and-set): the next reconcile then hands it over.
+		if again, setAgain, err := clusterFollowerThrottle(ctx, view.admin); err != nil || again != current || setAgain != set {
+			return
+		}
 		if err := r.setFollowerThrottle(ctx, view.admin, &next.Rate); err != nil {
 			log.FromContext(ctx).Info("replication throttle not set", "error", err.Error())
 			return

@@ -68,7 +68,8 @@ func throttleStatus(t *testing.T, ns, name string) *raftkav1.ReplicationThrottle
 // The operator sets the replication throttle of a cluster that rebalances
 // for every broker and shows it in the status; a rate in spec.config
 // takes it over (the operator's value is removed, so the brokers' flag
-// applies), and a value set with Kafka's tools is left as it is.
+// applies), and a value set with Kafka's tools is left as it is, even 0
+// (no bound), which the operator once took for its own.
 func TestReplicationThrottleYieldsToTheUsersRate(t *testing.T) {
 	ns := newNamespace(t)
 	cl := startBrokers(t, ns, "throttled", brokertest.Options{Brokers: 3})
@@ -95,7 +96,7 @@ func TestReplicationThrottleYieldsToTheUsersRate(t *testing.T) {
 	editCluster(t, ns, "throttled", func(c *raftkav1.BrokerCluster) { c.Spec.Config = nil })
 	eventually(t, "the operator's rate back", operatorsRate)
 
-	byHand := "12345678"
+	byHand := "0" // no bound: the value a forgotten cluster's last rate equals
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := cl.Admin().AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: followerThrottleKey, Value: &byHand}})
