@@ -75,9 +75,11 @@ const reportNotes = `### Reproduce
   request to the CreateTopics answer (which waits for every partition's leader, and up to 4 s
   more for the preferred replicas to lead) and to a client polling Metadata seeing every
   partition led; each broker's CPU over 10 s once the groups went quiet
-  (docs/design/quiet-groups.md) and RSS; an acks=all
-  produce to 200 quiet partitions one after another, each the first after its group's rest;
-  then, quiet again, broker 1 is SIGKILLed and 20 partitions it led are each produced to at
+  (docs/design/quiet-groups.md) and RSS; then a second topic of as many partitions, and the
+  RSS each added replica costs once quiet (the first figure also divides by the replicas what a
+  broker holds for its peers whatever their number); an acks=all
+  produce to 200 quiet partitions of the first topic one after another, each the first after
+  its group's rest; then, quiet again, broker 1 is SIGKILLed and 20 partitions it led are each produced to at
   once (kill to acknowledgement); and once quiet again, broker 1 restarts, is timed from its
   start to ready, and the partitions whose leader or leader epoch changed in the 15 s after
   are counted (about 333 are handed back to it, the rest are elections its restart caused).
@@ -160,6 +162,17 @@ const reportNotes = `### Reproduce
   Since then a broker registers the replicas its limit has room for (6,000 at 20,000 files,
   docs/design/open-files.md) and placement refuses more, so 10,000 replicas on one broker
   cannot be measured on this machine; they need a limit of about 34,000.
+- The idle rows of 2026-12-07T05:45 against those of 02:01 the same day: the machine itself ran
+  slower. Side by side at 05:50, two alternating rounds on 1,000 replicas each: main's broker
+  (d3e56a9) answered CreateTopics in 15.0 and 14.9 s and idled at 10.0-12.6% of a core, this
+  one in 14.5 and 11.2 s at 9.9-11.6%; at 02:01 the same benchmark gave 9.4 s and 8.9-9.5%. Each replica added
+  from 1,000 to 2,000 costs 0.13-0.15 MiB of RSS; the row above it divides by 1,000 the RSS
+  over a bare broker, which counts the Raft transport's buffers, held whatever the replica
+  count. Restarting a broker of 2,000 quiet replicas, main's broker left 3-5 groups per broker
+  leaderless for over ten minutes, in both of two runs (docs/design/quiet-groups.md, "a group
+  left with nobody counting down", has the cause and the fix); with the fix, ready in 15.1 s and
+  17.8 s, with 611 and 832 leaderships changed (elections besides the 333 handbacks) where the
+  restart of 1,000 changed 345.
 `
 
 // benchFlags are extra broker flags from RAFTKA_BENCH_FLAGS, to compare

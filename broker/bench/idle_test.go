@@ -24,7 +24,8 @@ var idlePartitions = envInt("RAFTKA_BENCH_IDLE_PARTITIONS", 1000)
 
 // BenchmarkIdlePartitions: 3 brokers, one topic of 1,000 partitions with
 // replication factor 3, so every broker hosts 1,000 replica groups. It
-// measures their creation, what they cost once quiet, the first produce
+// measures their creation, what they cost once quiet (and what each
+// replica of a second topic of as many partitions adds), the first produce
 // to a quiet partition, the failover of quiet partitions whose leader is
 // SIGKILLed, and the leaderships the broker's restart moves.
 func BenchmarkIdlePartitions(b *testing.B) {
@@ -57,8 +58,34 @@ func BenchmarkIdlePartitions(b *testing.B) {
 		row(fmt.Sprintf("RSS broker %d with %s idle partition replicas", i, n), mib(c.RSS(i)))
 	}
 	saveProfiles(b, c, 0, "idle-"+strconv.Itoa(idlePartitions), 10)
+	addedReplicasRSS(ctx, b, c)
 	firstProduceAfterRest(ctx, b, c)
 	quietFailover(ctx, b, c)
+}
+
+// addedReplicasRSS creates as many partitions again, in a second topic,
+// and reports what each added replica costs in RSS once quiet: the rows
+// above divide by the replicas what the broker holds for its peers
+// whatever their number too (the Raft transport's buffers).
+func addedReplicasRSS(ctx context.Context, b *testing.B, c *brokertest.Cluster) {
+	before := make([]int64, 3)
+	for i := range before {
+		before[i] = c.RSS(i)
+	}
+	resp, err := c.Admin().CreateTopic(ctx, int32(idlePartitions), 3, nil, "idle-more")
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(replica.QuietAfter(replica.DefaultRTT) + 10*time.Second)
+	each := make([]string, 3)
+	for i := range each {
+		each[i] = fmt.Sprintf("%.3f MiB", float64(c.RSS(i)-before[i])/(1<<20)/float64(idlePartitions))
+	}
+	n := benchreport.Thousands(float64(idlePartitions))
+	row("RSS of each broker per replica added, from "+n+" to "+benchreport.Thousands(float64(2*idlePartitions))+" idle replicas (a second topic of "+n+" partitions, RF 3)", fmt.Sprint(each))
 }
 
 // awaitLeaders waits until every partition of the idle topic has a leader.
@@ -161,7 +188,7 @@ func quietFailover(ctx context.Context, b *testing.B, c *brokertest.Cluster) {
 	restarted := time.Now()
 	c.Restart(1)
 	awaitReady(ctx, b, c, 1)
-	row("restart of a broker holding "+benchreport.Thousands(float64(idlePartitions))+" quiet replicas: from its start to ready (/readyz: metadata caught up, every replica started)",
+	row("restart of a broker holding "+benchreport.Thousands(float64(2*idlePartitions))+" quiet replicas (both topics): from its start to ready (/readyz: metadata caught up, every replica started)",
 		fmt.Sprintf("%.1f s", time.Since(restarted).Seconds()))
 	time.Sleep(15 * time.Second)
 	after, changed := leaderEpochs(ctx, b, c), 0

@@ -149,6 +149,22 @@ func (m *memberships) trackLeaderless(now time.Time, infos []dragonboat.ClusterI
 	}
 }
 
+// lostLeaders is the partition groups this broker belongs to that had a
+// leader since it started and have known none for at least d, as last
+// seen. Groups still joining (a new topic's, a restarted broker's) are
+// not among them.
+func (m *memberships) lostLeaders(now time.Time, d time.Duration) []uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []uint64
+	for shard, since := range m.leaderless {
+		if shard != meta.MetadataShard && m.led[shard] && now.Sub(since) >= d {
+			out = append(out, shard)
+		}
+	}
+	return out
+}
+
 // electing reports whether a group that had a leader lost it less
 // than leaderlessAfter ago, as last seen: the election that another
 // broker's restart causes, which leaves this broker ready to serve.

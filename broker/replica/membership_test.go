@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/raftka/raftka/broker/meta"
 )
@@ -84,5 +86,22 @@ func TestNextMemberChange(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestLostLeaders: the groups to wake are the partition groups that had a
+// leader and have known none for the time asked; not the metadata group,
+// nor those still joining, nor those that lost their leader more
+// recently.
+func TestLostLeaders(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := &memberships{leaderless: map[uint64]time.Time{
+		100:                now.Add(-3 * time.Second),
+		101:                now.Add(-time.Second),
+		102:                now.Add(-time.Minute),
+		meta.MetadataShard: now.Add(-time.Minute),
+	}, led: map[uint64]bool{100: true, 101: true, meta.MetadataShard: true}}
+	if got := m.lostLeaders(now, 2*time.Second); !slices.Equal(got, []uint64{100}) {
+		t.Fatalf("leaderless for 2 s: %v, want [100]", got)
 	}
 }
