@@ -148,10 +148,16 @@ func TestConsumerOffsetsTopicReadOnly(t *testing.T) {
 // committed offsets, and hold its membership.
 func checkOffsetsTopicOfGroup(ctx context.Context, t *testing.T, c *brokertest.Cluster, group, topic string) {
 	t.Helper()
-	committed, err := kadm.NewClient(c.Client()).FetchOffsets(ctx, group)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Asked again while the client's first dial goes to a seed the test
+	// killed.
+	var committed kadm.OffsetResponses
+	waitFor(t, 20*time.Second, "the committed offsets of "+group, func() bool {
+		cl := c.Client()
+		defer cl.Close()
+		var err error
+		committed, err = kadm.NewClient(cl).FetchOffsets(ctx, group)
+		return err == nil
+	})
 	last := map[int32]int64{}
 	members := -1
 	var prev int64 = -1
