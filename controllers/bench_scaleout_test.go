@@ -211,7 +211,10 @@ func awaitOperatorThrottle(b *testing.B, ns string) {
 }
 
 // awaitHandover waits until the operator handed the replication
-// throttle of the BrokerCluster "wide" over to a value set by hand.
+// throttle of the BrokerCluster "wide" over to a value set by hand. A
+// run after the automatic one would otherwise start while the operator
+// still counts the rate as its own, and its next write could replace
+// the rate this run measures.
 func awaitHandover(b *testing.B, ns string) {
 	for start := time.Now(); time.Since(start) < 2*time.Minute; time.Sleep(time.Second) {
 		var c raftkav1.BrokerCluster

@@ -147,10 +147,15 @@ func (r *BrokerClusterReconciler) tuneReplicationThrottle(ctx context.Context, c
 	}
 	w, st := r.throttles.window(key, r.produceTotals(ctx, c), time.Now(), catching)
 	if ours && st.Rate == 0 {
-		st.Rate = current // the operator restarted: carry on from the rate in force
+		// The operator restarted: carry on from the rate in force. One
+		// other than the start was found by this move already, so it is
+		// raised by quarters from there, not doubled as a new move's.
+		st.Rate = current
+		if current != throttle.DefaultPolicy.Start {
+			st.SlowedAt = current
+		}
 	}
 	next := throttle.Decide(w, st, throttle.DefaultPolicy)
-	r.throttles.put(key, next)
 	if !set || current != next.Rate {
 		// Asked again just before the write, which would otherwise undo
 		// a value set meanwhile with Kafka's tools (they have no
@@ -167,6 +172,9 @@ func (r *BrokerClusterReconciler) tuneReplicationThrottle(ctx context.Context, c
 				mibPerSecond(next.Rate), next.Reason)
 		}
 	}
+	// Kept only once in force: a decision not written would otherwise
+	// count as the rate the next window was measured under.
+	r.throttles.put(key, next)
 	c.Status.ReplicationThrottle = &raftkav1.ReplicationThrottleStatus{BytesPerSecond: next.Rate, Reason: next.Reason}
 }
 

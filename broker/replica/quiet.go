@@ -38,13 +38,15 @@ import (
 //     deposes a leader that is fine;
 //   - a group that had a leader here and has known none for four
 //     election timeouts (leaderlessAfter, more than an election between
-//     live replicas takes), every peer reachable: it is woken, so that
-//     its quiet replicas count down and elect. Dragonboat quiesces a replica
+//     live replicas takes): it is woken, so that its quiet replicas count
+//     down and elect. An unreachable peer does not hold this back: a
+//     group short of a quorum is woken in vain, at most once per
+//     wakeEvery, and costs a few messages. Dragonboat quiesces a replica
 //     after twenty idle election timeouts whether it knows a leader or
 //     not, and a quiet follower that knows one drops votes as if its
 //     leader's lease held. So a leader deposed by a restarted replica's
 //     vote could leave a group with nobody counting down: the idle
-//     benchmark saw three of 2,000 groups per broker leaderless for ten
+//     benchmark saw 3-5 of 2,000 groups per broker leaderless for ten
 //     minutes after a broker's restart.
 //
 // A peer's Dragonboat transport retries an address that refused it at
