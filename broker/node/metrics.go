@@ -56,7 +56,7 @@ func newMetrics() *metrics {
 			Name: "raftka_request_duration_seconds", Help: "Kafka request latency by API.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"api"}),
 		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "raftka_produce_stage_seconds", Help: "Time an acknowledged produce spends in each stage: read, propose, commit and respond on the partition leader; log_frames_sync, log_record_sync and apply on every replica's broker (docs/design/latency.md).",
+			Name: "raftka_produce_stage_seconds", Help: "Time an acknowledged produce spends in each stage: read, propose, commit, commit_spread (of a request for several partitions, its first result to its last) and respond on the partition leader; log_frames_sync, log_record_sync and apply on every replica's broker (docs/design/latency.md).",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18)}, []string{"stage"}),
 		busy:     prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_raft_busy_total", Help: "Proposals a partition's Raft group pushed back (system busy) and that were retried."}),
 		produced: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftka_produce_requests_total", Help: "Produce requests answered by this broker as leader."}),

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"reflect"
 	"time"
 
 	"github.com/raftka/raftka/broker/internal/kafkaerr"
@@ -91,8 +92,18 @@ func handleProduce(srv *Server, r *request) (kmsg.Response, error) {
 	srv.Metrics.Stage(stageRead, began.Sub(r.arrived))
 	srv.Metrics.Stage(stagePropose, proposed.Sub(began))
 	r.deferred = func() kmsg.Response {
-		for _, p := range pending {
-			res, ok := srv.awaitProposal(p)
+		early, spread := awaitInTurn(pending)
+		if spread >= 0 {
+			srv.Metrics.Stage(stageCommitSpread, spread)
+		}
+		for i, p := range pending {
+			var res dragonboat.RequestResult
+			ok := early[i] != nil
+			if ok {
+				res = *early[i]
+			} else {
+				res, ok = srv.awaitProposal(p)
+			}
 			switch {
 			case !ok:
 				p.rp.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -127,6 +138,39 @@ func handleProduce(srv *Server, r *request) (kmsg.Response, error) {
 		return resp
 	}
 	return nil, nil
+}
+
+// awaitInTurn takes the results of a request's partitions in the order
+// they come, to time how far apart its groups commit (the commit_spread
+// stage: a request waits for its slowest group). It returns what came
+// and the spread between the first and the last result; it stops at a
+// partition whose leadership moved, leaving the rest to awaitProposal,
+// and then, or for a request of one partition, the spread is -1.
+func awaitInTurn(pending []pendingProduce) ([]*dragonboat.RequestResult, time.Duration) {
+	got := make([]*dragonboat.RequestResult, len(pending))
+	if len(pending) < 2 {
+		return got, -1
+	}
+	cases := make([]reflect.SelectCase, 0, 2*len(pending))
+	for _, p := range pending {
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.rs.ResultC())},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.deposed)})
+	}
+	var first time.Time
+	for n := 0; n < len(pending); n++ {
+		chosen, v, _ := reflect.Select(cases)
+		if chosen%2 == 1 {
+			return got, -1
+		}
+		res := v.Interface().(dragonboat.RequestResult)
+		got[chosen/2] = &res
+		cases[chosen].Chan = reflect.Value{} // a zero channel is never chosen again
+		if n == 0 {
+			first = time.Now()
+		}
+	}
+	return got, time.Since(first)
 }
 
 // awaitProposal waits for a proposed batch's outcome. If this broker stops

@@ -19,6 +19,9 @@ const (
 	// stageCommit: queued, to the last partition's result (the leader's
 	// log write, replication, a majority's fsync, commit and apply).
 	stageCommit = "commit"
+	// stageCommitSpread: of a request for several partitions, the first
+	// partition's result to the last's: how far apart its groups commit.
+	stageCommitSpread = "commit_spread"
 	// stageRespond: the results, to the response written to the socket,
 	// behind the connection's earlier responses.
 	stageRespond = "respond"

@@ -13,7 +13,7 @@ import (
 
 // stageNames are raftka_produce_stage_seconds's stages, in the order a
 // produce passes them.
-var stageNames = []string{"read", "propose", "log_frames_sync", "log_record_sync", "log_fdatasync", "apply", "commit", "respond"}
+var stageNames = []string{"read", "propose", "log_frames_sync", "log_record_sync", "log_fdatasync", "apply", "commit", "commit_spread", "respond"}
 
 // stageHistogram is one stage's histogram summed over all brokers: the
 // sum, the count, and the cumulative count at each bucket's upper bound.
