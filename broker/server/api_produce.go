@@ -147,18 +147,28 @@ func handleProduce(srv *Server, r *request) (kmsg.Response, error) {
 // partition whose leadership moved, leaving the rest to awaitProposal,
 // and then, or for a request of one partition, the spread is -1.
 func awaitInTurn(pending []pendingProduce) ([]*dragonboat.RequestResult, time.Duration) {
-	got := make([]*dragonboat.RequestResult, len(pending))
 	if len(pending) < 2 {
-		return got, -1
+		return make([]*dragonboat.RequestResult, len(pending)), -1
 	}
-	cases := make([]reflect.SelectCase, 0, 2*len(pending))
-	for _, p := range pending {
+	results, deposed := make([]<-chan dragonboat.RequestResult, len(pending)), make([]<-chan struct{}, len(pending))
+	for i, p := range pending {
+		results[i], deposed[i] = p.rs.ResultC(), p.deposed
+	}
+	return firstToLast(results, deposed)
+}
+
+// firstToLast is awaitInTurn on the partitions' result channels and the
+// channels that close when their leadership moves.
+func firstToLast(results []<-chan dragonboat.RequestResult, deposed []<-chan struct{}) ([]*dragonboat.RequestResult, time.Duration) {
+	got := make([]*dragonboat.RequestResult, len(results))
+	cases := make([]reflect.SelectCase, 0, 2*len(results))
+	for i := range results {
 		cases = append(cases,
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.rs.ResultC())},
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.deposed)})
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(results[i])},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deposed[i])})
 	}
 	var first time.Time
-	for n := 0; n < len(pending); n++ {
+	for n := range results {
 		chosen, v, _ := reflect.Select(cases)
 		if chosen%2 == 1 {
 			return got, -1
