@@ -39,6 +39,12 @@ type Command struct {
 	DeleteACLs *DeleteACLs `json:",omitempty"`
 	// AlterClientQuotas: quotas.go.
 	AlterClientQuotas *AlterClientQuotas `json:",omitempty"`
+	// The transaction coordinator's commands: txn.go.
+	InitTxnProducer  *InitTxnProducer  `json:",omitempty"`
+	AddToTxn         *AddToTxn         `json:",omitempty"`
+	TxnCommitOffsets *TxnCommitOffsets `json:",omitempty"`
+	EndTxn           *EndTxn           `json:",omitempty"`
+	CompleteTxn      *CompleteTxn      `json:",omitempty"`
 }
 
 // SetMetadataVoters records which brokers vote in the metadata group
@@ -156,6 +162,8 @@ type Outcome struct {
 	Err        error
 	Topic      *Topic
 	ProducerID int64
+	// Epoch is the producer epoch a transaction command gives.
+	Epoch int16
 	// Broker is the broker a RegisterBroker or JoinBroker recorded.
 	Broker *Broker
 }
@@ -164,11 +172,12 @@ type wireOutcome struct {
 	Code       int16   `json:",omitempty"`
 	Topic      *Topic  `json:",omitempty"`
 	ProducerID int64   `json:",omitempty"`
+	Epoch      int16   `json:",omitempty"`
 	Broker     *Broker `json:",omitempty"`
 }
 
 func (o Outcome) encode() []byte {
-	w := wireOutcome{Topic: o.Topic, ProducerID: o.ProducerID, Broker: o.Broker}
+	w := wireOutcome{Topic: o.Topic, ProducerID: o.ProducerID, Epoch: o.Epoch, Broker: o.Broker}
 	if ke, ok := o.Err.(*kerr.Error); ok {
 		w.Code = ke.Code
 	} else if o.Err != nil {
@@ -184,5 +193,5 @@ func DecodeOutcome(b []byte) (Outcome, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Err: kerr.ErrorForCode(w.Code), Topic: w.Topic, ProducerID: w.ProducerID, Broker: w.Broker}, nil
+	return Outcome{Err: kerr.ErrorForCode(w.Code), Topic: w.Topic, ProducerID: w.ProducerID, Epoch: w.Epoch, Broker: w.Broker}, nil
 }

@@ -35,7 +35,7 @@ func commandsFrom(data []byte) []Command {
 	topics := []string{"a", "b"}
 	for len(data) > 0 {
 		topic := topics[next()%2]
-		switch next() % 19 {
+		switch next() % 24 {
 		case 0:
 			out = append(out, Command{RegisterBroker: &Broker{ID: int32(next() % 5), RaftAddr: "r", Incarnation: string(rune('a' + next()%3)), Generation: uint32(next() % 3)}})
 		case 1:
@@ -102,6 +102,25 @@ func commandsFrom(data []byte) []Command {
 			} else {
 				out = append(out, Command{AlterClientQuotas: &AlterClientQuotas{Changes: []QuotaChange{{Entity: entity, Set: map[string]float64{key: float64(1 + next())}}}}})
 			}
+		case 19:
+			out = append(out, Command{InitTxnProducer: &InitTxnProducer{ID: topic, TimeoutMs: int32(next()), ExpectedProducerID: int64(next()%3) + 999,
+				ExpectedEpoch: int16(next()%3) - 1, NowMs: int64(next())}})
+		case 20:
+			add := &AddToTxn{ID: topic, ProducerID: int64(next()%3) + 1000, Epoch: int16(next() % 3), NowMs: int64(next())}
+			if next()%2 == 0 {
+				add.Group = "g"
+			} else {
+				add.Partitions = map[string][]int32{topic: {int32(next() % 4), int32(next() % 4)}}
+			}
+			out = append(out, Command{AddToTxn: add})
+		case 21:
+			out = append(out, Command{TxnCommitOffsets: &TxnCommitOffsets{ID: topic, ProducerID: int64(next()%3) + 1000, Epoch: int16(next() % 3), Group: "g",
+				Offsets: map[string]map[int32]GroupOffset{topic: {int32(next() % 4): {Offset: int64(next())}}}}})
+		case 22:
+			out = append(out, Command{EndTxn: &EndTxn{ID: topic, ProducerID: int64(next()%3) + 1000, Epoch: int16(next() % 3), Commit: next()%2 == 0,
+				Bump: next()%2 == 0, Timeout: next()%4 == 0, NowMs: int64(next()) * 1000}})
+		case 23:
+			out = append(out, Command{CompleteTxn: &CompleteTxn{ID: topic, Seq: int64(next() % 3)}})
 		case 8:
 			out = append(out, Command{Leader: &LeaderChange{Shard: FirstPartitionShard + uint64(next()%6), Leader: int32(next() % 5), Epoch: int32(next() % 4), Node: RaftNodeID(int32(next()%5), uint32(next()%4))}})
 		}
@@ -114,7 +133,9 @@ func commandsFrom(data []byte) []Command {
 // snapshot halfway, end in the same state; and placement stays sound:
 // every partition's replicas are distinct known brokers with a node each
 // of their own broker, no two alike, and a move's target is among them;
-// the recorded metadata voters are registered brokers; a user with no
+// the recorded metadata voters are registered brokers; each transactional
+// id keeps a producer of its own and holds partitions and offsets only
+// while a transaction is open or ending; a user with no
 // SCRAM credential left is forgotten; no ACL is kept twice.
 func FuzzApply(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 2, 0, 0, 0, 2, 0, 2, 3, 2, 1, 5, 2, 3, 1, 2, 3, 0, 1, 6, 1, 3, 1, 2, 3})
@@ -137,6 +158,17 @@ func FuzzApply(f *testing.F) {
 			if slices.Contains(a.acls[i+1:], b) {
 				t.Fatalf("ACL %+v is kept twice", b)
 			}
+		}
+		for id, tx := range a.transactions {
+			if a.txnByProducer[tx.ProducerID] != id {
+				t.Fatalf("transaction %q's producer %d is indexed as %q's", id, tx.ProducerID, a.txnByProducer[tx.ProducerID])
+			}
+			if !tx.Open() && !tx.Ending() && (len(tx.Partitions) > 0 || len(tx.Offsets) > 0) {
+				t.Fatalf("transaction %q in state %s keeps partitions %v or offsets %v", id, tx.State, tx.Partitions, tx.Offsets)
+			}
+		}
+		if len(a.txnByProducer) != len(a.transactions) {
+			t.Fatalf("%d producers indexed for %d transactional ids", len(a.txnByProducer), len(a.transactions))
 		}
 		for i, q := range a.clientQuotas {
 			if len(q.Values) == 0 || slices.ContainsFunc(a.clientQuotas[i+1:], func(o quota.Config) bool { return o.Entity.Equal(q.Entity) }) {

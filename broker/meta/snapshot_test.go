@@ -26,6 +26,8 @@ func TestSnapshotFormatKeepsItsFieldNames(t *testing.T) {
 	s.Apply(18, &Command{AllocateProducerIDs: true})
 	s.Apply(19, &Command{RecordGroupMetadata: &RecordGroupMetadata{Group: "g", Metadata: GroupMetadata{ProtocolType: "consumer", Generation: 3,
 		Members: []GroupMember{{ID: "m", ClientID: "c", Assignment: []byte{0, 1}}}}}})
+	s.Apply(20, &Command{InitTxnProducer: &InitTxnProducer{ID: "tx", TimeoutMs: 60000, ExpectedProducerID: -1, ExpectedEpoch: -1, NowMs: 1}})
+	s.Apply(21, &Command{AddToTxn: &AddToTxn{ID: "tx", ProducerID: 2000, Partitions: map[string][]int32{"orders": {1}}, NowMs: 2}})
 
 	data, err := json.Marshal(s)
 	if err != nil {
@@ -41,7 +43,7 @@ func TestSnapshotFormatKeepsItsFieldNames(t *testing.T) {
 	}
 	slices.Sort(names)
 	want := []string{"ACLs", "BrokerConfigs", "Brokers", "ClientQuotas", "ClusterID", "GroupMetadata", "MetadataVoters", "NextNodeEpoch", "NextProducerID",
-		"NextShard", "Offsets", "OffsetsLog", "Retired", "ScramCredentials", "Topics"}
+		"NextShard", "Offsets", "OffsetsLog", "Retired", "ScramCredentials", "Topics", "Transactions"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("snapshot fields %v, want %v", names, want)
 	}

@@ -158,7 +158,13 @@ type State struct {
 	// clientQuotas are the client quota configs, in the order their
 	// entities were first given one (quotas.go).
 	clientQuotas []quota.Config
+	// transactions are the transaction coordinator's state, by
+	// transactional id (txn.go).
+	transactions map[string]*Transaction
 
+	// txnByProducer indexes transactions by producer id, for the
+	// partition leaders' check of a transactional batch; derived.
+	txnByProducer map[int64]string
 	// topicsByID indexes topics by id for Fetch and Produce v13+, which
 	// name topics by id in every request; derived, so not in snapshots.
 	topicsByID map[[16]byte]*Topic
@@ -185,13 +191,14 @@ type snapshotState struct {
 	ClientQuotas     []quota.Config                        `json:",omitempty"`
 	GroupMetadata    map[string]GroupMetadata              `json:",omitempty"`
 	OffsetsLog       *offsetsLog                           `json:",omitempty"`
+	Transactions     map[string]*Transaction               `json:",omitempty"`
 }
 
 func (s *State) snapshot() snapshotState {
 	return snapshotState{ClusterID: s.clusterID, Brokers: s.brokers, Topics: s.topics, NextShard: s.nextShard, NextNodeEpoch: s.nextNodeEpoch,
 		Retired: s.retired, MetadataVoters: s.metadataVoters, NextProducerID: s.nextProducerID, BrokerConfigs: s.brokerConfigs,
 		Offsets: s.offsets, ScramCredentials: s.scramCredentials, ACLs: s.acls, ClientQuotas: s.clientQuotas,
-		GroupMetadata: s.groupMetadata, OffsetsLog: s.offsetsLogSnapshot()}
+		GroupMetadata: s.groupMetadata, OffsetsLog: s.offsetsLogSnapshot(), Transactions: s.transactions}
 }
 
 // MarshalJSON writes the state as a snapshot carries it.
@@ -207,7 +214,8 @@ func (s *State) UnmarshalJSON(data []byte) error {
 	s.clusterID, s.brokers, s.topics, s.nextShard, s.nextNodeEpoch = j.ClusterID, j.Brokers, j.Topics, j.NextShard, j.NextNodeEpoch
 	s.retired, s.metadataVoters, s.nextProducerID, s.brokerConfigs = j.Retired, j.MetadataVoters, j.NextProducerID, j.BrokerConfigs
 	s.offsets, s.scramCredentials, s.acls, s.clientQuotas = j.Offsets, j.ScramCredentials, j.ACLs, j.ClientQuotas
-	s.groupMetadata = j.GroupMetadata
+	s.groupMetadata, s.transactions = j.GroupMetadata, j.Transactions
+	s.reindexTxns()
 	if j.OffsetsLog != nil {
 		s.offsetsLog = *j.OffsetsLog
 		s.offsetsLog.index = nil // rebuilt at the next record
@@ -244,8 +252,33 @@ func (s *State) indexShards(t *Topic) {
 	}
 }
 
+// commitOffsets makes a group's offsets committed; a nonzero at is when
+// they were, for offsets that do not say (a transaction's).
+func (s *State) commitOffsets(co *CommitOffsets, at int64) {
+	g := s.offsets[co.Group]
+	if g == nil {
+		g = map[string]map[int32]GroupOffset{}
+		s.offsets[co.Group] = g
+	}
+	for topic, parts := range co.Offsets {
+		if g[topic] == nil {
+			g[topic] = map[int32]GroupOffset{}
+		}
+		for p, o := range parts {
+			if at != 0 && o.CommittedAt == 0 {
+				o.CommittedAt = at
+			}
+			g[topic][p] = o
+		}
+	}
+	s.recordCommits(co)
+}
+
 // Apply applies one command at Raft index index and returns its outcome.
 func (s *State) Apply(index uint64, c *Command) Outcome {
+	if out, ok := s.applyTxn(c); ok {
+		return out
+	}
 	switch {
 	case c.RegisterBroker != nil:
 		return s.registerBroker(index, c.RegisterBroker)
@@ -305,21 +338,7 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		s.nextProducerID += ProducerIDBlock
 		return Outcome{ProducerID: first}
 	case c.CommitOffsets != nil:
-		co := c.CommitOffsets
-		g := s.offsets[co.Group]
-		if g == nil {
-			g = map[string]map[int32]GroupOffset{}
-			s.offsets[co.Group] = g
-		}
-		for topic, parts := range co.Offsets {
-			if g[topic] == nil {
-				g[topic] = map[int32]GroupOffset{}
-			}
-			for p, o := range parts {
-				g[topic][p] = o
-			}
-		}
-		s.recordCommits(co)
+		s.commitOffsets(c.CommitOffsets, 0)
 		return Outcome{}
 	case c.RecordGroupMetadata != nil:
 		return s.recordGroupMetadata(c.RecordGroupMetadata)
