@@ -48,8 +48,8 @@ type Transaction struct {
 	// Partitions and Groups are the current transaction's partitions
 	// (topic -> sorted partitions) and the groups whose offsets it
 	// commits; Offsets are those offsets, pending until it commits.
-	Partitions map[string][]int32                      `json:",omitempty"`
-	Groups     []string                                `json:",omitempty"`
+	Partitions map[string][]int32                          `json:",omitempty"`
+	Groups     []string                                    `json:",omitempty"`
 	Offsets    map[string]map[string]map[int32]GroupOffset `json:",omitempty"`
 	// StartedMs is when the current transaction began, UpdatedMs when
 	// the state last changed (the proposer's clock, Unix milliseconds).
