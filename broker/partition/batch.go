@@ -105,8 +105,8 @@ func SplitBatches(records []byte, maxBatchBytes int32) ([][]byte, error) {
 		if crc32.Checksum(b[offAttributes:], crc32c) != binary.BigEndian.Uint32(b[offCRC:]) {
 			return nil, kerr.CorruptMessage
 		}
-		if h.Attributes&(attrTransactional|attrControl) != 0 {
-			return nil, kerr.InvalidRecord // transactions are not supported yet
+		if h.Attributes&attrControl != 0 {
+			return nil, kerr.InvalidRecord // markers are the coordinator's alone
 		}
 		out = append(out, b)
 		records = records[h.Length:]

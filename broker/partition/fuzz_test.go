@@ -16,7 +16,9 @@ import (
 )
 
 // FuzzUpdate feeds arbitrary entries to the state machine: it must never
-// fail or panic on bad commands, and offsets must only grow.
+// fail or panic on bad commands, offsets must only grow, a replica that
+// reopens has the same producer and transaction tables, and the log start
+// never passes the last stable offset.
 func FuzzUpdate(f *testing.F) {
 	f.Add(produce(1, -1, 0, 0, "a"))
 	f.Add(produce(2, 9, 0, 0, "a", "b", "c"))
@@ -27,6 +29,9 @@ func FuzzUpdate(f *testing.F) {
 		produce(1, 9, 0, 1, "b"), DeleteRecordsCommand(1)))
 	f.Add(lengthPrefixed(produce(1, 9, 0, 0, "a"), produce(1, 8, 0, 0, "b"), ExpireProducersCommand(1),
 		produce(1, 9, 0, 1, "c"), produce(1, 8, 0, 1, "d")))
+	f.Add(lengthPrefixed(produceTxn(1, 5, 0, 0, "a"), produce(1, 6, 0, 0, "b"), produceTxn(1, 5, 0, 1, "c"),
+		writeMarker(5, 0, 1, false), produceTxn(1, 5, 0, 2, "late"), produceTxn(2, 5, 0, 2, "d"), DeleteRecordsCommand(3),
+		writeMarker(5, 1, 2, true), produceTxn(3, 5, 1, 0, "e")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		s := NewStateMachine(dir, 4096, nil, nil)
@@ -71,6 +76,12 @@ func FuzzUpdate(f *testing.F) {
 		requireOpenedAsAFullScan(t, s)
 		if reopened := shapeOf(s.Log()); !reflect.DeepEqual(reopened.Producers, running.Producers) || s.Log().ProducerHorizon() != horizon {
 			t.Fatalf("running: horizon %d, producers %+v\nreopened: horizon %d, producers %+v", horizon, running.Producers, s.Log().ProducerHorizon(), reopened.Producers)
+		}
+		if reopened := shapeOf(s.Log()); !reflect.DeepEqual(reopened.Txns, running.Txns) {
+			t.Fatalf("running: transactions %+v\nreopened: transactions %+v", running.Txns, reopened.Txns)
+		}
+		if start, _ := s.Log().Offsets(); start > s.Log().LastStable() {
+			t.Fatalf("log start %d past the last stable offset %d", start, s.Log().LastStable())
 		}
 	})
 }

@@ -82,6 +82,7 @@ type Log struct {
 	horizon  int64 // producers whose batches all end below it are forgotten
 	epochs   []epochStart
 	producer producers
+	txn      txns          // transactions open and aborted here (txn.go)
 	changed  chan struct{} // closed and replaced whenever next moves
 	// doomed are segments below the log start, deleted from disk only
 	// once a checkpoint past them is durable (removeDoomed).
@@ -107,7 +108,7 @@ func openLog(dir string, ck checkpoint, fl frames.Reader) (*Log, error) {
 // openLogWith is openLog; without sidecars it reads every batch header, the
 // reference the sidecars are tested against.
 func openLogWith(dir string, ck checkpoint, fl frames.Reader, useSidecars bool) (*Log, error) {
-	l := &Log{dir: dir, producer: producers{}, changed: make(chan struct{}), frames: fl,
+	l := &Log{dir: dir, producer: producers{}, txn: newTxns(), changed: make(chan struct{}), frames: fl,
 		next: ck.NextOffset, start: ck.LogStartOffset, horizon: ck.ProducerHorizon}
 	if err := removeCleanerLeftovers(dir); err != nil {
 		return nil, err
@@ -156,8 +157,8 @@ func openLogWith(dir string, ck checkpoint, fl frames.Reader, useSidecars bool) 
 	foldFrom := int64(-1)
 	if useSidecars {
 		for i := len(bases) - 1; i >= 0; i-- {
-			if epochs, p, ok := loadFold(dir, bases[i]); ok {
-				foldFrom, l.epochs, l.producer = bases[i], epochs, p
+			if f, ok := loadFold(dir, bases[i]); ok {
+				foldFrom, l.epochs, l.producer, l.txn = bases[i], f.epochs, f.producer, f.txn
 				break
 			}
 		}
@@ -235,7 +236,11 @@ func (l *Log) scanSegment(seg *segment, limit int64, fold bool) error {
 		}
 		seg.indexBatch(h, at)
 		if fold {
-			l.fold(h)
+			var m marker
+			if h.isControl() {
+				m, _ = readMarkerAt(seg.f, h, at)
+			}
+			l.fold(h, m)
 		}
 		pos = at + int64(h.Length)
 		return true
@@ -277,10 +282,20 @@ func scanHeaders(f io.ReaderAt, pos, end int64, fn func(h header, pos int64) boo
 	return nil
 }
 
-// index adds a batch just written at pos of seg, the last in it.
-func (l *Log) index(h header, seg *segment, pos int64) {
+// index adds a batch just written at pos of seg, the last in it; m is
+// what it says if it is a marker.
+func (l *Log) index(h header, seg *segment, pos int64, m marker) {
 	seg.indexBatch(h, pos)
-	l.fold(h)
+	l.fold(h, m)
+}
+
+// readMarkerAt reads the marker a control batch at pos of f says.
+func readMarkerAt(f io.ReaderAt, h header, pos int64) (marker, bool) {
+	b := make([]byte, h.Length)
+	if _, err := f.ReadAt(b, pos); err != nil {
+		return marker{}, false
+	}
+	return readMarker(b)
 }
 
 // indexBatch adds a batch at pos to the segment's own index and bounds.
@@ -299,12 +314,13 @@ func (seg *segment) indexBatch(h header, pos int64) {
 }
 
 // fold adds a batch to what the log's batches leave behind: the leader
-// epochs and the idempotent-producer table.
-func (l *Log) fold(h header) {
+// epochs, the idempotent-producer table and the transaction table.
+func (l *Log) fold(h header, m marker) {
 	if n := len(l.epochs); n == 0 || l.epochs[n-1].Epoch < h.LeaderEpoch {
 		l.epochs = append(l.epochs, epochStart{Epoch: h.LeaderEpoch, Start: h.BaseOffset})
 	}
 	l.producer.record(h)
+	l.txn.record(h, m)
 }
 
 // append writes one already-validated batch at the log end. The caller
@@ -315,6 +331,10 @@ func (l *Log) append(b []byte, epoch int32, at *frames.Loc) (header, error) {
 	h, err := readHeader(b)
 	if err != nil {
 		return h, err
+	}
+	var m marker
+	if h.isControl() {
+		m, _ = readMarker(b)
 	}
 	seg, err := l.activeSegment(h, at != nil)
 	if err != nil {
@@ -337,7 +357,7 @@ func (l *Log) append(b []byte, epoch int32, at *frames.Loc) (header, error) {
 		return h, err
 	}
 	l.mu.Lock()
-	l.index(h, seg, seg.size)
+	l.index(h, seg, seg.size, m)
 	seg.size += int64(h.Length)
 	seg.dirty = true
 	l.next = h.BaseOffset + int64(h.LastDelta) + 1
@@ -385,7 +405,7 @@ func (l *Log) activeSegment(h header, framed bool) (*segment, error) {
 	}
 	seg := newSegment(l.next, path, f)
 	// Only this goroutine changes the epochs and the producer table.
-	writeFold(l.dir, l.next, l.epochs, l.producer)
+	writeFold(l.dir, l.next, l.epochs, l.producer, &l.txn)
 	l.mu.Lock()
 	if n := len(l.segs); n > 0 && !l.segs[n-1].dirty {
 		writeSegmentIndex(l.segs[n-1]) // closed, and fsynced already; else sync writes it
@@ -459,6 +479,40 @@ func (l *Log) dropBefore(offset int64) {
 	// records were deleted could judge a producer's next batch differently
 	// from one that did not.
 	l.producer.dropBefore(l.producerStart())
+	l.txn.trim(l.start)
+	for i, a := range l.txn.aborted {
+		if a.FirstOffset < l.start {
+			// Where its records begin from the start on: what an open
+			// that reads the headers left finds, and all a reader needs.
+			l.txn.aborted[i].FirstOffset = l.firstBatchOf(a.ProducerID, l.start, a.LastOffset)
+		}
+	}
+}
+
+// firstBatchOf is the offset of producerID's first transactional batch
+// that ends at or after from, looking up to upTo; upTo if there is none
+// or the headers cannot be read. The caller holds mu.
+func (l *Log) firstBatchOf(producerID, from, upTo int64) int64 {
+	found := upTo
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].last >= from })
+	for ; i < len(l.segs) && l.segs[i].base <= found; i++ {
+		seg := l.segs[i]
+		v := seg.view(0)
+		if j := sort.Search(len(seg.index), func(j int) bool { return seg.base+int64(seg.index[j].relOffset) > from }); j > 0 {
+			v = seg.view(j - 1)
+		}
+		_ = scanHeaders(v.f, v.from, v.size, func(h header, _ int64) bool {
+			if h.BaseOffset >= found {
+				return false
+			}
+			if h.ProducerID == producerID && h.isTransactional() && !h.isControl() && h.BaseOffset+int64(h.LastDelta) >= from {
+				found = h.BaseOffset
+				return false
+			}
+			return true
+		})
+	}
+	return found
 }
 
 // producerStart is where the batches the producer table remembers begin:
@@ -564,11 +618,30 @@ func (l *Log) Producers() []ProducerState {
 	defer l.mu.RUnlock()
 	out := make([]ProducerState, 0, len(l.producer))
 	for id, st := range l.producer {
-		last := st.Recent[len(st.Recent)-1]
-		out = append(out, ProducerState{ID: id, Epoch: st.Epoch, LastSequence: last.LastSeq, LastTimestamp: last.MaxTimestamp})
+		ps := ProducerState{ID: id, Epoch: st.Epoch, LastSequence: -1, LastTimestamp: -1}
+		if n := len(st.Recent); n > 0 {
+			ps.LastSequence, ps.LastTimestamp = st.Recent[n-1].LastSeq, st.Recent[n-1].MaxTimestamp
+		}
+		out = append(out, ps)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// LastStable is the last stable offset: the first offset of the oldest
+// transaction open here, or the log end.
+func (l *Log) LastStable() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.txn.stable(l.next)
+}
+
+// AbortedIn are the transactions aborted here with records in
+// [from, to), for a read_committed Fetch.
+func (l *Log) AbortedIn(from, to int64) []AbortedTxn {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.txn.abortedIn(from, to)
 }
 
 // Offsets returns the log start and end offsets.

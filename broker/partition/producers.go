@@ -15,6 +15,11 @@ type producerBatch struct {
 type producerState struct {
 	Epoch  int16
 	Recent []producerBatch // oldest first, at most producerWindow
+	// Marker is the offset of the producer's last transaction marker, -1
+	// for none: a marker that bumped the epoch leaves a producer with no
+	// batch of that epoch yet, remembered for as long as the marker is
+	// in the log.
+	Marker int64
 }
 
 // producers is the idempotent-producer table of one partition. It is a
@@ -51,6 +56,14 @@ func (p producers) check(h header, logStartOffset int64) verdict {
 		}
 		return verdict{}
 	}
+	if len(st.Recent) == 0 {
+		// The first batch of the epoch a marker gave, or after retention
+		// removed the producer's batches.
+		if h.BaseSequence != 0 && logStartOffset == 0 {
+			return verdict{err: kerr.OutOfOrderSequenceNumber}
+		}
+		return verdict{}
+	}
 	for _, b := range st.Recent {
 		if b.FirstSeq == h.BaseSequence && b.LastSeq == h.lastSequence() {
 			return verdict{duplicate: true, offset: b.BaseOffset}
@@ -68,8 +81,12 @@ func (p producers) record(h header) {
 	}
 	st := p[h.ProducerID]
 	if st == nil || h.ProducerEpoch > st.Epoch {
-		st = &producerState{Epoch: h.ProducerEpoch}
+		st = &producerState{Epoch: h.ProducerEpoch, Marker: -1}
 		p[h.ProducerID] = st
+	}
+	if h.isControl() {
+		st.Marker = h.BaseOffset
+		return
 	}
 	st.Recent = append(st.Recent, producerBatch{FirstSeq: h.BaseSequence, LastSeq: h.lastSequence(), BaseOffset: h.BaseOffset,
 		LastOffset: h.BaseOffset + int64(h.LastDelta), MaxTimestamp: h.MaxTimestamp})
@@ -88,10 +105,12 @@ func (p producers) dropBefore(start int64) {
 		for i < len(st.Recent) && st.Recent[i].LastOffset < start {
 			i++
 		}
-		if i == len(st.Recent) {
-			delete(p, id)
-			continue
-		}
 		st.Recent = st.Recent[i:]
+		if st.Marker < start {
+			st.Marker = -1
+		}
+		if len(st.Recent) == 0 && st.Marker < 0 {
+			delete(p, id)
+		}
 	}
 }

@@ -19,14 +19,17 @@ import (
 //     once the segment is durable (its fsync) and checked against the
 //     segment file's inode and size.
 //   - "<base>.fold" is what the batches before a segment leave behind: the
-//     leader epochs and the idempotent-producer table, written when the
+//     leader epochs, the idempotent-producer table and the transaction
+//     table, written when the
 //     segment starts. Both are functions of the log's batch headers, which
 //     only appends change (compaction keeps every header, deletions only
 //     take from the front, which an open trims again), so any fold written
 //     for a base holds as long as a segment starts there.
 const (
 	segmentIndexMagic = "RAFTKA-SEGIDX-1\n"
-	foldMagic         = "RAFTKA-FOLD-1\n\n\n"
+	// foldMagic 2 adds each producer's last marker and the transaction
+	// table; a fold of version 1 is not read (the headers are, once).
+	foldMagic = "RAFTKA-FOLD-2\n\n\n"
 )
 
 func indexPath(segPath string) string {
@@ -116,11 +119,11 @@ func loadSegmentIndex(seg *segment, st os.FileInfo, limit int64) bool {
 	return true
 }
 
-// writeFold records the epochs and producer table that the batches before
-// base leave.
-func writeFold(dir string, base int64, epochs []epochStart, p producers) {
+// writeFold records the epochs, producer table and transaction table that
+// the batches before base leave.
+func writeFold(dir string, base int64, epochs []epochStart, p producers, tx *txns) {
 	be := binary.BigEndian
-	b := append([]byte(foldMagic), make([]byte, 0, 16+12*len(epochs)+64*len(p))...)
+	b := append([]byte(foldMagic), make([]byte, 0, 16+12*len(epochs)+72*len(p))...)
 	b = be.AppendUint64(b, uint64(base))
 	b = be.AppendUint32(b, uint32(len(epochs)))
 	for _, e := range epochs {
@@ -131,6 +134,7 @@ func writeFold(dir string, base int64, epochs []epochStart, p producers) {
 	for id, st := range p {
 		b = be.AppendUint64(b, uint64(id))
 		b = be.AppendUint16(b, uint16(st.Epoch))
+		b = be.AppendUint64(b, uint64(st.Marker))
 		b = append(b, byte(len(st.Recent)))
 		for _, r := range st.Recent {
 			b = be.AppendUint32(b, uint32(r.FirstSeq))
@@ -140,45 +144,77 @@ func writeFold(dir string, base int64, epochs []epochStart, p producers) {
 			b = be.AppendUint64(b, uint64(r.MaxTimestamp))
 		}
 	}
+	b = be.AppendUint32(b, uint32(len(tx.open)))
+	for id, first := range tx.open {
+		b = be.AppendUint64(b, uint64(id))
+		b = be.AppendUint64(b, uint64(first))
+	}
+	b = be.AppendUint32(b, uint32(len(tx.aborted)))
+	for _, a := range tx.aborted {
+		b = be.AppendUint64(b, uint64(a.ProducerID))
+		b = be.AppendUint64(b, uint64(a.FirstOffset))
+		b = be.AppendUint64(b, uint64(a.LastOffset))
+	}
+	b = be.AppendUint32(b, uint32(len(tx.ended)))
+	for id, e := range tx.ended {
+		b = be.AppendUint64(b, uint64(id))
+		b = be.AppendUint64(b, uint64(e.Seq))
+		b = be.AppendUint64(b, uint64(e.Marker))
+	}
 	_ = os.WriteFile(foldPath(dir, base), sealSidecar(b), 0o644)
 }
 
+// fold is what loadFold reads back.
+type fold struct {
+	epochs   []epochStart
+	producer producers
+	txn      txns
+}
+
 // loadFold reads the fold written for base.
-func loadFold(dir string, base int64) ([]epochStart, producers, bool) {
+func loadFold(dir string, base int64) (fold, bool) {
 	body, ok := openSidecar(foldPath(dir, base), foldMagic)
 	if !ok {
-		return nil, nil, false
+		return fold{}, false
 	}
 	r := sidecarReader{b: body}
 	if int64(r.u64()) != base {
-		return nil, nil, false
+		return fold{}, false
 	}
 	n := int(r.u32())
 	if n > len(body)/12 {
-		return nil, nil, false
+		return fold{}, false
 	}
-	epochs := make([]epochStart, 0, n)
+	f := fold{epochs: make([]epochStart, 0, n), producer: producers{}, txn: newTxns()}
 	for ; n > 0; n-- {
-		epochs = append(epochs, epochStart{Epoch: int32(r.u32()), Start: int64(r.u64())})
+		f.epochs = append(f.epochs, epochStart{Epoch: int32(r.u32()), Start: int64(r.u64())})
 	}
-	p := producers{}
 	for n := r.u32(); n > 0 && r.ok(); n-- {
 		id := int64(r.u64())
-		st := &producerState{Epoch: int16(r.u16())}
+		st := &producerState{Epoch: int16(r.u16()), Marker: int64(r.u64())}
 		count := int(r.u8())
-		if count == 0 || count > producerWindow {
-			return nil, nil, false
+		if count > producerWindow || count == 0 && st.Marker < 0 {
+			return fold{}, false
 		}
 		for ; count > 0; count-- {
 			st.Recent = append(st.Recent, producerBatch{FirstSeq: int32(r.u32()), LastSeq: int32(r.u32()),
 				BaseOffset: int64(r.u64()), LastOffset: int64(r.u64()), MaxTimestamp: int64(r.u64())})
 		}
-		p[id] = st
+		f.producer[id] = st
+	}
+	for n := r.u32(); n > 0 && r.ok(); n-- {
+		f.txn.open[int64(r.u64())] = int64(r.u64())
+	}
+	for n := r.u32(); n > 0 && r.ok(); n-- {
+		f.txn.aborted = append(f.txn.aborted, AbortedTxn{ProducerID: int64(r.u64()), FirstOffset: int64(r.u64()), LastOffset: int64(r.u64())})
+	}
+	for n := r.u32(); n > 0 && r.ok(); n-- {
+		f.txn.ended[int64(r.u64())] = endedTxn{Seq: int64(r.u64()), Marker: int64(r.u64())}
 	}
 	if !r.ok() || r.pos != len(body) {
-		return nil, nil, false
+		return fold{}, false
 	}
-	return epochs, p, true
+	return f, true
 }
 
 // sidecarReader reads big-endian fields; reading past the end marks it bad

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -30,6 +31,13 @@ const (
 	cmdProduceAppendTime byte = 3
 	// cmdExpireProducers moves the producer horizon (Log.expireProducers).
 	cmdExpireProducers byte = 4
+	// cmdProduceTxn and cmdProduceTxnAppendTime are the produce commands
+	// of transactional batches: they carry the coordinator's number of
+	// the transaction the leader found them to belong to (txn.go).
+	cmdProduceTxn           byte = 5
+	cmdProduceTxnAppendTime byte = 6
+	// cmdWriteMarker appends a transaction marker (MarkerBatch).
+	cmdWriteMarker byte = 7
 )
 
 // ProduceCommand encodes the Raft entry for appending batches that
@@ -52,6 +60,33 @@ func ProduceAppendTimeCommand(epoch int32, appendTimeMs int64, records []byte) [
 	binary.BigEndian.PutUint32(cmd[1:], uint32(epoch))
 	binary.BigEndian.PutUint64(cmd[5:], uint64(appendTimeMs))
 	return append(cmd, records...)
+}
+
+// ProduceTxnCommand is ProduceCommand for transactional batches of
+// transaction seq; appendTimeMs is -1 unless the topic stamps the log
+// append time.
+func ProduceTxnCommand(epoch int32, seq, appendTimeMs int64, records []byte) []byte {
+	kind, head := cmdProduceTxn, 13
+	if appendTimeMs >= 0 {
+		kind, head = cmdProduceTxnAppendTime, 21
+	}
+	cmd := make([]byte, head, head+len(records))
+	cmd[0] = kind
+	binary.BigEndian.PutUint32(cmd[1:], uint32(epoch))
+	binary.BigEndian.PutUint64(cmd[5:], uint64(seq))
+	if appendTimeMs >= 0 {
+		binary.BigEndian.PutUint64(cmd[13:], uint64(appendTimeMs))
+	}
+	return append(cmd, records...)
+}
+
+// WriteMarkerCommand encodes the Raft entry that appends a transaction
+// marker, a batch MarkerBatch made.
+func WriteMarkerCommand(epoch int32, batch []byte) []byte {
+	cmd := make([]byte, 5, 5+len(batch))
+	cmd[0] = cmdWriteMarker
+	binary.BigEndian.PutUint32(cmd[1:], uint32(epoch))
+	return append(cmd, batch...)
 }
 
 // DeleteRecordsCommand encodes the Raft entry that moves the log start.
@@ -240,7 +275,7 @@ func (s *StateMachine) load(ck checkpoint) error {
 	l.mu.Lock()
 	old := append(l.segs, l.doomed...)
 	l.dir, l.frames = fresh.dir, fresh.frames
-	l.segs, l.next, l.start, l.horizon, l.epochs, l.producer = fresh.segs, fresh.next, fresh.start, fresh.horizon, fresh.epochs, fresh.producer
+	l.segs, l.next, l.start, l.horizon, l.epochs, l.producer, l.txn = fresh.segs, fresh.next, fresh.start, fresh.horizon, fresh.epochs, fresh.producer, fresh.txn
 	l.doomed, l.cleanPoint = nil, 0 // openLog removed the doomed files
 	close(l.changed)
 	l.changed = make(chan struct{})
@@ -299,68 +334,14 @@ func (s *StateMachine) apply(index uint64, cmd []byte) (sm.Result, bool, error) 
 		return encodeResult(kerr.InvalidRequest, -1, l.start), false, nil
 	}
 	switch cmd[0] {
-	case cmdProduce, cmdProduceAppendTime:
-		records, appendTime := 5, int64(-1)
-		if cmd[0] == cmdProduceAppendTime {
-			records = 13
-		}
-		if len(cmd) < records {
+	case cmdProduce, cmdProduceAppendTime, cmdProduceTxn, cmdProduceTxnAppendTime:
+		pc, ok := parseProduce(cmd)
+		if !ok {
 			return encodeResult(kerr.CorruptMessage, -1, l.start), false, nil
 		}
-		epoch := int32(binary.BigEndian.Uint32(cmd[1:]))
-		if n := len(l.epochs); n > 0 && l.epochs[n-1].Epoch > epoch {
-			epoch = l.epochs[n-1].Epoch
-		}
-		if records == 13 {
-			appendTime = int64(binary.BigEndian.Uint64(cmd[5:]))
-		}
-		batches, err := SplitBatches(cmd[records:], 0)
-		if err != nil {
-			return encodeResult(err, -1, l.start), false, nil
-		}
-		// All batches of a request are judged before any is written, so a
-		// request is applied whole or not at all.
-		var dupOffset int64 = -1
-		for i, b := range batches {
-			h, _ := readHeader(b)
-			v := l.producer.check(h, l.producerStart())
-			if v.err != nil {
-				return encodeResult(v.err, -1, l.start), false, nil
-			}
-			if v.duplicate && i == 0 {
-				dupOffset = v.offset
-			}
-		}
-		if dupOffset >= 0 {
-			res := encodeResult(nil, dupOffset, l.start)
-			res.Data = append(res.Data, resultDuplicate)
-			return res, false, nil
-		}
-		base := l.next
-		var at []*frames.Loc
-		if appendTime < 0 {
-			// Stamping the append time changes a batch's bytes, so those
-			// batches are written out.
-			at = s.batchFrames(index, cmd, records, batches)
-		}
-		for i, b := range batches {
-			if appendTime >= 0 {
-				stampAppendTime(b, appendTime)
-			}
-			var where *frames.Loc
-			if at != nil {
-				where = at[i]
-			}
-			if _, err := l.append(b, epoch, where); err != nil {
-				// Not a result: whether a disk is full differs between
-				// replicas, and a result must not. The leader refuses
-				// produce before its disk fills (see the broker's
-				// free-space guard); a replica that fails here stops and
-				// replays the entry from the Raft log when restarted.
-				return sm.Result{}, false, fmt.Errorf("partition %s: append: %w", s.dir, err)
-			}
-		}
-		return encodeResult(nil, base, l.start), true, nil
+		return s.applyProduce(index, cmd, pc)
+	case cmdWriteMarker:
+		return s.applyMarker(index, cmd)
 	case cmdDeleteRecords:
 		if len(cmd) < 9 {
 			return encodeResult(kerr.InvalidRequest, -1, l.start), false, nil
@@ -369,7 +350,10 @@ func (s *StateMachine) apply(index uint64, cmd []byte) (sm.Result, bool, error) 
 		if before < 0 || before > l.next {
 			return encodeResult(kerr.OffsetOutOfRange, -1, l.start), false, nil
 		}
-		l.dropBefore(before)
+		// Never past an open transaction's first record: the log start
+		// stays at or below the last stable offset, so the transaction
+		// table is what its batches from the start give.
+		l.dropBefore(min(before, l.LastStable()))
 		return encodeResult(nil, before, l.start), false, nil
 	case cmdExpireProducers:
 		if len(cmd) < 9 {
@@ -379,6 +363,155 @@ func (s *StateMachine) apply(index uint64, cmd []byte) (sm.Result, bool, error) 
 		return encodeResult(nil, l.ProducerHorizon(), l.start), false, nil
 	}
 	return encodeResult(kerr.InvalidRequest, -1, l.start), false, nil
+}
+
+// produceCmd is a produce command's head: the proposer's epoch, the
+// append time (-1 unless stamped), the transaction it belongs to, and
+// where its records begin.
+type produceCmd struct {
+	epoch      int32
+	appendTime int64
+	txn        bool
+	seq        int64
+	records    int
+}
+
+func parseProduce(cmd []byte) (produceCmd, bool) {
+	pc := produceCmd{appendTime: -1, records: 5}
+	switch cmd[0] {
+	case cmdProduceAppendTime:
+		pc.records = 13
+	case cmdProduceTxn:
+		pc.txn, pc.records = true, 13
+	case cmdProduceTxnAppendTime:
+		pc.txn, pc.records = true, 21
+	}
+	if len(cmd) < pc.records {
+		return pc, false
+	}
+	pc.epoch = int32(binary.BigEndian.Uint32(cmd[1:]))
+	if pc.txn {
+		pc.seq = int64(binary.BigEndian.Uint64(cmd[5:]))
+	}
+	switch cmd[0] {
+	case cmdProduceAppendTime:
+		pc.appendTime = int64(binary.BigEndian.Uint64(cmd[5:]))
+	case cmdProduceTxnAppendTime:
+		pc.appendTime = int64(binary.BigEndian.Uint64(cmd[13:]))
+	}
+	return pc, true
+}
+
+// entryEpoch is the leader epoch an entry proposed in epoch is written
+// with: never below the last one, so a late entry of an old leader
+// cannot go back.
+func (l *Log) entryEpoch(epoch int32) int32 {
+	if n := len(l.epochs); n > 0 && l.epochs[n-1].Epoch > epoch {
+		return l.epochs[n-1].Epoch
+	}
+	return epoch
+}
+
+// applyProduce appends a produce command's batches, all or none.
+func (s *StateMachine) applyProduce(index uint64, cmd []byte, pc produceCmd) (sm.Result, bool, error) {
+	l := s.log
+	epoch := l.entryEpoch(pc.epoch)
+	batches, err := SplitBatches(cmd[pc.records:], 0)
+	if err != nil {
+		return encodeResult(err, -1, l.start), false, nil
+	}
+	// All batches of a request are judged before any is written, so a
+	// request is applied whole or not at all.
+	var dupOffset int64 = -1
+	for i, b := range batches {
+		h, _ := readHeader(b)
+		if err := txnVerdict(&l.txn, h, pc); err != nil {
+			return encodeResult(err, -1, l.start), false, nil
+		}
+		v := l.producer.check(h, l.producerStart())
+		if v.err != nil {
+			return encodeResult(v.err, -1, l.start), false, nil
+		}
+		if v.duplicate && i == 0 {
+			dupOffset = v.offset
+		}
+	}
+	if dupOffset >= 0 {
+		res := encodeResult(nil, dupOffset, l.start)
+		res.Data = append(res.Data, resultDuplicate)
+		return res, false, nil
+	}
+	base := l.next
+	var at []*frames.Loc
+	if pc.appendTime < 0 {
+		// Stamping the append time changes a batch's bytes, so those
+		// batches are written out.
+		at = s.batchFrames(index, cmd, pc.records, batches)
+	}
+	for i, b := range batches {
+		if pc.appendTime >= 0 {
+			stampAppendTime(b, pc.appendTime)
+		}
+		var where *frames.Loc
+		if at != nil {
+			where = at[i]
+		}
+		if _, err := l.append(b, epoch, where); err != nil {
+			// Not a result: whether a disk is full differs between
+			// replicas, and a result must not. The leader refuses
+			// produce before its disk fills (see the broker's
+			// free-space guard); a replica that fails here stops and
+			// replays the entry from the Raft log when restarted.
+			return sm.Result{}, false, fmt.Errorf("partition %s: append: %w", s.dir, err)
+		}
+	}
+	return encodeResult(nil, base, l.start), true, nil
+}
+
+// txnVerdict judges a batch against the transaction table: transactional
+// batches come only in a transactional command (its leader checked them
+// with the coordinator's state), and a batch that would open a transaction
+// must not belong to one already ended here.
+func txnVerdict(t *txns, h header, pc produceCmd) error {
+	switch {
+	case h.isTransactional() != pc.txn:
+		return kerr.InvalidTxnState
+	case pc.txn && !t.opens(h.ProducerID, pc.seq):
+		return kerr.InvalidTxnState
+	}
+	return nil
+}
+
+// applyMarker appends a transaction marker, once: a retried marker of a
+// transaction ended here already answers where the first one went.
+func (s *StateMachine) applyMarker(index uint64, cmd []byte) (sm.Result, bool, error) {
+	l := s.log
+	if len(cmd) < 5+batchHeaderLength {
+		return encodeResult(kerr.CorruptMessage, -1, l.start), false, nil
+	}
+	b := cmd[5:]
+	h, err := readHeader(b)
+	m, ok := readMarker(b)
+	if err != nil || !ok || !h.isControl() || !h.isTransactional() || int(h.Length) != len(b) ||
+		crc32.Checksum(b[offAttributes:], crc32c) != binary.BigEndian.Uint32(b[offCRC:]) {
+		return encodeResult(kerr.CorruptMessage, -1, l.start), false, nil
+	}
+	if l.txn.endedAlready(h.ProducerID, m.seq) {
+		return encodeResult(nil, l.txn.ended[h.ProducerID].Marker, l.start), false, nil
+	}
+	if st := l.producer[h.ProducerID]; st != nil && h.ProducerEpoch < st.Epoch {
+		return encodeResult(kerr.InvalidProducerEpoch, -1, l.start), false, nil
+	}
+	base := l.next
+	at := s.batchFrames(index, cmd, 5, [][]byte{b})
+	var where *frames.Loc
+	if at != nil {
+		where = at[0]
+	}
+	if _, err := l.append(b, l.entryEpoch(int32(binary.BigEndian.Uint32(cmd[1:]))), where); err != nil {
+		return sm.Result{}, false, fmt.Errorf("partition %s: append marker: %w", s.dir, err)
+	}
+	return encodeResult(nil, base, l.start), true, nil
 }
 
 // batchFrames is where each batch of a produce command lies in the frame

@@ -44,6 +44,29 @@ type logShape struct {
 	Segments    []segmentShape
 	Epochs      []epochStart
 	Producers   producers
+	Txns        txnShape
+}
+
+// txnShape is a transaction table with empty parts as nil, so that tables
+// built in different orders compare alike.
+type txnShape struct {
+	Open    map[int64]int64
+	Aborted []AbortedTxn
+	Ended   map[int64]endedTxn
+}
+
+func shapeOfTxns(t *txns) txnShape {
+	var sh txnShape
+	if len(t.open) > 0 {
+		sh.Open = t.open
+	}
+	if len(t.aborted) > 0 {
+		sh.Aborted = t.aborted
+	}
+	if len(t.ended) > 0 {
+		sh.Ended = t.ended
+	}
+	return sh
 }
 
 type segmentShape struct {
@@ -54,7 +77,7 @@ type segmentShape struct {
 func shapeOf(l *Log) logShape {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	sh := logShape{Next: l.next, Start: l.start, Epochs: l.epochs, Producers: l.producer}
+	sh := logShape{Next: l.next, Start: l.start, Epochs: l.epochs, Producers: l.producer, Txns: shapeOfTxns(&l.txn)}
 	for _, s := range l.segs {
 		sh.Segments = append(sh.Segments, segmentShape{s.base, s.size, s.last, s.firstTimestamp, s.maxTimestamp, s.maxTimestampOffset, s.index})
 	}
