@@ -44,7 +44,7 @@ type Command struct {
 	AddToTxn         *AddToTxn         `json:",omitempty"`
 	TxnCommitOffsets *TxnCommitOffsets `json:",omitempty"`
 	EndTxn           *EndTxn           `json:",omitempty"`
-	CompleteTxn      *CompleteTxn      `json:",omitempty"`
+	MarkersWritten   *MarkersWritten   `json:",omitempty"`
 }
 
 // SetMetadataVoters records which brokers vote in the metadata group

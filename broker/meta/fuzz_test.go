@@ -120,7 +120,7 @@ func commandsFrom(data []byte) []Command {
 			out = append(out, Command{EndTxn: &EndTxn{ID: topic, ProducerID: int64(next()%3) + 1000, Epoch: int16(next() % 3), Commit: next()%2 == 0,
 				Bump: next()%2 == 0, Timeout: next()%4 == 0, NowMs: int64(next()) * 1000}})
 		case 23:
-			out = append(out, Command{CompleteTxn: &CompleteTxn{ID: topic, Seq: int64(next() % 3)}})
+			out = append(out, Command{MarkersWritten: &MarkersWritten{Markers: []WrittenMarker{{ID: topic, Seq: int64(next() % 3), Topic: topic, Partition: int32(next() % 4)}}}})
 		case 8:
 			out = append(out, Command{Leader: &LeaderChange{Shard: FirstPartitionShard + uint64(next()%6), Leader: int32(next() % 5), Epoch: int32(next() % 4), Node: RaftNodeID(int32(next()%5), uint32(next()%4))}})
 		}
@@ -163,7 +163,7 @@ func FuzzApply(f *testing.F) {
 			if a.txnByProducer[tx.ProducerID] != id {
 				t.Fatalf("transaction %q's producer %d is indexed as %q's", id, tx.ProducerID, a.txnByProducer[tx.ProducerID])
 			}
-			if !tx.Open() && !tx.Ending() && (len(tx.Partitions) > 0 || len(tx.Offsets) > 0) {
+			if !tx.Open() && !tx.Ending() && (len(tx.Partitions) > 0 || len(tx.Offsets) > 0 || len(tx.Written) > 0) {
 				t.Fatalf("transaction %q in state %s keeps partitions %v or offsets %v", id, tx.State, tx.Partitions, tx.Offsets)
 			}
 		}

@@ -62,10 +62,13 @@ const (
 	FeatureOrderedGrowth = "ordered-growth"
 	// FeatureReplicaCapacity: PlacementCapacity and Reassign.Capacity.
 	FeatureReplicaCapacity = "replica-capacity"
+	// FeatureTransactions: the transaction commands of the metadata and
+	// of partitions (docs/design/transactions.md).
+	FeatureTransactions = "transactions"
 )
 
 // Features lists them, for a broker's registration.
-var Features = []string{FeatureOrderedGrowth, FeatureReplicaCapacity}
+var Features = []string{FeatureOrderedGrowth, FeatureReplicaCapacity, FeatureTransactions}
 
 // Endpoint is one of a broker's named listeners.
 type Endpoint struct {

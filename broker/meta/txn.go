@@ -51,6 +51,9 @@ type Transaction struct {
 	Partitions map[string][]int32                          `json:",omitempty"`
 	Groups     []string                                    `json:",omitempty"`
 	Offsets    map[string]map[string]map[int32]GroupOffset `json:",omitempty"`
+	// Written are the partitions whose leaders wrote the ending
+	// transaction's marker (topic -> sorted partitions).
+	Written map[string][]int32 `json:",omitempty"`
 	// StartedMs is when the current transaction began, UpdatedMs when
 	// the state last changed (the proposer's clock, Unix milliseconds).
 	StartedMs int64 `json:",omitempty"`
@@ -109,11 +112,18 @@ type EndTxn struct {
 	NowMs      int64
 }
 
-// CompleteTxn records that every partition of transaction Seq has its
-// marker.
-type CompleteTxn struct {
-	ID  string
-	Seq int64
+// MarkersWritten records markers that partition leaders wrote; a
+// transaction whose partitions all have theirs is complete.
+type MarkersWritten struct {
+	Markers []WrittenMarker
+}
+
+// WrittenMarker is the marker of transaction Seq of id on one partition.
+type WrittenMarker struct {
+	ID        string
+	Seq       int64
+	Topic     string
+	Partition int32
 }
 
 // TxnOutcome is what a transaction command answers: the producer id and
@@ -156,8 +166,8 @@ func (s *State) applyTxn(c *Command) (Outcome, bool) {
 		out, err = s.txnCommitOffsets(c.TxnCommitOffsets)
 	case c.EndTxn != nil:
 		out, err = s.endTxn(c.EndTxn)
-	case c.CompleteTxn != nil:
-		out, err = s.completeTxn(c.CompleteTxn)
+	case c.MarkersWritten != nil:
+		out, err = s.markersWritten(c.MarkersWritten)
 	default:
 		return Outcome{}, false
 	}
@@ -207,6 +217,7 @@ func (s *State) initTxnProducer(c *InitTxnProducer) (TxnOutcome, error) {
 		// and aborted first, and the caller asks again once it is done.
 		s.bump(c.ID, t)
 		t.State, t.UpdatedMs = TxnPrepareAbort, c.NowMs
+		completeEmpty(t)
 		return TxnOutcome{}, kerr.ConcurrentTransactions
 	}
 	s.bump(c.ID, t)
@@ -286,6 +297,7 @@ func (s *State) endTxn(c *EndTxn) (TxnOutcome, error) {
 		}
 		s.bump(c.ID, t) // fences the producer that let it time out
 		t.State, t.UpdatedMs = TxnPrepareAbort, c.NowMs
+		completeEmpty(t)
 		return TxnOutcome{t.ProducerID, t.Epoch}, nil
 	}
 	committing := TxnPrepareAbort
@@ -328,6 +340,7 @@ func (s *State) endTxn(c *EndTxn) (TxnOutcome, error) {
 		}
 	}
 	t.Offsets = nil
+	completeEmpty(t)
 	return TxnOutcome{t.ProducerID, t.Epoch}, nil
 }
 
@@ -340,18 +353,44 @@ func sameEnd(st TxnState, commit bool) bool {
 	return st == TxnPrepareAbort || st == TxnCompleteAbort
 }
 
-func (s *State) completeTxn(c *CompleteTxn) (TxnOutcome, error) {
-	t := s.txn(c.ID)
-	if t == nil || !t.Ending() || t.Seq != c.Seq {
-		return TxnOutcome{}, nil // completed already
+func (s *State) markersWritten(c *MarkersWritten) (TxnOutcome, error) {
+	for _, m := range c.Markers {
+		t := s.txn(m.ID)
+		if t == nil || !t.Ending() || t.Seq != m.Seq || !slices.Contains(t.Partitions[m.Topic], m.Partition) ||
+			slices.Contains(t.Written[m.Topic], m.Partition) {
+			continue // completed already, or reported twice
+		}
+		if t.Written == nil {
+			t.Written = map[string][]int32{}
+		}
+		t.Written[m.Topic] = append(t.Written[m.Topic], m.Partition)
+		slices.Sort(t.Written[m.Topic])
+		if !maps.EqualFunc(t.Written, t.Partitions, slices.Equal) {
+			continue
+		}
+		if t.State == TxnPrepareCommit {
+			t.State = TxnCompleteCommit
+		} else {
+			t.State = TxnCompleteAbort
+		}
+		t.Partitions, t.Groups, t.Written = nil, nil, nil
 	}
-	if t.State == TxnPrepareCommit {
+	return TxnOutcome{}, nil
+}
+
+// completeEmpty completes a transaction ended with no partition: it has no
+// marker to wait for.
+func completeEmpty(t *Transaction) {
+	if len(t.Partitions) > 0 {
+		return
+	}
+	switch t.State {
+	case TxnPrepareCommit:
 		t.State = TxnCompleteCommit
-	} else {
+	case TxnPrepareAbort:
 		t.State = TxnCompleteAbort
 	}
-	t.Partitions, t.Groups = nil, nil
-	return TxnOutcome{t.ProducerID, t.Epoch}, nil
+	t.Groups = nil
 }
 
 // Transaction is a transactional id's coordinator state; the partitions
@@ -368,7 +407,8 @@ func (s *State) Transaction(id string) (Transaction, bool) {
 func (s *State) TransactionIDs() []string { return slices.Sorted(maps.Keys(s.transactions)) }
 
 // EndingTxn is a transaction whose markers are to be written: each of its
-// partitions gets a marker of Commit for ProducerID at Epoch, naming Seq.
+// partitions gets a marker of Commit for ProducerID at Epoch, naming Seq;
+// Written already have theirs.
 type EndingTxn struct {
 	ID         string
 	ProducerID int64
@@ -376,6 +416,7 @@ type EndingTxn struct {
 	Seq        int64
 	Commit     bool
 	Partitions map[string][]int32
+	Written    map[string][]int32
 }
 
 // EndingTransactions are the transactions being ended, by id.
@@ -385,7 +426,7 @@ func (s *State) EndingTransactions() []EndingTxn {
 		t := s.transactions[id]
 		if t.Ending() {
 			out = append(out, EndingTxn{ID: id, ProducerID: t.ProducerID, Epoch: t.Epoch, Seq: t.Seq, Commit: t.State == TxnPrepareCommit,
-				Partitions: t.Partitions})
+				Partitions: t.Partitions, Written: t.Written})
 		}
 	}
 	return out

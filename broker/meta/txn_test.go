@@ -49,6 +49,14 @@ func addGroup(pid int64, ep int16, group string) Command {
 	return Command{AddToTxn: &AddToTxn{ID: "tx", ProducerID: pid, Epoch: ep, Group: group, NowMs: 2}}
 }
 
+func written(seq int64, topic string, parts ...int32) Command {
+	var ms []WrittenMarker
+	for _, p := range parts {
+		ms = append(ms, WrittenMarker{ID: "tx", Seq: seq, Topic: topic, Partition: p})
+	}
+	return Command{MarkersWritten: &MarkersWritten{Markers: ms}}
+}
+
 func endTxn(pid int64, ep int16, commit, bump bool) Command {
 	return Command{EndTxn: &EndTxn{ID: "tx", ProducerID: pid, Epoch: ep, Commit: commit, Bump: bump, NowMs: 3}}
 }
@@ -91,8 +99,10 @@ func TestTransactionCommitsItsOffsetsWithIt(t *testing.T) {
 		t.Fatalf("write after EndTxn: %v, want INVALID_TXN_STATE", err)
 	}
 	runTxnSteps(t, s, []txnStep{
-		{name: "complete an older transaction", cmd: Command{CompleteTxn: &CompleteTxn{ID: "tx", Seq: 0}}, state: TxnPrepareCommit},
-		{name: "complete", cmd: Command{CompleteTxn: &CompleteTxn{ID: "tx", Seq: 1}}, pid: 1000, ep: 0, state: TxnCompleteCommit},
+		{name: "markers of an older transaction", cmd: written(0, "out", 1, 2, 3), state: TxnPrepareCommit},
+		{name: "two markers", cmd: written(1, "out", 1, 2), state: TxnPrepareCommit},
+		{name: "a marker reported twice", cmd: written(1, "out", 2), state: TxnPrepareCommit},
+		{name: "the last marker", cmd: written(1, "out", 3), state: TxnCompleteCommit},
 		{name: "commit retried once complete", cmd: endTxn(1000, 0, true, false), pid: 1000, ep: 0},
 		{name: "next transaction", cmd: addParts(1000, 0, 5, "out", 0), pid: 1000, ep: 0, state: TxnOngoing},
 	})
@@ -120,7 +130,7 @@ func TestInitFencesAndAbortsTheOpenTransaction(t *testing.T) {
 		t.Fatalf("a fenced producer's write: %v", err)
 	}
 	runTxnSteps(t, s, []txnStep{
-		{name: "aborted", cmd: Command{CompleteTxn: &CompleteTxn{ID: "tx", Seq: 1}}, pid: 1000, ep: 1, state: TxnCompleteAbort},
+		{name: "aborted", cmd: written(1, "out", 0), state: TxnCompleteAbort},
 		{name: "second producer gets its epoch", cmd: initTxn(-1, -1), pid: 1000, ep: 2, state: TxnEmpty},
 	})
 }
@@ -158,7 +168,7 @@ func TestEndTxnBumpsTheEpoch(t *testing.T) {
 		{name: "commit", cmd: endTxn(1000, 0, true, true), pid: 1000, ep: 1, state: TxnPrepareCommit},
 		{name: "commit retried while its markers are written", cmd: endTxn(1000, 0, true, true), err: kerr.ConcurrentTransactions},
 		{name: "abort retried", cmd: endTxn(1000, 0, false, true), err: kerr.InvalidTxnState},
-		{name: "complete", cmd: Command{CompleteTxn: &CompleteTxn{ID: "tx", Seq: 1}}, pid: 1000, ep: 1},
+		{name: "complete", cmd: written(1, "out", 0), state: TxnCompleteCommit},
 		{name: "commit retried once complete", cmd: endTxn(1000, 0, true, true), pid: 1000, ep: 1},
 		{name: "old epoch begins", cmd: addParts(1000, 0, 4, "out", 0), err: kerr.ProducerFenced},
 		{name: "abort with nothing open", cmd: endTxn(1000, 1, false, true), pid: 1000, ep: 2, state: TxnCompleteAbort},

@@ -30,6 +30,7 @@ import (
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/broker/security"
 	"github.com/raftka/raftka/broker/server"
+	"github.com/raftka/raftka/broker/txn"
 )
 
 // Broker is one running Raftka broker: the composition root that builds
@@ -292,6 +293,9 @@ func (b *Broker) startLoops() {
 	b.goBackground(func(ctx context.Context) {
 		offsetstopic.Run(ctx, offsetstopic.Deps{Groups: b.groups, Meta: b.meta, Propose: b.proposeMeta, Log: b.log,
 			Coordinating: func() bool { id, ok := b.metaLeader(); return ok && id == b.cfg.ID }})
+	})
+	b.goBackground(func(ctx context.Context) {
+		txn.Run(ctx, txn.Deps{ID: b.cfg.ID, Meta: b.meta, Partitions: partitionProposer{b}, Propose: b.proposeMeta, MetaLeader: b.metaLeader, Log: b.log})
 	})
 	if b.cfg.ScramUsersDir != "" {
 		b.goBackground(security.ScramUsers{Dir: b.cfg.ScramUsersDir, Credentials: b.meta, Propose: b.proposeMeta, Log: b.log}.Run)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
+	"github.com/raftka/raftka/broker/partition"
 	"github.com/raftka/raftka/broker/replica"
 )
 
@@ -67,4 +68,30 @@ func retriable(err error) bool {
 	return errors.Is(err, dragonboat.ErrSystemBusy) || errors.Is(err, dragonboat.ErrClusterNotReady) ||
 		errors.Is(err, dragonboat.ErrTimeout) || errors.Is(err, dragonboat.ErrCanceled) || errors.Is(err, dragonboat.ErrAborted) ||
 		errors.Is(err, dragonboat.ErrRejected)
+}
+
+// partitionProposer proposes to the partition groups this broker leads,
+// for loops that write to partitions (package txn).
+type partitionProposer struct{ b *Broker }
+
+func (p partitionProposer) IsLeader(shard uint64) bool { return p.b.replicas.IsLeader(shard) }
+func (p partitionProposer) Term(shard uint64) int32    { return p.b.replicas.Term(shard) }
+
+// Propose proposes cmd to shard's group, retrying while it is busy, and
+// gives up when this broker stops leading it.
+func (p partitionProposer) Propose(ctx context.Context, shard uint64, cmd []byte) (partition.Result, error) {
+	ctx, stop := p.b.untilDeposed(ctx, shard)
+	defer stop()
+	for {
+		res, err := p.b.nh.SyncPropose(ctx, p.b.nh.GetNoOPSession(shard), cmd)
+		if err == nil {
+			return partition.DecodeResult(res), nil
+		}
+		if !retriable(err) || ctx.Err() != nil {
+			return partition.Result{}, err
+		}
+		if !wait.Sleep(ctx, 50*time.Millisecond) {
+			return partition.Result{}, ctx.Err()
+		}
+	}
 }

@@ -138,3 +138,17 @@ func patchBatch(b []byte, baseOffset int64, epoch int32) {
 	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(baseOffset))
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(epoch))
 }
+
+// TransactionalProducer reports the producer of a request's batches for a
+// partition if they are all transactional and of one producer and epoch,
+// as a transactional producer sends them.
+func TransactionalProducer(batches [][]byte) (producerID int64, epoch int16, ok bool) {
+	for i, b := range batches {
+		h, err := readHeader(b)
+		if err != nil || !h.isTransactional() || h.isControl() || i > 0 && (h.ProducerID != producerID || h.ProducerEpoch != epoch) {
+			return 0, 0, false
+		}
+		producerID, epoch = h.ProducerID, h.ProducerEpoch
+	}
+	return producerID, epoch, len(batches) > 0
+}

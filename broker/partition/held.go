@@ -75,3 +75,18 @@ func cutBatch(raw []byte, offset int64) []byte {
 	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], crc32c))
 	return out
 }
+
+// EndOfBatches is one past the last offset of whole batches as Read
+// returns them; 0 for none.
+func EndOfBatches(batches []byte) int64 {
+	end := int64(0)
+	for n := 0; n+batchHeaderLength <= len(batches); {
+		h, err := readHeader(batches[n:])
+		if err != nil || n+int(h.Length) > len(batches) {
+			break
+		}
+		end = h.BaseOffset + int64(h.LastDelta) + 1
+		n += int(h.Length)
+	}
+	return end
+}

@@ -167,13 +167,17 @@ func (srv *Server) fetchOnce(req *kmsg.FetchRequest, names []string, listener st
 				wake = append(wake, srv.Meta.Changed()) // a hold rises or lifts in the metadata
 			}
 			start, end := log.Offsets()
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = end, end, start
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = end, log.LastStable(), start
 			maxBytes := min(int(p.PartitionMaxBytes), budget)
 			if total > 0 && maxBytes <= 0 {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			data, rerr := readUpToHold(log, info, p.FetchOffset, maxBytes)
+			committed := req.IsolationLevel == 1 && !fromReplica
+			data, rerr := readForConsumer(log, info, p.FetchOffset, maxBytes, committed)
+			if committed && len(data) > 0 {
+				rp.AbortedTransactions = abortedIn(log, p.FetchOffset, partition.EndOfBatches(data))
+			}
 			switch {
 			case errors.Is(rerr, partition.ErrOffsetOutOfRange):
 				rp.ErrorCode, failed = kerr.OffsetOutOfRange.Code, true
@@ -218,20 +222,42 @@ func waitAny(chans []<-chan struct{}, d time.Duration, stop <-chan struct{}) {
 	}
 }
 
-// readUpToHold reads a partition for a consumer: a partition an ordered
-// growth holds yields only the batches before its hold (the high
+// readForConsumer reads a partition for a consumer: a partition an
+// ordered growth holds yields only the batches before its hold (the high
 // watermark stays the log end, so the held records count as lag); a
+// read_committed one only those before the last stable offset. A
 // replica's fetch has no view (info is zero) and is never held.
-func readUpToHold(log *partition.Log, info partitionInfo, offset int64, maxBytes int) ([]byte, error) {
-	if info.Held && offset >= info.Hold {
+func readForConsumer(log *partition.Log, info partitionInfo, offset int64, maxBytes int, committed bool) ([]byte, error) {
+	limit, limited := int64(0), false
+	if info.Held {
+		limit, limited = info.Hold, true
+	}
+	if committed {
+		if lso := log.LastStable(); !limited || lso < limit {
+			limit, limited = lso, true
+		}
+	}
+	if limited && offset >= limit {
 		if start, end := log.Offsets(); offset < start || offset > end {
 			return nil, partition.ErrOffsetOutOfRange
 		}
 		return nil, nil
 	}
 	data, err := log.Read(offset, int32(max(maxBytes, 1)))
-	if info.Held {
-		data = partition.RecordsBefore(data, info.Hold)
+	if limited {
+		data = partition.RecordsBefore(data, limit)
 	}
 	return data, err
+}
+
+// abortedIn lists the transactions aborted with records in [from, to),
+// for a read_committed consumer to drop.
+func abortedIn(log *partition.Log, from, to int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	var out []kmsg.FetchResponseTopicPartitionAbortedTransaction
+	for _, a := range log.AbortedIn(from, to) {
+		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+		out = append(out, at)
+	}
+	return out
 }

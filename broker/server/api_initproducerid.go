@@ -12,8 +12,9 @@ import (
 	"github.com/raftka/raftka/broker/meta"
 )
 
-// InitProducerId v0-v4: idempotent producers only (no transactional id);
-// v2 flexible; v3+ may bump the epoch of an existing producer id (KIP-360).
+// InitProducerId v0-v4: v2 flexible; v3+ may bump the epoch of an
+// existing producer id (KIP-360); v4 answers PRODUCER_FENCED. With a
+// transactional id it goes to the transaction coordinator (txncoord.go).
 func init() { register(kmsg.InitProducerID, 0, 4, handleInitProducerID) }
 
 func handleInitProducerID(srv *Server, r *request) (kmsg.Response, error) {
@@ -21,7 +22,7 @@ func handleInitProducerID(srv *Server, r *request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		initTxnProducer(srv, r, req, resp)
 		return resp, nil
 	}
 	if !srv.mayProduceIdempotently(r) {
@@ -80,4 +81,26 @@ func (srv *Server) mayProduceIdempotently(r *request) bool {
 		found = acl.AllowsAny(s.ACLs(), r.conn.principal(), r.conn.host(), kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic)
 	})
 	return found
+}
+
+// initTxnProducer gives a transactional id its producer, fencing the one
+// before (meta/txn.go).
+func initTxnProducer(srv *Server, r *request, req *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) {
+	id := *req.TransactionalID
+	switch {
+	case id == "":
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return
+	case r.onTxn(srv, id) != nil:
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return
+	case req.TransactionTimeoutMillis <= 0 || time.Duration(req.TransactionTimeoutMillis)*time.Millisecond > maxTxnTimeout:
+		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
+		return
+	}
+	out, err := srv.proposeTxn(&meta.Command{InitTxnProducer: &meta.InitTxnProducer{ID: id, TimeoutMs: req.TransactionTimeoutMillis,
+		ExpectedProducerID: req.ProducerID, ExpectedEpoch: req.ProducerEpoch, NowMs: time.Now().UnixMilli()}})
+	if resp.ErrorCode = txnErr(err, req.Version, 4); resp.ErrorCode == 0 {
+		resp.ProducerID, resp.ProducerEpoch = out.ProducerID, out.Epoch
+	}
 }

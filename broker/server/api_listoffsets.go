@@ -11,7 +11,8 @@ import (
 	"github.com/raftka/raftka/broker/replica"
 )
 
-// ListOffsets v0-v7: earliest (-2), latest (-1), max timestamp (-3, v7),
+// ListOffsets v0-v7: earliest (-2), latest (-1; the last stable offset for
+// read_committed), max timestamp (-3, v7),
 // or the first offset at a timestamp; v6 flexible. v0, which Kafka 3
 // still serves and older sarama clients send (Burrow 1.2), answers a list
 // of offsets: the one asked for.
@@ -59,6 +60,9 @@ func handleListOffsets(srv *Server, r *request) (kmsg.Response, error) {
 			start, end := log.Offsets()
 			if req.ReplicaID < 0 && info.Held {
 				end = min(end, info.Hold) // a `latest` reset during an ordered growth's hold skips nothing
+			}
+			if req.ReplicaID < 0 && req.IsolationLevel == 1 {
+				end = min(end, log.LastStable()) // read_committed reads no further
 			}
 			var rerr error
 			switch p.Timestamp {

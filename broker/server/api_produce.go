@@ -73,7 +73,7 @@ func handleProduce(srv *Server, r *request) (kmsg.Response, error) {
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 				continue
 			}
-			pp, err := srv.proposeProduce(req, name, p, timeout)
+			pp, err := srv.proposeProduce(r, req, name, p, timeout)
 			if err != nil {
 				rp.ErrorCode = err.Code
 				continue
@@ -92,44 +92,7 @@ func handleProduce(srv *Server, r *request) (kmsg.Response, error) {
 	srv.Metrics.Stage(stageRead, began.Sub(r.arrived))
 	srv.Metrics.Stage(stagePropose, proposed.Sub(began))
 	r.deferred = func() kmsg.Response {
-		early, spread := awaitInTurn(pending)
-		if spread >= 0 {
-			srv.Metrics.Stage(stageCommitSpread, spread)
-		}
-		for i, p := range pending {
-			var res dragonboat.RequestResult
-			ok := early[i] != nil
-			if ok {
-				res = *early[i]
-			} else {
-				res, ok = srv.awaitProposal(p)
-			}
-			switch {
-			case !ok:
-				p.rp.ErrorCode = kerr.NotLeaderForPartition.Code
-			case res.Completed():
-				out := partition.DecodeResult(res.GetResult())
-				switch {
-				case errors.Is(out.Err, kerr.OutOfOrderSequenceNumber):
-					srv.Metrics.OutOfOrder(p.topic)
-				case out.Duplicate:
-					srv.Metrics.Duplicate(p.topic)
-				}
-				if out.Err != nil {
-					p.rp.ErrorCode = kafkaerr.Code(out.Err)
-				} else {
-					if !out.Duplicate {
-						srv.Metrics.ProducedTo(p.topic, p.bytes, p.records)
-					}
-					p.rp.BaseOffset, p.rp.LogStartOffset, p.rp.LogAppendTime = out.BaseOffset, out.LogStartOffset, p.appendTime
-				}
-			case res.Timeout():
-				p.rp.ErrorCode = kerr.RequestTimedOut.Code
-			default: // dropped, aborted or terminated: leadership moved
-				p.rp.ErrorCode = kerr.NotLeaderForPartition.Code
-			}
-			p.rs.Release()
-		}
+		srv.awaitProduced(pending)
 		answered := time.Now()
 		srv.Metrics.Stage(stageCommit, answered.Sub(proposed))
 		r.written = func() { srv.Metrics.Stage(stageRespond, time.Since(answered)) }
@@ -138,6 +101,49 @@ func handleProduce(srv *Server, r *request) (kmsg.Response, error) {
 		return resp
 	}
 	return nil, nil
+}
+
+// awaitProduced waits for each partition's proposal and fills its part of
+// the response.
+func (srv *Server) awaitProduced(pending []pendingProduce) {
+	early, spread := awaitInTurn(pending)
+	if spread >= 0 {
+		srv.Metrics.Stage(stageCommitSpread, spread)
+	}
+	for i, p := range pending {
+		var res dragonboat.RequestResult
+		ok := early[i] != nil
+		if ok {
+			res = *early[i]
+		} else {
+			res, ok = srv.awaitProposal(p)
+		}
+		switch {
+		case !ok:
+			p.rp.ErrorCode = kerr.NotLeaderForPartition.Code
+		case res.Completed():
+			out := partition.DecodeResult(res.GetResult())
+			switch {
+			case errors.Is(out.Err, kerr.OutOfOrderSequenceNumber):
+				srv.Metrics.OutOfOrder(p.topic)
+			case out.Duplicate:
+				srv.Metrics.Duplicate(p.topic)
+			}
+			if out.Err != nil {
+				p.rp.ErrorCode = kafkaerr.Code(out.Err)
+			} else {
+				if !out.Duplicate {
+					srv.Metrics.ProducedTo(p.topic, p.bytes, p.records)
+				}
+				p.rp.BaseOffset, p.rp.LogStartOffset, p.rp.LogAppendTime = out.BaseOffset, out.LogStartOffset, p.appendTime
+			}
+		case res.Timeout():
+			p.rp.ErrorCode = kerr.RequestTimedOut.Code
+		default: // dropped, aborted or terminated: leadership moved
+			p.rp.ErrorCode = kerr.NotLeaderForPartition.Code
+		}
+		p.rs.Release()
+	}
 }
 
 // awaitInTurn takes the results of a request's partitions in the order
@@ -259,10 +265,7 @@ func (srv *Server) tellGrowth(c *clientConn, topic string) bool {
 // proposeProduce validates one partition's records and proposes them; the
 // pending proposal has the log append time they will carry, or -1 for
 // CreateTime.
-func (srv *Server) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg.ProduceRequestTopicPartition, timeout time.Duration) (pendingProduce, *kerr.Error) {
-	if req.TransactionID != nil {
-		return pendingProduce{}, kerr.TransactionalIDAuthorizationFailed
-	}
+func (srv *Server) proposeProduce(r *request, req *kmsg.ProduceRequest, topic string, p kmsg.ProduceRequestTopicPartition, timeout time.Duration) (pendingProduce, *kerr.Error) {
 	rep, info, notLeader := srv.leaderReplica(topic, p.Partition)
 	if rep == nil && notLeader != nil {
 		return pendingProduce{}, notLeader
@@ -295,17 +298,31 @@ func (srv *Server) proposeProduce(req *kmsg.ProduceRequest, topic string, p kmsg
 			return pendingProduce{}, kerr.InvalidRecord
 		}
 	}
+	txnSeq := int64(-1)
+	if req.TransactionID != nil {
+		seq, err := srv.txnSeq(r, req, topic, p.Partition, batches)
+		if err != nil {
+			return pendingProduce{}, err
+		}
+		txnSeq = seq
+	}
 	records, err := partition.Recompress(p.Records, batches, info.codec, info.MaxMessage)
 	if err != nil {
 		return pendingProduce{}, kafkaerr.Of(err, kerr.UnknownServerError)
 	}
-	var cmd []byte
 	appendTime := int64(-1)
 	if info.AppendTime {
 		appendTime = time.Now().UnixMilli()
-		cmd = partition.ProduceAppendTimeCommand(srv.Replicas.Term(info.Shard), appendTime, records)
-	} else {
-		cmd = partition.ProduceCommand(srv.Replicas.Term(info.Shard), records)
+	}
+	term := srv.Replicas.Term(info.Shard)
+	var cmd []byte
+	switch {
+	case txnSeq >= 0:
+		cmd = partition.ProduceTxnCommand(term, txnSeq, appendTime, records)
+	case info.AppendTime:
+		cmd = partition.ProduceAppendTimeCommand(term, appendTime, records)
+	default:
+		cmd = partition.ProduceCommand(term, records)
 	}
 	deposed := srv.Replicas.Deposed(info.Shard) // before proposing, to see a step-down that follows
 	deadline := time.Now().Add(timeout)

@@ -18,7 +18,8 @@ func TestEveryAPIIsAuthorized(t *testing.T) {
 		kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.InitProducerID, kmsg.OffsetForLeaderEpoch, kmsg.DescribeACLs, kmsg.CreateACLs,
 		kmsg.DeleteACLs, kmsg.DescribeConfigs, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs, kmsg.DescribeCluster,
 		kmsg.DescribeUserSCRAMCredentials, kmsg.AlterUserSCRAMCredentials, kmsg.CreatePartitions, kmsg.DeleteRecords, kmsg.DeleteGroups,
-		kmsg.OffsetDelete, kmsg.DescribeProducers, kmsg.DescribeClientQuotas, kmsg.AlterClientQuotas}
+		kmsg.OffsetDelete, kmsg.DescribeProducers, kmsg.DescribeClientQuotas, kmsg.AlterClientQuotas, kmsg.AddPartitionsToTxn,
+		kmsg.AddOffsetsToTxn, kmsg.EndTxn, kmsg.TxnOffsetCommit}
 	placed := map[kmsg.Key]bool{}
 	for _, k := range append(unauthorized, inHandler...) {
 		placed[k] = true

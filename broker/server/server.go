@@ -99,6 +99,9 @@ type Raft interface {
 	GetNoOPSession(clusterID uint64) *client.Session
 	Propose(session *client.Session, cmd []byte, timeout time.Duration) (*dragonboat.RequestState, error)
 	SyncPropose(ctx context.Context, session *client.Session, cmd []byte) (sm.Result, error)
+	// SyncRead waits until this broker's replica of a group has applied
+	// what its leader had committed when asked (a read barrier).
+	SyncRead(ctx context.Context, clusterID uint64, query interface{}) (interface{}, error)
 	GetLeaderID(clusterID uint64) (uint64, bool, error)
 	RequestLeaderTransfer(clusterID uint64, targetNodeID uint64) error
 }

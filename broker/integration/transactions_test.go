@@ -1,0 +1,152 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/raftka/raftka/broker/brokertest"
+)
+
+// transactional is a franz-go producer of transactional id id.
+func transactional(c *brokertest.Cluster, id, topic string) *kgo.Client {
+	return c.Client(kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.TransactionTimeout(30*time.Second))
+}
+
+// inTxn produces values in one transaction and ends it as commit says.
+func inTxn(ctx context.Context, cl *kgo.Client, commit bool, values ...string) error {
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	for _, v := range values {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}).FirstErr(); err != nil {
+			return err
+		}
+	}
+	return cl.EndTransaction(ctx, kgo.TransactionEndTry(commit))
+}
+
+func values(recs []*kgo.Record) map[string]int {
+	out := map[string]int{}
+	for _, r := range recs {
+		out[string(r.Value)]++
+	}
+	return out
+}
+
+// A read_committed consumer reads every committed record once and none of
+// an aborted transaction; a read_uncommitted one reads both.
+func TestTransactionsCommitAndAbort(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("txn-out", 3, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p := transactional(c, "t1", "txn-out")
+	defer p.Close()
+	var committed, aborted []string
+	for i := range 10 {
+		committed = append(committed, fmt.Sprintf("c%d", i))
+		aborted = append(aborted, fmt.Sprintf("a%d", i))
+	}
+	if err := inTxn(ctx, p, true, committed[:5]...); err != nil {
+		t.Fatal(err)
+	}
+	if err := inTxn(ctx, p, false, aborted...); err != nil {
+		t.Fatal(err)
+	}
+	if err := inTxn(ctx, p, true, committed[5:]...); err != nil {
+		t.Fatal(err)
+	}
+	got := values(consumeAll(t, c, "txn-out", 10, kgo.FetchIsolationLevel(kgo.ReadCommitted())))
+	for _, v := range committed {
+		if got[v] != 1 {
+			t.Fatalf("read_committed read %q %d times: %v", v, got[v], got)
+		}
+	}
+	if len(got) != 10 {
+		t.Fatalf("read_committed read %v, want the 10 committed records alone", got)
+	}
+	if all := values(consumeAll(t, c, "txn-out", 20)); len(all) != 20 {
+		t.Fatalf("read_uncommitted read %d values, want 20 (aborted ones too)", len(all))
+	}
+}
+
+// A second producer with the same transactional id fences the first: the
+// first's writes and its commit are refused, and what it left open is
+// aborted.
+func TestTransactionalIDFencesTheOldProducer(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("txn-fence", 3, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	old := transactional(c, "t2", "txn-fence")
+	defer old.Close()
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := transactional(c, "t2", "txn-fence")
+	defer fresh.Close()
+	if err := inTxn(ctx, fresh, true, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	err := old.EndTransaction(ctx, kgo.TryCommit)
+	if err == nil {
+		err = old.ProduceSync(ctx, &kgo.Record{Value: []byte("late")}).FirstErr()
+	}
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("the fenced producer's commit: %v, want PRODUCER_FENCED or INVALID_PRODUCER_EPOCH", err)
+	}
+	got := values(consumeAll(t, c, "txn-fence", 1, kgo.FetchIsolationLevel(kgo.ReadCommitted())))
+	if len(got) != 1 || got["fresh"] != 1 {
+		t.Fatalf("read_committed read %v, want only the new producer's record", got)
+	}
+}
+
+// An open transaction holds read_committed consumers at the last stable
+// offset, including records committed after it began; once it times out
+// it is aborted, its producer fenced, and the consumers move on.
+func TestOpenTransactionHoldsReadersUntilItTimesOut(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("txn-open", 1, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	open := c.Client(kgo.TransactionalID("t-open"), kgo.DefaultProduceTopic("txn-open"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.TransactionTimeout(3*time.Second))
+	defer open.Close()
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.ProduceSync(ctx, &kgo.Record{Value: []byte("left open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	other := transactional(c, "t-other", "txn-open")
+	defer other.Close()
+	if err := inTxn(ctx, other, true, "committed after"); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	reader := c.Client(kgo.ConsumeTopics("txn-open"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	defer reader.Close()
+	first, err := brokertest.ConsumeN(ctx, reader, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(first[0].Value); got != "committed after" || time.Since(began) < 2*time.Second {
+		t.Fatalf("read_committed read %q %v after the commit, want the committed record only once the open transaction timed out (3 s)",
+			got, time.Since(began))
+	}
+	err = open.EndTransaction(ctx, kgo.TryCommit)
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("commit of the timed-out transaction: %v, want the producer fenced", err)
+	}
+}

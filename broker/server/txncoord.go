@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/broker/meta"
+)
+
+// What the transaction coordinator's handlers share: the metadata
+// leader coordinates every transactional id, as it does every group
+// (docs/design/transactions.md).
+
+// maxTxnTimeout is the longest transaction.timeout.ms a producer may ask
+// for: Kafka's transaction.max.timeout.ms default.
+const maxTxnTimeout = 15 * time.Minute
+
+// txnProposeTimeout bounds a coordinator's proposal.
+const txnProposeTimeout = 10 * time.Second
+
+// proposeTxn proposes a transaction command on the coordinator. Another
+// broker, or a coordinator that lost the metadata group meanwhile,
+// answers NOT_COORDINATOR, so that the client finds the new one.
+func (srv *Server) proposeTxn(cmd *meta.Command) (meta.Outcome, *kerr.Error) {
+	if !srv.isCoordinator() {
+		return meta.Outcome{}, kerr.NotCoordinator
+	}
+	all := false
+	srv.Meta.Read(func(s *meta.State) { all = s.AllBrokersHave(meta.FeatureTransactions) })
+	if !all {
+		// A broker of an older version would refuse the partitions'
+		// transactional commands (a rolling upgrade).
+		return meta.Outcome{}, kerr.CoordinatorNotAvailable
+	}
+	ctx, cancel := context.WithTimeout(srv.ctx, txnProposeTimeout)
+	defer cancel()
+	out, err := srv.Propose(ctx, cmd)
+	if err != nil {
+		return meta.Outcome{}, kerr.NotCoordinator
+	}
+	var ke *kerr.Error
+	if out.Err != nil && !errors.As(out.Err, &ke) {
+		return out, kerr.UnknownServerError
+	}
+	return out, ke
+}
+
+// txnErr is the error a transactional request of version v answers:
+// versions before fencedSince knew no PRODUCER_FENCED (KIP-588) and are
+// told INVALID_PRODUCER_EPOCH, as Kafka tells them.
+func txnErr(err *kerr.Error, v, fencedSince int16) int16 {
+	if err == nil {
+		return 0
+	}
+	if err == kerr.ProducerFenced && v < fencedSince {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return err.Code
+}
+
+// onTxn is the authorizer's answer for a transactional id: WRITE on it,
+// Kafka's rule for every transactional request.
+func (r *request) onTxn(srv *Server, id string) *kerr.Error {
+	if r.allowed(srv, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, id) {
+		return nil
+	}
+	return kerr.TransactionalIDAuthorizationFailed
+}
