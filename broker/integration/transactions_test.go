@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -148,5 +149,62 @@ func TestOpenTransactionHoldsReadersUntilItTimesOut(t *testing.T) {
 	err = open.EndTransaction(ctx, kgo.TryCommit)
 	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
 		t.Fatalf("commit of the timed-out transaction: %v, want the producer fenced", err)
+	}
+}
+
+// A consume-transform-produce pipeline (franz-go's GroupTransactSession)
+// writes every input record to its output exactly once, and commits the
+// group's offsets with its output.
+func TestGroupTransactSessionIsExactlyOnce(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("pipe-in", 3, 3, nil)
+	c.CreateTopic("pipe-out", 3, 3, nil)
+	const n = 300
+	produceN(t, c, "pipe-in", n)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Bootstrap()...), kgo.TransactionalID("pipe"), kgo.ConsumerGroup("pipe-g"),
+		kgo.ConsumeTopics("pipe-in"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DefaultProduceTopic("pipe-out"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.TransactionTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	for done := 0; done < n; {
+		fetches := sess.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("processed %d of %d: %v", done, n, ctx.Err())
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		var batch int
+		fetches.EachRecord(func(r *kgo.Record) {
+			batch++
+			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: append([]byte("out-"), r.Value...)}, nil)
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if committed {
+			done += batch
+		}
+	}
+	got := values(consumeAll(t, c, "pipe-out", n, kgo.FetchIsolationLevel(kgo.ReadCommitted())))
+	for i := range n {
+		if v := fmt.Sprintf("out-%d", i); got[v] != 1 {
+			t.Fatalf("output holds %q %d times", v, got[v])
+		}
+	}
+	adm := c.Admin()
+	offsets, err := adm.FetchOffsets(ctx, "pipe-g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	offsets.Each(func(o kadm.OffsetResponse) { total += o.At })
+	if total != n {
+		t.Fatalf("the group committed offsets summing to %d, want %d (every input record)", total, n)
 	}
 }
