@@ -78,7 +78,7 @@ KAFKAJS := broker/integration/testdata/kafkajs
 test: test-deps build manifests vet lint envtest $(HELM) $(KAFKAJS)/node_modules/.package-lock.json ## vet, golangci-lint, then unit, envtest and integration tests (real API server, real brokers on 127.0.0.1, franz-go, sarama, kafka-go, kcat, confluent-kafka, KafkaJS and kafka-python)
 	@git diff --exit-code --stat -- config/ api/ charts/ || (echo "generated files are out of date: commit 'make generate manifests'"; exit 1)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "run 'make fmt'"; exit 1)
-	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_TEST_DEPS=installed RAFTKA_BROKER_BIN=$(BIN)/raftka-broker $(GO) test -count=1 -p 1 -timeout 30m ./...
+	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) RAFTKA_TEST_DEPS=installed RAFTKA_BROKER_BIN=$(BIN)/raftka-broker $(GO) test -count=1 -p 1 -timeout 40m ./...
 
 test-deps: ## the Debian packages the client tests need (installed as root, else named with the command to run)
 	hack/test-deps.sh
