@@ -120,8 +120,15 @@ func TestOpenTransactionHoldsReadersUntilItTimesOut(t *testing.T) {
 	c.CreateTopic("txn-open", 1, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// A first transaction, so that the partition is led and the
+	// coordinator known before the clock of the one left open runs.
+	other := transactional(c, "t-other", "txn-open")
+	defer other.Close()
+	if err := inTxn(ctx, other, true, "before"); err != nil {
+		t.Fatal(err)
+	}
 	open := c.Client(kgo.TransactionalID("t-open"), kgo.DefaultProduceTopic("txn-open"), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.TransactionTimeout(3*time.Second))
+		kgo.TransactionTimeout(4*time.Second))
 	defer open.Close()
 	if err := open.BeginTransaction(); err != nil {
 		t.Fatal(err)
@@ -129,22 +136,31 @@ func TestOpenTransactionHoldsReadersUntilItTimesOut(t *testing.T) {
 	if err := open.ProduceSync(ctx, &kgo.Record{Value: []byte("left open")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	other := transactional(c, "t-other", "txn-open")
-	defer other.Close()
+	began := time.Now()
 	if err := inTxn(ctx, other, true, "committed after"); err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now()
-	reader := c.Client(kgo.ConsumeTopics("txn-open"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	defer reader.Close()
-	first, err := brokertest.ConsumeN(ctx, reader, 1)
+	described, err := c.Admin().DescribeProducers(ctx, kadm.TopicsSet{"txn-open": {0: {}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(first[0].Value); got != "committed after" || time.Since(began) < 2*time.Second {
-		t.Fatalf("read_committed read %q %v after the commit, want the committed record only once the open transaction timed out (3 s)",
-			got, time.Since(began))
+	openAt := map[int64]bool{}
+	described.EachProducer(func(p kadm.DescribedProducer) { openAt[p.CurrentTxnStartOffset] = true })
+	// The committed transaction's marker may still be on its way (EndTxn
+	// answers once the commit is decided), so only the open one is sure.
+	if !openAt[2] {
+		t.Fatalf("DescribeProducers: transactions open at %v, want one at offset 2", openAt)
+	}
+	reader := c.Client(kgo.ConsumeTopics("txn-open"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	defer reader.Close()
+	read, err := brokertest.ConsumeN(ctx, reader, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(read[1].Value); string(read[0].Value) != "before" || got != "committed after" || time.Since(began) < 2*time.Second {
+		t.Fatalf("read_committed read %q, %q %v after the open transaction began, want the committed records only, the second once "+
+			"the open transaction timed out (4 s)", read[0].Value, got, time.Since(began))
 	}
 	err = open.EndTransaction(ctx, kgo.TryCommit)
 	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {

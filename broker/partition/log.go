@@ -609,6 +609,9 @@ type ProducerState struct {
 	Epoch         int16
 	LastSequence  int32
 	LastTimestamp int64 // the max timestamp of its last batch
+	// TxnStartOffset is where its open transaction here begins, -1 for
+	// none.
+	TxnStartOffset int64
 }
 
 // Producers returns the idempotent producers whose batches are in the log,
@@ -618,7 +621,10 @@ func (l *Log) Producers() []ProducerState {
 	defer l.mu.RUnlock()
 	out := make([]ProducerState, 0, len(l.producer))
 	for id, st := range l.producer {
-		ps := ProducerState{ID: id, Epoch: st.Epoch, LastSequence: -1, LastTimestamp: -1}
+		ps := ProducerState{ID: id, Epoch: st.Epoch, LastSequence: -1, LastTimestamp: -1, TxnStartOffset: -1}
+		if first, ok := l.txn.open[id]; ok {
+			ps.TxnStartOffset = first
+		}
 		if n := len(st.Recent); n > 0 {
 			ps.LastSequence, ps.LastTimestamp = st.Recent[n-1].LastSeq, st.Recent[n-1].MaxTimestamp
 		}

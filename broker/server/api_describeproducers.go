@@ -6,8 +6,9 @@ import (
 
 // DescribeProducers v0 (KIP-664, `kafka-transactions.sh describe-producers`):
 // the idempotent producers a partition's leader remembers, with their epoch,
-// last sequence and last timestamp. Without transactions no producer has an
-// open one (CurrentTxnStartOffset -1).
+// last sequence and last timestamp, and where the producer's open
+// transaction on the partition begins (CurrentTxnStartOffset, -1 for
+// none).
 func init() { register(kmsg.DescribeProducers, 0, 0, handleDescribeProducers) }
 
 func handleDescribeProducers(srv *Server, r *request) (kmsg.Response, error) {
@@ -34,7 +35,7 @@ func handleDescribeProducers(srv *Server, r *request) (kmsg.Response, error) {
 			for _, p := range rep.StateMachine().Log().Producers() {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = p.ID, int32(p.Epoch), p.LastSequence, p.LastTimestamp
-				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, p.TxnStartOffset
 				rp.ActiveProducers = append(rp.ActiveProducers, ap)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
