@@ -224,3 +224,55 @@ func TestGroupTransactSessionIsExactlyOnce(t *testing.T) {
 		t.Fatalf("the group committed offsets summing to %d, want %d (every input record)", total, n)
 	}
 }
+
+// kafka-transactions.sh's APIs: an open transaction is listed and
+// described with its partitions; a topic deleted under an ending
+// transaction does not hold the transactional id for ever.
+func TestTransactionsAreListedAndDescribed(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("txn-kept", 2, 3, nil)
+	c.CreateTopic("txn-doomed", 1, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p := transactional(c, "t-listed", "txn-kept")
+	defer p.Close()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"txn-kept", "txn-doomed"} {
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := c.Admin()
+	listed, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := listed["t-listed"]; !ok || len(listed) != 1 {
+		t.Fatalf("ongoing transactions listed: %+v", listed)
+	}
+	described, err := adm.DescribeTransactions(ctx, "t-listed", "t-unknown")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := described["t-listed"]
+	if d.Err != nil || d.State != "Ongoing" || len(d.Topics["txn-kept"])+len(d.Topics["txn-doomed"]) != 2 || d.StartTimestamp <= 0 {
+		t.Fatalf("described %+v", d)
+	}
+	if !errors.Is(described["t-unknown"].Err, kerr.TransactionalIDNotFound) {
+		t.Fatalf("an unknown id described as %+v", described["t-unknown"])
+	}
+	if _, err := adm.DeleteTopics(ctx, "txn-doomed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if err := inTxn(ctx, p, true, "next"); err != nil {
+		t.Fatalf("the next transaction after a topic of the last was deleted: %v", err)
+	}
+	if got := values(consumeAll(t, c, "txn-kept", 2, kgo.FetchIsolationLevel(kgo.ReadCommitted()))); got["v"] != 1 || got["next"] != 1 {
+		t.Fatalf("read_committed read %v", got)
+	}
+}

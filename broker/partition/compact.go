@@ -58,6 +58,9 @@ const DefaultCleanerMaxKeys = 1 << 20
 // errKeyMapFull stops a pass's mapping where its key map is full.
 var errKeyMapFull = errors.New("partition: key map full")
 
+// errUnstable ends a pass's mapping at the last stable offset.
+var errUnstable = errors.New("partition: reached the last stable offset")
+
 // CleanResult says what one pass did.
 type CleanResult struct {
 	Cleaned        bool  // whether the pass ran
@@ -149,6 +152,10 @@ func (l *Log) clean(opts CleanOptions) (CleanResult, error) {
 	dec := batchDecompressor()
 	latest := map[keyHash]int64{}
 	mappedEnd := int64(-1)
+	// Nothing at or past the last stable offset is mapped, as Kafka's
+	// cleaner stops there: until the open transaction ends, what follows
+	// its first record is not yet what read_committed consumers see.
+	stable := l.LastStable()
 	for _, c := range segs {
 		if c.seg.last < cleanPoint {
 			continue
@@ -158,6 +165,12 @@ func (l *Log) clean(opts CleanOptions) (CleanResult, error) {
 				return errKeyMapFull
 			}
 			h, _ := readHeader(raw)
+			if h.BaseOffset+int64(h.LastDelta) >= stable {
+				return errUnstable
+			}
+			if h.isTransactional() {
+				return nil // kept whole (rewrite), and supersedes nothing
+			}
 			if last := h.BaseOffset + int64(h.LastDelta); last >= cleanPoint {
 				// A batch whose records do not parse (written before the
 				// topic was compacted; produce checks them since) stays
@@ -171,7 +184,7 @@ func (l *Log) clean(opts CleanOptions) (CleanResult, error) {
 			}
 			return nil
 		})
-		if errors.Is(err, errKeyMapFull) {
+		if errors.Is(err, errKeyMapFull) || errors.Is(err, errUnstable) {
 			break
 		}
 		if err != nil {
@@ -247,7 +260,14 @@ func (l *Log) rewrite(c cleanable, keep func(int64, *kmsg.Record, int64) bool, d
 	var index []indexEntry
 	maxTimestamp := int64(-1)
 	err = eachBatch(c.f, c.size, func(raw []byte) error {
-		cleaned, n, err := compactBatch(raw, keep, dec)
+		cleaned, n, err := raw, int64(0), error(nil)
+		if h, herr := readHeader(raw); herr == nil && !h.isTransactional() {
+			// Transactions' batches and their markers stay whole: a
+			// marker must keep saying what it ended, and a record of an
+			// aborted or open transaction must not take the place of a
+			// committed one of its key (docs/design/transactions.md).
+			cleaned, n, err = compactBatch(raw, keep, dec)
+		}
 		if err != nil {
 			return err
 		}

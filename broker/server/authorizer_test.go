@@ -19,7 +19,7 @@ func TestEveryAPIIsAuthorized(t *testing.T) {
 		kmsg.DeleteACLs, kmsg.DescribeConfigs, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs, kmsg.DescribeCluster,
 		kmsg.DescribeUserSCRAMCredentials, kmsg.AlterUserSCRAMCredentials, kmsg.CreatePartitions, kmsg.DeleteRecords, kmsg.DeleteGroups,
 		kmsg.OffsetDelete, kmsg.DescribeProducers, kmsg.DescribeClientQuotas, kmsg.AlterClientQuotas, kmsg.AddPartitionsToTxn,
-		kmsg.AddOffsetsToTxn, kmsg.EndTxn, kmsg.TxnOffsetCommit}
+		kmsg.AddOffsetsToTxn, kmsg.EndTxn, kmsg.TxnOffsetCommit, kmsg.DescribeTransactions, kmsg.ListTransactions}
 	placed := map[kmsg.Key]bool{}
 	for _, k := range append(unauthorized, inHandler...) {
 		placed[k] = true

@@ -78,9 +78,12 @@ type pendingMarker struct {
 }
 
 // markersToWrite are the markers of ending transactions on the
-// partitions this broker leads that no leader reported yet.
-func markersToWrite(d Deps) []pendingMarker {
-	var out []pendingMarker
+// partitions this broker leads that no leader reported yet. On the
+// metadata leader, gone are those of partitions deleted meanwhile: there
+// is nothing to mark, and the transaction must not wait for them.
+func markersToWrite(d Deps) (todo []pendingMarker, gone []meta.WrittenMarker) {
+	id, ok := d.MetaLeader()
+	leading := ok && id == d.ID
 	d.Meta.Read(func(s *meta.State) {
 		for _, e := range s.EndingTransactions() {
 			for topic, parts := range e.Partitions {
@@ -88,14 +91,18 @@ func markersToWrite(d Deps) []pendingMarker {
 					if slices.Contains(e.Written[topic], p) {
 						continue
 					}
-					if _, part := s.Partition(topic, p); part != nil && d.Partitions.IsLeader(part.Shard) {
-						out = append(out, pendingMarker{txn: e, topic: topic, index: p, shard: part.Shard})
+					_, part := s.Partition(topic, p)
+					switch {
+					case part == nil && leading:
+						gone = append(gone, meta.WrittenMarker{ID: e.ID, Seq: e.Seq, Topic: topic, Partition: p})
+					case part != nil && d.Partitions.IsLeader(part.Shard):
+						todo = append(todo, pendingMarker{txn: e, topic: topic, index: p, shard: part.Shard})
 					}
 				}
 			}
 		}
 	})
-	return out
+	return todo, gone
 }
 
 // writeMarkers writes each pending marker through its partition's Raft
@@ -103,11 +110,7 @@ func markersToWrite(d Deps) []pendingMarker {
 // written twice (a report lost, a leader changed) is recognised by the
 // partition and answered as the first.
 func writeMarkers(ctx context.Context, d Deps) {
-	todo := markersToWrite(d)
-	if len(todo) == 0 {
-		return
-	}
-	var written []meta.WrittenMarker
+	todo, written := markersToWrite(d)
 	for _, m := range todo {
 		batch := partition.MarkerBatch(m.txn.ProducerID, m.txn.Epoch, m.txn.Seq, m.txn.Commit, 0, d.Now().UnixMilli())
 		pctx, cancel := context.WithTimeout(ctx, proposeTimeout)
