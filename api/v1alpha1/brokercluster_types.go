@@ -43,7 +43,7 @@ type BrokerClusterSpec struct {
 	// producer-id-expiration-check-interval, raft-log-max-bytes,
 	// controlled-shutdown-timeout, follower-replication-throttled-rate,
 	// leader-replication-throttled-rate, max-connections,
-	// connections-max-idle.
+	// connections-max-idle, transaction-max-timeout.
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,5 +275,26 @@ func TestTransactionsAreListedAndDescribed(t *testing.T) {
 	}
 	if got := values(consumeAll(t, c, "txn-kept", 2, kgo.FetchIsolationLevel(kgo.ReadCommitted()))); got["v"] != 1 || got["next"] != 1 {
 		t.Fatalf("read_committed read %v", got)
+	}
+}
+
+// A producer asking for a longer transaction timeout than the broker
+// allows is refused with Kafka's error.
+func TestTransactionTimeoutIsCapped(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1, ExtraFlags: []string{"--transaction-max-timeout=5s"}})
+	c.CreateTopic("txn-capped", 1, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := c.Client(kgo.TransactionalID("t-capped"), kgo.DefaultProduceTopic("txn-capped"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.TransactionTimeout(10*time.Second))
+	defer p.Close()
+	// franz-go asks for its producer id in BeginTransaction or at the
+	// first record, and wraps the answer without Unwrap.
+	err := p.BeginTransaction()
+	if err == nil {
+		err = p.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr()
+	}
+	if err == nil || !strings.Contains(err.Error(), kerr.InvalidTransactionTimeout.Message) {
+		t.Fatalf("a 10 s transaction timeout under --transaction-max-timeout=5s: %v, want INVALID_TRANSACTION_TIMEOUT", err)
 	}
 }

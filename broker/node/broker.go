@@ -276,7 +276,7 @@ func (b *Broker) frontDoorConfig() server.Config {
 		MaxRequestBytes: c.MaxRequestBytes, MaxConnections: c.MaxConnections, ConnectionsMaxIdle: c.ConnectionsMaxIdle, AuthenticationTimeout: c.SASL.AuthenticationTimeout, AuthorizerEnabled: c.Authorizer.Enabled,
 		AutoCreateTopics: c.AutoCreateTopics, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
 		MinFreeBytes: c.MinFreeBytes, FollowerThrottledRate: c.FollowerThrottledRate, LeaderThrottledRate: c.LeaderThrottledRate,
-		HTTPEndpoint: b.httpEndpoint(), StepDownGrace: b.stepDownGrace()}
+		HTTPEndpoint: b.httpEndpoint(), StepDownGrace: b.stepDownGrace(), TransactionMaxTimeout: c.TransactionMaxTimeout}
 }
 
 // startLoops starts the broker's background loops, each owning one

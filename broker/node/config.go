@@ -80,7 +80,10 @@ type Config struct {
 	// ConnectionsMaxIdle closes connections idle this long (Kafka's
 	// connections.max.idle.ms); 0 never.
 	ConnectionsMaxIdle time.Duration
-	EnablePprof        bool
+	// TransactionMaxTimeout bounds a producer's transaction timeout
+	// (server.Config).
+	TransactionMaxTimeout time.Duration
+	EnablePprof           bool
 	// RaftLogStore is the Raft log store: "wal" (package raftlog, one
 	// write-ahead log for all groups) or "pebble" (Dragonboat's default).
 	RaftLogStore string

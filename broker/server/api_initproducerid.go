@@ -94,7 +94,7 @@ func initTxnProducer(srv *Server, r *request, req *kmsg.InitProducerIDRequest, r
 	case r.onTxn(srv, id) != nil:
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return
-	case req.TransactionTimeoutMillis <= 0 || time.Duration(req.TransactionTimeoutMillis)*time.Millisecond > maxTxnTimeout:
+	case req.TransactionTimeoutMillis <= 0 || time.Duration(req.TransactionTimeoutMillis)*time.Millisecond > srv.txnMaxTimeout():
 		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
 		return
 	}

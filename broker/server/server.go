@@ -66,6 +66,10 @@ type Config struct {
 	// StepDownGrace is how long a leader that stepped down still waits
 	// for what it proposed before it answers NOT_LEADER_OR_FOLLOWER.
 	StepDownGrace time.Duration
+	// TransactionMaxTimeout is the longest transaction timeout a producer
+	// may ask for (Kafka's transaction.max.timeout.ms); 0 takes
+	// DefaultTransactionMaxTimeout.
+	TransactionMaxTimeout time.Duration
 }
 
 // Deps are the broker's parts the handlers answer from; the composition

@@ -15,9 +15,17 @@ import (
 // leader coordinates every transactional id, as it does every group
 // (docs/design/transactions.md).
 
-// maxTxnTimeout is the longest transaction.timeout.ms a producer may ask
-// for: Kafka's transaction.max.timeout.ms default.
-const maxTxnTimeout = 15 * time.Minute
+// DefaultTransactionMaxTimeout is Kafka's transaction.max.timeout.ms
+// default.
+const DefaultTransactionMaxTimeout = 15 * time.Minute
+
+// txnMaxTimeout is the longest transaction timeout a producer may ask for.
+func (srv *Server) txnMaxTimeout() time.Duration {
+	if srv.cfg.TransactionMaxTimeout > 0 {
+		return srv.cfg.TransactionMaxTimeout
+	}
+	return DefaultTransactionMaxTimeout
+}
 
 // txnProposeTimeout bounds a coordinator's proposal.
 const txnProposeTimeout = 10 * time.Second

@@ -119,7 +119,7 @@ var brokerFlags = map[string]bool{
 	"raft-log-retain-bytes": true, "log-cleaner-interval": true, "replica-lag-max": true,
 	"producer-id-expiration": true, "producer-id-expiration-check-interval": true, "raft-log-max-bytes": true,
 	"controlled-shutdown-timeout": true, "follower-replication-throttled-rate": true, "leader-replication-throttled-rate": true,
-	"max-connections": true, "connections-max-idle": true,
+	"max-connections": true, "connections-max-idle": true, "transaction-max-timeout": true,
 }
 
 // ValidateConfig rejects spec.config keys the broker does not know.

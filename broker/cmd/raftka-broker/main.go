@@ -118,6 +118,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.IntVar(&o.defParts, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics asking for the default")
 	fs.IntVar(&o.defRF, "default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for the default")
 	fs.IntVar(&o.cfg.MaxConnections, "max-connections", 0, "Kafka client connections held at once, over every listener but the inter-broker one when there are others (it stays open to the brokers and the operator); past it the broker accepts no more until one closes (Kafka's max.connections). 0: half of what the open-file limit keeps beside partition replicas, a twentieth of the limit")
+	fs.DurationVar(&o.cfg.TransactionMaxTimeout, "transaction-max-timeout", 15*time.Minute, "the longest transaction.timeout.ms a transactional producer may ask for; longer is refused with INVALID_TRANSACTION_TIMEOUT (Kafka's transaction.max.timeout.ms)")
 	fs.DurationVar(&o.cfg.ConnectionsMaxIdle, "connections-max-idle", 10*time.Minute, "close a Kafka connection that has neither sent a request nor been answered for this long, so that vanished clients give back their --max-connections slot (Kafka's connections.max.idle.ms); 0 never")
 	fs.Int64Var(&o.cfg.MinFreeBytes, "min-free-bytes", 256<<20, "refuse produce with KAFKA_STORAGE_ERROR when the data directory has less free space")
 	fs.DurationVar(&o.cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "wait for more members before the first rebalance of an empty group")
