@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,5 +297,98 @@ func TestTransactionTimeoutIsCapped(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), kerr.InvalidTransactionTimeout.Message) {
 		t.Fatalf("a 10 s transaction timeout under --transaction-max-timeout=5s: %v, want INVALID_TRANSACTION_TIMEOUT", err)
+	}
+}
+
+// coordinatorOf is the broker the cluster names as its controller: the
+// metadata leader, which coordinates every transactional id.
+func coordinatorOf(t *testing.T, c *brokertest.Cluster) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	md, err := c.Admin().BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(md.Controller)
+}
+
+// transactPipeline runs a GroupTransactSession from in to out, a
+// transaction per 50 records at most, until it committed n records; it
+// keeps the count in done.
+func transactPipeline(ctx context.Context, t *testing.T, c *brokertest.Cluster, in, out string, n int, done *atomic.Int64) {
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Bootstrap()...), kgo.TransactionalID(in+"-pipe"), kgo.ConsumerGroup(in+"-g"),
+		kgo.ConsumeTopics(in), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DefaultProduceTopic(out), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.TransactionTimeout(20*time.Second),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer sess.Close()
+	for done.Load() < int64(n) && ctx.Err() == nil {
+		fetches := sess.PollRecords(ctx, 50)
+		if err := sess.Begin(); err != nil {
+			t.Logf("begin: %v", err)
+			continue
+		}
+		batch := 0
+		fetches.EachRecord(func(r *kgo.Record) {
+			batch++
+			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: append([]byte("out-"), r.Value...)}, nil)
+		})
+		time.Sleep(50 * time.Millisecond) // the work a batch takes, so that the kills find transactions under way
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Logf("end after %d committed: %v", done.Load(), err)
+		}
+		if committed {
+			done.Add(int64(batch))
+		}
+	}
+}
+
+// A read-process-write pipeline keeps exactly-once while partition leaders
+// and the transaction coordinator are SIGKILLed: every input record is in
+// the output once for read_committed consumers, and nothing is lost.
+func TestTransactionalPipelineUnderFire(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("fire-in", 3, 3, nil)
+	c.CreateTopic("fire-out", 3, 3, nil)
+	const n = 20000
+	produceN(t, c, "fire-in", n)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var done atomic.Int64
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		transactPipeline(ctx, t, c, "fire-in", "fire-out", n, &done)
+	}()
+	for round, victim := range []func() int{
+		func() int { return c.LeaderOf("fire-out", 0) },
+		func() int { return coordinatorOf(t, c) },
+		func() int { return c.LeaderOf("fire-in", 1) },
+	} {
+		time.Sleep(time.Second)
+		v := victim()
+		if done.Load() >= n {
+			t.Fatalf("round %d: the pipeline finished before the kill; the test proves nothing", round)
+		}
+		t.Logf("round %d: SIGKILL broker %d with %d records committed", round, v, done.Load())
+		c.Kill(v)
+		time.Sleep(2 * time.Second)
+		c.Restart(v)
+		c.WaitReady(v)
+	}
+	<-finished
+	if done.Load() != n {
+		t.Fatalf("the pipeline committed %d records, want %d", done.Load(), n)
+	}
+	got := values(consumeAll(t, c, "fire-out", n, kgo.FetchIsolationLevel(kgo.ReadCommitted())))
+	for i := range n {
+		if v := fmt.Sprintf("out-%d", i); got[v] != 1 {
+			t.Fatalf("output holds %q %d times", v, got[v])
+		}
 	}
 }
