@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -390,5 +393,50 @@ func TestTransactionalPipelineUnderFire(t *testing.T) {
 		if v := fmt.Sprintf("out-%d", i); got[v] != 1 {
 			t.Fatalf("output holds %q %d times", v, got[v])
 		}
+	}
+}
+
+// librdkafka's transactional producer (Debian's python3-confluent-kafka):
+// a commit and an abort, and a consume-transform-produce copy with
+// send_offsets_to_transaction, read back by franz-go's read_committed
+// consumer.
+func TestLibrdkafkaTransactions(t *testing.T) {
+	dir := confluentKafkaDir(t)
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	for _, topic := range []string{"rdk-txn", "rdk-in", "rdk-out"} {
+		c.CreateTopic(topic, 3, 3, nil)
+	}
+	const n = 500
+	produceN(t, c, "rdk-in", n)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, debianPython, "transactions.py")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "BROKERS="+strings.Join(c.AllAddrs(), ","), "TOPIC=rdk-txn", "COMMITTED=20", "ABORTED=30",
+		"IN=rdk-in", "OUT=rdk-out", "COUNT="+strconv.Itoa(n))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("transactions.py: %v\n%s", err, out)
+	}
+	got := values(consumeAll(t, c, "rdk-txn", 20, kgo.FetchIsolationLevel(kgo.ReadCommitted())))
+	for i := range 20 {
+		if got[fmt.Sprintf("c%d", i)] != 1 {
+			t.Fatalf("read_committed read %v, want c0-c19 once each and no aborted record", got)
+		}
+	}
+	copied := values(consumeAll(t, c, "rdk-out", n, kgo.FetchIsolationLevel(kgo.ReadCommitted())))
+	for i := range n {
+		if v := fmt.Sprintf("out-%d", i); copied[v] != 1 {
+			t.Fatalf("librdkafka's copy holds %q %d times", v, copied[v])
+		}
+	}
+	offsets, err := c.Admin().FetchOffsets(ctx, "rdk-in-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	offsets.Each(func(o kadm.OffsetResponse) { total += o.At })
+	if total != n {
+		t.Fatalf("the group committed offsets summing to %d, want %d", total, n)
 	}
 }
