@@ -396,41 +396,50 @@ func TestTransactionalPipelineUnderFire(t *testing.T) {
 	}
 }
 
-// librdkafka's transactional producer (Debian's python3-confluent-kafka):
-// a commit and an abort, and a consume-transform-produce copy with
-// send_offsets_to_transaction, read back by franz-go's read_committed
-// consumer.
-func TestLibrdkafkaTransactions(t *testing.T) {
-	dir := confluentKafkaDir(t)
+// clientTransactions runs a client's transactions program (argv in dir)
+// against a cluster of three brokers: a commit of 20 records and an abort
+// of 30 to name-txn, and a consume-transform-produce copy of name-in's
+// records to name-out committing the group name-in-group's offsets; then
+// franz-go's read_committed consumer reads them back.
+func clientTransactions(t *testing.T, name, dir string, argv ...string) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
-	for _, topic := range []string{"rdk-txn", "rdk-in", "rdk-out"} {
+	txn, in, out := name+"-txn", name+"-in", name+"-out"
+	for _, topic := range []string{txn, in, out} {
 		c.CreateTopic(topic, 3, 3, nil)
 	}
 	const n = 500
-	produceN(t, c, "rdk-in", n)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Uncompressed: KafkaJS reads no snappy without a codec of its own.
+	plain := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(in), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	defer plain.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, debianPython, "transactions.py")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "BROKERS="+strings.Join(c.AllAddrs(), ","), "TOPIC=rdk-txn", "COMMITTED=20", "ABORTED=30",
-		"IN=rdk-in", "OUT=rdk-out", "COUNT="+strconv.Itoa(n))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("transactions.py: %v\n%s", err, out)
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprint(i))}
 	}
-	got := values(consumeAll(t, c, "rdk-txn", 20, kgo.FetchIsolationLevel(kgo.ReadCommitted())))
+	if err := plain.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "BROKERS="+strings.Join(c.AllAddrs(), ","), "TOPIC="+txn, "COMMITTED=20", "ABORTED=30",
+		"IN="+in, "OUT="+out, "COUNT="+strconv.Itoa(n))
+	if output, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, output)
+	}
+	got := values(consumeAll(t, c, txn, 20, kgo.FetchIsolationLevel(kgo.ReadCommitted())))
 	for i := range 20 {
 		if got[fmt.Sprintf("c%d", i)] != 1 {
 			t.Fatalf("read_committed read %v, want c0-c19 once each and no aborted record", got)
 		}
 	}
-	copied := values(consumeAll(t, c, "rdk-out", n, kgo.FetchIsolationLevel(kgo.ReadCommitted())))
+	copied := values(consumeAll(t, c, out, n, kgo.FetchIsolationLevel(kgo.ReadCommitted())))
 	for i := range n {
 		if v := fmt.Sprintf("out-%d", i); copied[v] != 1 {
-			t.Fatalf("librdkafka's copy holds %q %d times", v, copied[v])
+			t.Fatalf("%s's copy holds %q %d times", name, v, copied[v])
 		}
 	}
-	offsets, err := c.Admin().FetchOffsets(ctx, "rdk-in-group")
+	offsets, err := c.Admin().FetchOffsets(ctx, in+"-group")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,4 +448,15 @@ func TestLibrdkafkaTransactions(t *testing.T) {
 	if total != n {
 		t.Fatalf("the group committed offsets summing to %d, want %d", total, n)
 	}
+}
+
+// librdkafka's transactional producer (Debian's python3-confluent-kafka):
+// init_transactions, commit, abort and send_offsets_to_transaction.
+func TestLibrdkafkaTransactions(t *testing.T) {
+	clientTransactions(t, "rdk", confluentKafkaDir(t), debianPython, "transactions.py")
+}
+
+// KafkaJS's transactions: commit, abort and sendOffsets.
+func TestKafkaJSTransactions(t *testing.T) {
+	clientTransactions(t, "kjs", kafkajsDir(t), "node", "transactions.js")
 }
