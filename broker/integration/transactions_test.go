@@ -318,22 +318,32 @@ func coordinatorOf(t *testing.T, c *brokertest.Cluster) int {
 
 // transactPipeline runs a GroupTransactSession from in to out, a
 // transaction per 50 records at most, until it committed n records; it
-// keeps the count in done.
+// keeps the count in done. franz-go's session says that an error from End
+// is not to be retried: as an application does, the pipeline then closes
+// the session and opens another with the same transactional id, whose
+// InitProducerId fences the old producer and aborts what it left open.
 func transactPipeline(ctx context.Context, t *testing.T, c *brokertest.Cluster, in, out string, n int, done *atomic.Int64) {
+	for done.Load() < int64(n) && ctx.Err() == nil {
+		if err := transactSession(ctx, t, c, in, out, n, done); err != nil {
+			t.Logf("session ended after %d committed: %v", done.Load(), err)
+		}
+	}
+}
+
+// transactSession is one session of transactPipeline, until an error.
+func transactSession(ctx context.Context, t *testing.T, c *brokertest.Cluster, in, out string, n int, done *atomic.Int64) error {
 	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Bootstrap()...), kgo.TransactionalID(in+"-pipe"), kgo.ConsumerGroup(in+"-g"),
 		kgo.ConsumeTopics(in), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.DefaultProduceTopic(out), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.TransactionTimeout(20*time.Second),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
 	if err != nil {
-		t.Error(err)
-		return
+		return err
 	}
 	defer sess.Close()
 	for done.Load() < int64(n) && ctx.Err() == nil {
 		fetches := sess.PollRecords(ctx, 50)
 		if err := sess.Begin(); err != nil {
-			t.Logf("begin: %v", err)
-			continue
+			return err
 		}
 		batch := 0
 		fetches.EachRecord(func(r *kgo.Record) {
@@ -343,12 +353,13 @@ func transactPipeline(ctx context.Context, t *testing.T, c *brokertest.Cluster, 
 		time.Sleep(50 * time.Millisecond) // the work a batch takes, so that the kills find transactions under way
 		committed, err := sess.End(ctx, kgo.TryCommit)
 		if err != nil {
-			t.Logf("end after %d committed: %v", done.Load(), err)
+			return err
 		}
 		if committed {
 			done.Add(int64(batch))
 		}
 	}
+	return nil
 }
 
 // A read-process-write pipeline keeps exactly-once while partition leaders
