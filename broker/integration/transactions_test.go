@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
 )
@@ -470,4 +471,102 @@ func TestLibrdkafkaTransactions(t *testing.T) {
 // KafkaJS's transactions: commit, abort and sendOffsets.
 func TestKafkaJSTransactions(t *testing.T) {
 	clientTransactions(t, "kjs", kafkajsDir(t), "node", "transactions.js")
+}
+
+// A consumer of a group whose offsets an open transaction is to commit
+// waits for the transaction to end (OffsetFetch's require_stable), so it
+// does not read again what the transaction consumed (KIP-447).
+func TestGroupWaitsForTheTransactionsOffsets(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("stable-in", 1, 3, nil)
+	produceN(t, c, "stable-in", 20)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := c.Client()
+	defer cl.Close()
+	initReq := kmsg.NewPtrInitProducerIDRequest()
+	initReq.TransactionalID, initReq.TransactionTimeoutMillis = kmsg.StringPtr("t-stable"), 60000
+	initResp, err := initReq.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(initResp.ErrorCode)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch := initResp.ProducerID, initResp.ProducerEpoch
+	addReq := kmsg.NewPtrAddOffsetsToTxnRequest()
+	addReq.TransactionalID, addReq.ProducerID, addReq.ProducerEpoch, addReq.Group = "t-stable", pid, epoch, "stable-g"
+	addResp, err := addReq.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(addResp.ErrorCode)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitReq := kmsg.NewPtrTxnOffsetCommitRequest()
+	commitReq.TransactionalID, commitReq.Group, commitReq.ProducerID, commitReq.ProducerEpoch, commitReq.Generation =
+		"t-stable", "stable-g", pid, epoch, -1
+	commitTopic := kmsg.NewTxnOffsetCommitRequestTopic()
+	commitTopic.Topic = "stable-in"
+	commitPart := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	commitPart.Offset = 12
+	commitTopic.Partitions = append(commitTopic.Partitions, commitPart)
+	commitReq.Topics = append(commitReq.Topics, commitTopic)
+	commitResp, err := commitReq.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(commitResp.Topics[0].Partitions[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetchOffset := func(stable bool) (int64, error) {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group, req.RequireStable = "stable-g", stable
+		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "stable-in", Partitions: []int32{0}}}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, err
+		}
+		p := resp.Topics[0].Partitions[0]
+		return p.Offset, kerr.ErrorForCode(p.ErrorCode)
+	}
+	if _, err := fetchOffset(true); !errors.Is(err, kerr.UnstableOffsetCommit) {
+		t.Fatalf("require_stable under an open transaction's offset: %v, want UNSTABLE_OFFSET_COMMIT", err)
+	}
+	if at, err := fetchOffset(false); err != nil || at != -1 {
+		t.Fatalf("without require_stable: offset %d, %v; want -1 (nothing committed yet)", at, err)
+	}
+	// franz-go's consumer always asks for stable offsets: it waits while
+	// the transaction is open and starts at 12 once it commits.
+	consumer := c.Client(kgo.ConsumerGroup("stable-g"), kgo.ConsumeTopics("stable-in"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer consumer.Close()
+	pollCtx, pollCancel := context.WithTimeout(ctx, 3*time.Second)
+	early := consumer.PollFetches(pollCtx)
+	pollCancel()
+	if n := early.NumRecords(); n != 0 {
+		t.Fatalf("the group's consumer read %d records while the transaction held its offsets", n)
+	}
+	endReq := kmsg.NewPtrEndTxnRequest()
+	endReq.TransactionalID, endReq.ProducerID, endReq.ProducerEpoch, endReq.Commit = "t-stable", pid, epoch, true
+	endResp, err := endReq.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(endResp.ErrorCode)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, err := fetchOffset(true); err != nil || at != 12 {
+		t.Fatalf("require_stable after the commit: offset %d, %v; want 12", at, err)
+	}
+	var first int64 = -1
+	for first < 0 && ctx.Err() == nil {
+		consumer.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			if first < 0 {
+				first = r.Offset
+			}
+		})
+	}
+	if first != 12 {
+		t.Fatalf("the group's consumer started at offset %d, want 12 (the transaction's commit)", first)
+	}
 }

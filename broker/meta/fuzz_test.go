@@ -166,6 +166,12 @@ func FuzzApply(f *testing.F) {
 			if !tx.Open() && !tx.Ending() && (len(tx.Partitions) > 0 || len(tx.Offsets) > 0 || len(tx.Written) > 0) {
 				t.Fatalf("transaction %q in state %s keeps partitions %v or offsets %v", id, tx.State, tx.Partitions, tx.Offsets)
 			}
+			if _, indexed := a.txnActive[id]; indexed != (tx.Open() || tx.Ending()) {
+				t.Fatalf("transaction %q in state %s is indexed as active: %v", id, tx.State, indexed)
+			}
+		}
+		if len(a.txnActive) != len(b.txnActive) {
+			t.Fatalf("a replica indexes %d active transactions, its recovered copy %d", len(a.txnActive), len(b.txnActive))
 		}
 		if len(a.txnByProducer) != len(a.transactions) {
 			t.Fatalf("%d producers indexed for %d transactional ids", len(a.txnByProducer), len(a.transactions))

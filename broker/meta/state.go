@@ -168,6 +168,10 @@ type State struct {
 	// txnByProducer indexes transactions by producer id, for the
 	// partition leaders' check of a transactional batch; derived.
 	txnByProducer map[int64]string
+	// txnActive indexes the transactions that are open or ending, so
+	// that the loops that end them do not walk every transactional id
+	// at every metadata change.
+	txnActive map[string]struct{}
 	// topicsByID indexes topics by id for Fetch and Produce v13+, which
 	// name topics by id in every request; derived, so not in snapshots.
 	topicsByID map[[16]byte]*Topic

@@ -135,23 +135,37 @@ type TxnOutcome struct {
 
 func (s *State) txn(id string) *Transaction {
 	if s.transactions == nil {
-		s.transactions, s.txnByProducer = map[string]*Transaction{}, map[int64]string{}
+		s.transactions, s.txnByProducer, s.txnActive = map[string]*Transaction{}, map[int64]string{}, map[string]struct{}{}
 	}
 	return s.transactions[id]
 }
 
-// reindexTxns rebuilds the derived producer index, after a snapshot is
-// read.
+// reindexTxns rebuilds the derived indexes, after a snapshot is read.
 func (s *State) reindexTxns() {
 	if s.transactions == nil {
-		s.txnByProducer = nil // made with the first transactional id (txn)
+		s.txnByProducer, s.txnActive = nil, nil // made with the first transactional id (txn)
 		return
 	}
 	s.txnByProducer = make(map[int64]string, len(s.transactions))
+	s.txnActive = map[string]struct{}{}
 	for id, t := range s.transactions {
 		s.txnByProducer[t.ProducerID] = id
+		s.indexActive(id)
 	}
 }
+
+// indexActive keeps id in txnActive while its transaction is open or
+// ending.
+func (s *State) indexActive(id string) {
+	if t := s.transactions[id]; t != nil && (t.Open() || t.Ending()) {
+		s.txnActive[id] = struct{}{}
+		return
+	}
+	delete(s.txnActive, id)
+}
+
+// activeIDs are the ids of the open and ending transactions, sorted.
+func (s *State) activeIDs() []string { return slices.Sorted(maps.Keys(s.txnActive)) }
 
 // applyTxn applies a transaction command; ok is false for another kind.
 func (s *State) applyTxn(c *Command) (Outcome, bool) {
@@ -160,14 +174,20 @@ func (s *State) applyTxn(c *Command) (Outcome, bool) {
 	switch {
 	case c.InitTxnProducer != nil:
 		out, err = s.initTxnProducer(c.InitTxnProducer)
+		s.indexActive(c.InitTxnProducer.ID)
 	case c.AddToTxn != nil:
 		out, err = s.addToTxn(c.AddToTxn)
+		s.indexActive(c.AddToTxn.ID)
 	case c.TxnCommitOffsets != nil:
 		out, err = s.txnCommitOffsets(c.TxnCommitOffsets)
 	case c.EndTxn != nil:
 		out, err = s.endTxn(c.EndTxn)
+		s.indexActive(c.EndTxn.ID)
 	case c.MarkersWritten != nil:
 		out, err = s.markersWritten(c.MarkersWritten)
+		for _, m := range c.MarkersWritten.Markers {
+			s.indexActive(m.ID)
+		}
 	default:
 		return Outcome{}, false
 	}
@@ -422,7 +442,7 @@ type EndingTxn struct {
 // EndingTransactions are the transactions being ended, by id.
 func (s *State) EndingTransactions() []EndingTxn {
 	var out []EndingTxn
-	for _, id := range s.TransactionIDs() {
+	for _, id := range s.activeIDs() {
 		t := s.transactions[id]
 		if t.Ending() {
 			out = append(out, EndingTxn{ID: id, ProducerID: t.ProducerID, Epoch: t.Epoch, Seq: t.Seq, Commit: t.State == TxnPrepareCommit,
@@ -436,13 +456,25 @@ func (s *State) EndingTransactions() []EndingTxn {
 // transaction open for its timeout.
 func (s *State) TimedOutTransactions(nowMs int64) []EndTxn {
 	var out []EndTxn
-	for _, id := range s.TransactionIDs() {
+	for _, id := range s.activeIDs() {
 		t := s.transactions[id]
 		if t.Open() && t.StartedMs+int64(t.TimeoutMs) <= nowMs {
 			out = append(out, EndTxn{ID: id, ProducerID: t.ProducerID, Epoch: t.Epoch, Timeout: true, NowMs: nowMs})
 		}
 	}
 	return out
+}
+
+// PendingTxnOffset reports whether an open transaction holds an offset of
+// group's for the partition, not yet committed: OffsetFetch's
+// require_stable answers UNSTABLE_OFFSET_COMMIT then (KIP-447).
+func (s *State) PendingTxnOffset(group, topic string, partition int32) bool {
+	for id := range s.txnActive {
+		if _, ok := s.transactions[id].Offsets[group][topic][partition]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // TxnWrite is what a partition leader learns of a transactional batch

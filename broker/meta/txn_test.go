@@ -76,6 +76,9 @@ func TestTransactionCommitsItsOffsetsWithIt(t *testing.T) {
 	if _, ok := s.GroupOffset("g", "in", 0); ok {
 		t.Fatal("a transaction's offset is committed before the transaction")
 	}
+	if !s.PendingTxnOffset("g", "in", 0) || s.PendingTxnOffset("g", "in", 1) || s.PendingTxnOffset("other", "in", 0) {
+		t.Fatal("pending offsets: want g's in/0 only")
+	}
 	if seq, err := s.TxnWrite(1000, 0, "out", 2); err != nil || seq != 1 {
 		t.Fatalf("write to a partition of the transaction: seq %d, %v", seq, err)
 	}
@@ -90,6 +93,9 @@ func TestTransactionCommitsItsOffsetsWithIt(t *testing.T) {
 	})
 	if o, ok := s.GroupOffset("g", "in", 0); !ok || o.Offset != 42 || o.CommittedAt != 3 {
 		t.Fatalf("offset after commit: %+v %v", o, ok)
+	}
+	if s.PendingTxnOffset("g", "in", 0) {
+		t.Fatal("an offset is still pending after its transaction committed")
 	}
 	ending := s.EndingTransactions()
 	if len(ending) != 1 || !ending[0].Commit || ending[0].Seq != 1 || len(ending[0].Partitions["out"]) != 3 {

@@ -8,7 +8,7 @@ import (
 )
 
 // OffsetFetch v1-v8: a null topic list means every committed partition
-// (v2+); v6 flexible; v8 batches groups.
+// (v2+); v6 flexible; v7 require_stable; v8 batches groups.
 func init() { register(kmsg.OffsetFetch, 1, 8, handleOffsetFetch) }
 
 func handleOffsetFetch(srv *Server, r *request) (kmsg.Response, error) {
@@ -26,7 +26,7 @@ func handleOffsetFetch(srv *Server, r *request) (kmsg.Response, error) {
 				g.Topics = append(g.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 			}
 		}
-		rg := srv.offsetFetchGroup(r, g, coordinator)
+		rg := srv.offsetFetchGroup(r, g, coordinator, req.RequireStable)
 		resp.ErrorCode = rg.ErrorCode
 		for _, t := range rg.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -41,7 +41,7 @@ func handleOffsetFetch(srv *Server, r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	for _, g := range req.Groups {
-		resp.Groups = append(resp.Groups, srv.offsetFetchGroup(r, g, coordinator))
+		resp.Groups = append(resp.Groups, srv.offsetFetchGroup(r, g, coordinator, req.RequireStable))
 	}
 	return resp, nil
 }
@@ -49,7 +49,11 @@ func handleOffsetFetch(srv *Server, r *request) (kmsg.Response, error) {
 // offsetFetchGroup answers one group: DESCRIBE on the group is needed,
 // and a topic the client may not describe is answered
 // TOPIC_AUTHORIZATION_FAILED, or left out when every topic was asked.
-func (srv *Server) offsetFetchGroup(r *request, g kmsg.OffsetFetchRequestGroup, coordinator bool) kmsg.OffsetFetchResponseGroup {
+// With stable, a partition whose offset an open transaction is to commit
+// is answered UNSTABLE_OFFSET_COMMIT, which clients retry: a consumer
+// that took over from a transactional producer starts after its commit,
+// not before it (KIP-447).
+func (srv *Server) offsetFetchGroup(r *request, g kmsg.OffsetFetchRequestGroup, coordinator, stable bool) kmsg.OffsetFetchResponseGroup {
 	rg := kmsg.NewOffsetFetchResponseGroup()
 	rg.Group = g.Group
 	if err := r.onGroup(srv, kmsg.ACLOperationDescribe, g.Group); err != nil {
@@ -67,7 +71,7 @@ func (srv *Server) offsetFetchGroup(r *request, g kmsg.OffsetFetchRequestGroup, 
 			asked[t.Topic] = t.Partitions
 		}
 	}
-	for topic, parts := range srv.committedOffsets(g.Group, asked) {
+	for topic, parts := range srv.committedOffsets(g.Group, asked, stable) {
 		rt := kmsg.NewOffsetFetchResponseGroupTopic()
 		rt.Topic = topic
 		denied := r.onTopic(srv, kmsg.ACLOperationDescribe, topic)
@@ -77,8 +81,11 @@ func (srv *Server) offsetFetchGroup(r *request, g kmsg.OffsetFetchRequestGroup, 
 		for _, p := range parts {
 			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p.partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
-			if denied != nil {
+			switch {
+			case denied != nil:
 				rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = -1, -1, nil, denied.Code
+			case p.unstable:
+				rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = -1, -1, nil, kerr.UnstableOffsetCommit.Code
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -90,16 +97,20 @@ func (srv *Server) offsetFetchGroup(r *request, g kmsg.OffsetFetchRequestGroup, 
 type committed struct {
 	partition int32
 	meta.GroupOffset
+	// unstable: an open transaction holds an offset of the partition's
+	// for the group (asked for with stable only).
+	unstable bool
 }
 
 // committedOffsets returns a group's offsets for the asked partitions (all
 // when asked is nil); a partition without a commit gets offset -1.
-func (srv *Server) committedOffsets(group string, asked map[string][]int32) map[string][]committed {
+func (srv *Server) committedOffsets(group string, asked map[string][]int32, stable bool) map[string][]committed {
 	out := map[string][]committed{}
 	srv.Meta.Read(func(s *meta.State) {
+		unstable := func(topic string, p int32) bool { return stable && s.PendingTxnOffset(group, topic, p) }
 		if asked == nil {
 			s.EachGroupOffset(group, func(topic string, p int32, o meta.GroupOffset) {
-				out[topic] = append(out[topic], committed{partition: p, GroupOffset: o})
+				out[topic] = append(out[topic], committed{partition: p, GroupOffset: o, unstable: unstable(topic, p)})
 			})
 			return
 		}
@@ -112,7 +123,7 @@ func (srv *Server) committedOffsets(group string, asked map[string][]int32) map[
 				case !ok:
 					o = meta.GroupOffset{Offset: -1, LeaderEpoch: -1}
 				}
-				out[topic] = append(out[topic], committed{partition: p, GroupOffset: o})
+				out[topic] = append(out[topic], committed{partition: p, GroupOffset: o, unstable: unstable(topic, p)})
 			}
 		}
 	})
