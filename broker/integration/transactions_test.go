@@ -570,3 +570,78 @@ func TestGroupWaitsForTheTransactionsOffsets(t *testing.T) {
 		t.Fatalf("the group's consumer started at offset %d, want 12 (the transaction's commit)", first)
 	}
 }
+
+// AddPartitionsToTxn's brokers' form (v4+, KIP-890): verify-only answers
+// whether a partition is in the open transaction, without adding it; the
+// batched add adds.
+func TestAddPartitionsToTxnBrokersForm(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1})
+	c.CreateTopic("txn-verify", 3, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := transactional(c, "t-verify", "txn-verify")
+	defer p.Close()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := c.Admin()
+	described, err := adm.DescribeTransactions(ctx, "t-verify")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := described["t-verify"]
+	var in int32 = -1
+	for p := range d.Topics["txn-verify"] {
+		in = p
+	}
+	send := func(epoch int16, verify bool, parts ...int32) map[int32]error {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = "t-verify", d.ProducerID, epoch, verify
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = "txn-verify", parts
+		tx.Topics = append(tx.Topics, tt)
+		req.Transactions = append(req.Transactions, tx)
+		resp, err := req.RequestWith(ctx, c.Client())
+		// franz-go sends a single add in the producer's form, v3, and
+		// answers it in the batched form.
+		if err != nil || (verify && resp.Version < 4) || resp.ErrorCode != 0 || len(resp.Transactions) != 1 {
+			t.Fatalf("v%d: %v, %+v", resp.GetVersion(), err, resp)
+		}
+		out := map[int32]error{}
+		for _, rt := range resp.Transactions[0].Topics {
+			for _, rp := range rt.Partitions {
+				out[rp.Partition] = kerr.ErrorForCode(rp.ErrorCode)
+			}
+		}
+		return out
+	}
+	other := (in + 1) % 3
+	got := send(d.ProducerEpoch, true, in, other)
+	if got[in] != nil || !errors.Is(got[other], kerr.InvalidTxnState) {
+		t.Fatalf("verify-only of %d (in the transaction) and %d (not): %v", in, other, got)
+	}
+	if got := send(d.ProducerEpoch-1, true, in); !errors.Is(got[in], kerr.ProducerFenced) {
+		t.Fatalf("verify-only with an old epoch: %v, want PRODUCER_FENCED", got)
+	}
+	if got := send(d.ProducerEpoch, false, other); got[other] != nil {
+		t.Fatalf("add in the batched form: %v", got)
+	}
+	if got := send(d.ProducerEpoch, true, other); got[other] != nil {
+		t.Fatalf("verify-only after the add: %v", got)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	got = send(d.ProducerEpoch, true, in)
+	for errors.Is(got[in], kerr.ConcurrentTransactions) && ctx.Err() == nil { // its markers are being written
+		time.Sleep(50 * time.Millisecond)
+		got = send(d.ProducerEpoch, true, in)
+	}
+	if !errors.Is(got[in], kerr.InvalidTxnState) {
+		t.Fatalf("verify-only after the commit: %v, want INVALID_TXN_STATE", got)
+	}
+}

@@ -477,6 +477,23 @@ func (s *State) PendingTxnOffset(group, topic string, partition int32) bool {
 	return false
 }
 
+// TxnHolds answers whether the partition is in the open transaction of
+// id's producer at epoch, with the error Kafka's coordinator gives when it
+// is not (AddPartitionsToTxn's verify-only form).
+func (s *State) TxnHolds(id string, producerID int64, epoch int16, topic string, partition int32) error {
+	t := s.transactions[id]
+	if err := current(t, producerID, epoch); err != nil {
+		return err
+	}
+	if t.Ending() {
+		return kerr.ConcurrentTransactions
+	}
+	if _, in := slices.BinarySearch(t.Partitions[topic], partition); !in || !t.Open() {
+		return kerr.InvalidTxnState
+	}
+	return nil
+}
+
 // TxnWrite is what a partition leader learns of a transactional batch
 // from the coordinator's state: the sequence number of the transaction it
 // belongs to, or why it is refused.
