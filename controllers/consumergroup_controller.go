@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +20,7 @@ import (
 	raftkav1 "github.com/raftka/raftka/api/v1alpha1"
 	"github.com/raftka/raftka/internal/autoscale"
 	"github.com/raftka/raftka/internal/brokerclient"
+	"github.com/raftka/raftka/internal/lag"
 	"github.com/raftka/raftka/internal/tenancy"
 )
 
@@ -87,11 +89,12 @@ func (r *ConsumerGroupReconciler) measure(ctx context.Context, cg *raftkav1.Cons
 	if err != nil {
 		return err
 	}
-	adm, err := r.Brokers.Admin(access)
+	cl, err := r.Brokers.Kafka(access)
 	if err != nil {
 		return err
 	}
-	lags, err := ReadLag(ctx, adm, cg.Spec.GroupID, cg.Spec.Topics)
+	adm := kadm.NewClient(cl)
+	lags, err := ReadLag(ctx, cl, cg.Spec.GroupID, cg.Spec.Topics)
 	if err != nil {
 		return err
 	}
@@ -127,8 +130,10 @@ func (r *ConsumerGroupReconciler) growing(ctx context.Context, cluster *raftkav1
 }
 
 // ReadLag reads, for every partition of the topics, the group's committed
-// offset and the log's start and end offsets.
-func ReadLag(ctx context.Context, adm *kadm.Client, group string, topics []string) ([]autoscale.PartitionLag, error) {
+// offset, the log's start and end offsets, and the offsets between the
+// group's position and the end that hold no record to consume.
+func ReadLag(ctx context.Context, cl *kgo.Client, group string, topics []string) ([]autoscale.PartitionLag, error) {
+	adm := kadm.NewClient(cl)
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		return nil, err
@@ -145,16 +150,23 @@ func ReadLag(ctx context.Context, adm *kadm.Client, group string, topics []strin
 		return nil, err
 	}
 	var out []autoscale.PartitionLag
+	var spans []lag.Span
 	ends.Each(func(e kadm.ListedOffset) {
 		l := autoscale.PartitionLag{Topic: e.Topic, Partition: e.Partition, End: e.Offset, Committed: -1}
 		if s, ok := starts.Lookup(e.Topic, e.Partition); ok {
 			l.Start = s.Offset
 		}
+		from := l.Start
 		if c, ok := committed.Lookup(e.Topic, e.Partition); ok && c.Err == nil && c.At >= 0 {
-			l.Committed = c.At
+			l.Committed, from = c.At, c.At
 		}
+		spans = append(spans, lag.Span{Topic: l.Topic, Partition: l.Partition, From: from, End: l.End})
 		out = append(out, l)
 	})
+	skipped := lag.Skipped(ctx, cl, spans)
+	for i := range out {
+		out[i].Skipped = skipped[out[i].Topic][out[i].Partition]
+	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Topic != out[j].Topic {
 			return out[i].Topic < out[j].Topic

@@ -8,6 +8,9 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/raftka/raftka/internal/lag"
 )
 
 func groupList(ctx context.Context, e *env, args []string) error {
@@ -62,8 +65,11 @@ type groupView struct {
 	Partitions []partitionLag `json:"partitions"`
 }
 
-func describeGroup(ctx context.Context, adm *kadm.Client, group string) (groupView, error) {
-	lags, err := adm.Lag(ctx, group)
+// describeGroup reads a group's members and lag. The lag counts records
+// to consume: the offsets of transaction markers and aborted records
+// between the group's position and the end are left out (internal/lag).
+func describeGroup(ctx context.Context, cl *kgo.Client, group string) (groupView, error) {
+	lags, err := kadm.NewClient(cl).Lag(ctx, group)
 	if err != nil {
 		return groupView{}, err
 	}
@@ -75,7 +81,17 @@ func describeGroup(ctx context.Context, adm *kadm.Client, group string) (groupVi
 		return groupView{}, fmt.Errorf("group %s: %w", group, err)
 	}
 	v := groupView{Group: group, State: l.State, Members: len(l.Members), Partitions: []partitionLag{}}
+	var spans []lag.Span
 	for _, m := range l.Lag.Sorted() {
+		if m.Lag > 0 {
+			spans = append(spans, lag.Span{Topic: m.Topic, Partition: m.Partition, From: m.End.Offset - m.Lag, End: m.End.Offset})
+		}
+	}
+	skipped := lag.Skipped(ctx, cl, spans)
+	for _, m := range l.Lag.Sorted() {
+		if m.Lag > 0 {
+			m.Lag -= skipped[m.Topic][m.Partition]
+		}
 		p := partitionLag{Topic: m.Topic, Partition: m.Partition, Committed: m.Commit.At, End: m.End.Offset, Lag: m.Lag}
 		if m.Member != nil {
 			p.Member, p.Client, p.Host = m.Member.MemberID, m.Member.ClientID, m.Member.ClientHost
@@ -92,12 +108,12 @@ func groupDescribe(ctx context.Context, e *env, args []string) error {
 	if len(args) != 1 {
 		return usagef("name one group")
 	}
-	adm, done, err := e.admin(ctx)
+	cl, err := e.client(ctx)
 	if err != nil {
 		return err
 	}
-	defer done()
-	v, err := describeGroup(ctx, adm, args[0])
+	defer cl.Close()
+	v, err := describeGroup(ctx, cl, args[0])
 	if err != nil {
 		return err
 	}

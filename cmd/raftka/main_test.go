@@ -363,3 +363,38 @@ func TestClusterHealth(t *testing.T) {
 		t.Errorf("problems %q do not name broker 2", h.Problems)
 	}
 }
+
+// group describe counts records, not offsets: a group that read every
+// record of a transactional topic, and committed past its last record but
+// not past the commit marker, has a lag of 0.
+func TestGroupDescribeLeavesOutTransactionMarkers(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1})
+	c.CreateTopic("tx-lag", 1, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := c.Client(kgo.TransactionalID("tx-lag"), kgo.DefaultProduceTopic("tx-lag"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	defer p.Close()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "tx-lag", Partition: 0, At: 4, LeaderEpoch: -1}) // past record 3, before the marker at 4
+	if _, err := c.Admin().CommitOffsets(ctx, "tx-g", offsets); err != nil {
+		t.Fatal(err)
+	}
+	var v groupView
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "group", "describe", "tx-g")), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Partitions) != 1 || v.Partitions[0].End != 5 || v.Partitions[0].Lag != 0 || v.TotalLag != 0 {
+		t.Fatalf("group describe of a fully read transactional partition: %+v, want end 5 and lag 0", v)
+	}
+}

@@ -18,6 +18,10 @@ type PartitionLag struct {
 	Committed int64 // -1: the group has no committed offset here
 	Start     int64
 	End       int64
+	// Skipped are the offsets between the group's position (its commit,
+	// or Start without one) and End that hold no record a consumer is
+	// given: transaction markers and aborted records (internal/lag).
+	Skipped int64
 }
 
 // Observation is one sync's view of the world.
@@ -106,10 +110,10 @@ func (p Policy) Lag(l PartitionLag) int64 {
 	if from < 0 {
 		from = l.Start
 		if p.ResetLatest {
-			from = l.End
+			return 0
 		}
 	}
-	return max(l.End-from, 0)
+	return max(l.End-from-l.Skipped, 0)
 }
 
 // Decide computes the desired consumers and partitions.

@@ -187,3 +187,28 @@ func TestActivationPartitionsWithLagAndPersistentLag(t *testing.T) {
 }
 
 func lags4(committed int64) []int64 { return []int64{committed, committed, committed, committed} }
+
+// A group at rest on a transactional topic has its commits one short of
+// each end, the marker; with the markers counted as skipped it scales to
+// zero, as it would on a topic without transactions.
+func TestTransactionMarkersAreNoLag(t *testing.T) {
+	p := policy()
+	p.MinReplicas, p.PartitionScaling = 0, false
+	var lags []PartitionLag
+	for i := range int32(4) {
+		lags = append(lags, PartitionLag{Topic: "orders", Partition: i, Committed: 999, End: 1000, Skipped: 1})
+	}
+	obs := Observation{Now: t0, CurrentReplicas: 0, LedPartitions: map[string]int32{"orders": 4}, Lags: lags}
+	if d := Decide(obs, p, State{}); d.DesiredReplicas != 0 || d.TotalLag != 0 {
+		t.Fatalf("at rest past every record: desired %d, lag %d; want 0 and 0 (%s)", d.DesiredReplicas, d.TotalLag, d.Reason)
+	}
+	for i := range lags {
+		lags[i].Skipped = 0
+	}
+	if d := Decide(obs, p, State{}); d.DesiredReplicas != 1 {
+		t.Fatalf("with the markers counted as records: desired %d, want 1 (the lag of 4 wakes it)", d.DesiredReplicas)
+	}
+	if l := (Policy{ResetLatest: true}).Lag(PartitionLag{Committed: -1, Start: 0, End: 10, Skipped: 3}); l != 0 {
+		t.Fatalf("a group without commits that starts at the end: lag %d, want 0", l)
+	}
+}

@@ -117,6 +117,10 @@ func (c *Clients) SetOverride(key string, addrs []string) {
 	c.Override[key] = addrs
 }
 
+// Kafka returns the cached Kafka client of an access, for reads that
+// kadm does not make (internal/lag's Fetch).
+func (c *Clients) Kafka(access Access) (*kgo.Client, error) { return c.client(access) }
+
 // Admin returns a cached admin client for an access.
 func (c *Clients) Admin(access Access) (*kadm.Client, error) {
 	cl, err := c.client(access)
