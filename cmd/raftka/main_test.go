@@ -398,3 +398,62 @@ func TestGroupDescribeLeavesOutTransactionMarkers(t *testing.T) {
 		t.Fatalf("group describe of a fully read transactional partition: %+v, want end 5 and lag 0", v)
 	}
 }
+
+// txn list, describe and abort against a real broker: the abort of the
+// transaction open on a partition fences its producer, and
+// read_committed readers move past it.
+func TestTxnCommands(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1})
+	c.CreateTopic("tx-abort", 1, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := c.Client(kgo.TransactionalID("tx-stuck"), kgo.DefaultProduceTopic("tx-abort"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.TransactionTimeout(10*time.Minute))
+	defer p.Close()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("stuck")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var listed []struct{ TransactionalID, State string }
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "txn", "list", "--state", "Ongoing")), &listed); err != nil ||
+		len(listed) != 1 || listed[0].TransactionalID != "tx-stuck" {
+		t.Fatalf("txn list: %+v %v", listed, err)
+	}
+	var described []txnView
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "txn", "describe", "tx-stuck")), &described); err != nil ||
+		len(described) != 1 || described[0].State != "Ongoing" || !slices.Equal(described[0].Partitions, []string{"tx-abort/0"}) {
+		t.Fatalf("txn describe: %+v %v", described, err)
+	}
+	if code, _, _ := raftka(t, c, "", "txn", "abort"); code != exitUsage {
+		t.Errorf("txn abort with nothing named: exit %d, want %d", code, exitUsage)
+	}
+	if out := mustRaftka(t, c, "", "txn", "abort", "--topic", "tx-abort", "--partition", "0"); !strings.Contains(out, "tx-stuck") {
+		t.Errorf("txn abort printed %q", out)
+	}
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "txn", "describe", "tx-stuck")), &described); err != nil ||
+		described[0].State != "CompleteAbort" && described[0].State != "Empty" || described[0].ProducerEpoch == 0 {
+		t.Fatalf("after the abort: %+v %v, want it ended with the epoch bumped", described, err)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the fenced producer committed the aborted transaction")
+	}
+	if code, _, errOut := raftka(t, c, "", "txn", "abort", "tx-stuck"); code != exitFailed || !strings.Contains(errOut, "no open transaction") {
+		t.Errorf("abort of an id with nothing open: exit %d, %q", code, errOut)
+	}
+	plain := c.Client(kgo.DefaultProduceTopic("tx-abort"))
+	defer plain.Close()
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	r := c.Client(kgo.ConsumeTopics("tx-abort"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	defer r.Close()
+	var got []string
+	for len(got) == 0 && ctx.Err() == nil {
+		r.PollFetches(ctx).EachRecord(func(rec *kgo.Record) { got = append(got, string(rec.Value)) })
+	}
+	if !slices.Equal(got, []string{"after"}) {
+		t.Fatalf("read_committed after the abort read %q, want only the record after it", got)
+	}
+}
