@@ -68,6 +68,13 @@ func (k *KeyOrder) Process(key string, seq int, partition int32) {
 	k.latest[key] = max(k.latest[key], seq)
 }
 
+// Processed reports whether the record seq of key was processed.
+func (k *KeyOrder) Processed(key string, seq int) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.processed[key][seq]
+}
+
 // Missing counts the acknowledged records not processed yet.
 func (k *KeyOrder) Missing() int {
 	k.mu.Lock()

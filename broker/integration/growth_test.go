@@ -51,14 +51,14 @@ func franzGroupCommittingLate(ctx context.Context, t *testing.T, c *brokertest.C
 
 // franzConsumers runs two consumers of group groupOf(topic), taking perRecord
 // to process a record and marking what they processed for commit once
-// firstCommit has passed.
-func franzConsumers(ctx context.Context, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder, reset kgo.Offset, perRecord, firstCommit time.Duration) func() {
+// firstCommit has passed; opts are added to theirs.
+func franzConsumers(ctx context.Context, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder, reset kgo.Offset, perRecord, firstCommit time.Duration, opts ...kgo.Opt) func() {
 	var consumers sync.WaitGroup
 	commitFrom := time.Now().Add(firstCommit)
 	for range 2 {
-		cl := c.Client(append(slices.Clone(followGrowth), kgo.ConsumerGroup(groupOf(topic)), kgo.ConsumeTopics(topic),
+		cl := c.Client(append(append(slices.Clone(followGrowth), kgo.ConsumerGroup(groupOf(topic)), kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(reset), kgo.AutoCommitMarks(), kgo.BlockRebalanceOnPoll(),
-			kgo.AutoCommitInterval(500*time.Millisecond))...)
+			kgo.AutoCommitInterval(500*time.Millisecond)), opts...)...)
 		consumers.Go(func() {
 			var unmarked []*kgo.Record
 			for ctx.Err() == nil {
@@ -171,6 +171,8 @@ type scenario struct {
 	producer keyedProducer
 	// afterGrowth, if set, runs after each growth.
 	afterGrowth func(ctx context.Context)
+	// check is a fresh checker when nil.
+	check *brokertest.KeyOrder
 }
 
 // runKeyedGrowth runs the scenario: a keyed producer over 64 keys
@@ -181,7 +183,10 @@ func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, s scenario) brokertest.
 	defer cancel()
 	topic := s.topic
 	c.CreateTopic(topic, 4, 3, s.configs)
-	check := brokertest.NewKeyOrder(4)
+	check := s.check
+	if check == nil {
+		check = brokertest.NewKeyOrder(4)
+	}
 	defer s.group(ctx, t, c, topic, check)()
 	defer cancel()
 	time.Sleep(3 * time.Second) // the group joins and resets to the end, before anything is produced

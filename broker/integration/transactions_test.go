@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -643,5 +644,99 @@ func TestAddPartitionsToTxnBrokersForm(t *testing.T) {
 	}
 	if !errors.Is(got[in], kerr.InvalidTxnState) {
 		t.Fatalf("verify-only after the commit: %v, want INVALID_TXN_STATE", got)
+	}
+}
+
+// txnKeyedProducer is franzProducer's load in transactions of 30 records,
+// every abortEvery-th aborted: only a committed transaction's records are
+// acknowledged to check, and the aborted ones are kept in aborted.
+func txnKeyedProducer(abortEvery int, aborted map[string][]int) keyedProducer {
+	return func(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder, stop <-chan struct{}) <-chan struct{} {
+		producer := c.Client(append(slices.Clone(followGrowth), kgo.TransactionalID(topic+"-producer"), kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.TransactionTimeout(30*time.Second))...)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer producer.Close()
+			seqs := map[string]int{}
+			tick := time.NewTicker(time.Second / 600)
+			defer tick.Stop()
+			for n, i := 0, 0; ; n++ {
+				if err := producer.BeginTransaction(); err != nil {
+					t.Errorf("begin: %v", err)
+					return
+				}
+				var written []kgo.Record
+				for range 30 {
+					select {
+					case <-stop:
+					case <-tick.C:
+					}
+					key := "key-" + strconv.Itoa(i%64)
+					i++
+					written = append(written, kgo.Record{Key: []byte(key), Value: []byte(strconv.Itoa(seqs[key]))})
+					seqs[key]++
+					r := written[len(written)-1]
+					producer.Produce(ctx, &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value}, nil)
+				}
+				commit := n%abortEvery != abortEvery-1
+				if err := producer.Flush(ctx); err != nil {
+					commit = false
+				}
+				if err := producer.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+					t.Errorf("end of transaction %d: %v", n, err)
+					return
+				}
+				for _, r := range written {
+					seq, _ := strconv.Atoi(string(r.Value))
+					if commit {
+						check.Ack(string(r.Key), seq)
+					} else {
+						aborted[string(r.Key)] = append(aborted[string(r.Key)], seq)
+					}
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+		return done
+	}
+}
+
+// The topic grows 4 -> 6 -> 9 while a transactional producer keeps
+// transactions open on it and a read_committed group lags: the barrier
+// of ordered growth and the last stable offset compose, so each key's
+// committed records are processed in order, every one of them, and no
+// aborted record is.
+func TestOrderedGrowthDuringOpenTransactions(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	aborted := map[string][]int{}
+	readCommitted := func(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder) func() {
+		return franzConsumers(ctx, c, topic, check, kgo.NewOffset().AtEnd(), 4*time.Millisecond, 0, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	check := brokertest.NewKeyOrder(4)
+	got := runKeyedGrowth(t, c, scenario{topic: "txn-growth", configs: map[string]*string{"raftka.growth.quiet.ms": kmsg.StringPtr("2000")},
+		group: readCommitted, producer: txnKeyedProducer(4, aborted), check: check})
+	t.Logf("%d committed records acknowledged, %d from new partitions, %d reordered, %d never processed", got.Acked, got.Grown, got.Reordered, got.Missing)
+	if got.Acked == 0 || got.Grown == 0 {
+		t.Fatalf("no committed record, or none from a partition the growths added: %+v", got)
+	}
+	if got.Reordered > 0 || got.Missing > 0 {
+		t.Errorf("%d committed records reordered (first: %s), %d never processed", got.Reordered, got.FirstBad, got.Missing)
+	}
+	var seen, all int
+	for key, seqs := range aborted {
+		for _, seq := range seqs {
+			all++
+			if check.Processed(key, seq) {
+				seen++
+			}
+		}
+	}
+	if all == 0 || seen > 0 {
+		t.Errorf("%d of %d aborted records were processed by the read_committed group", seen, all)
 	}
 }
