@@ -16,6 +16,16 @@ func RecordBatch(producerID int64, epoch int16, firstSeq int32, values ...string
 // RecordBatchAt is RecordBatch with every record stamped at now
 // (milliseconds since the epoch).
 func RecordBatchAt(now int64, producerID int64, epoch int16, firstSeq int32, values ...string) []byte {
+	return recordBatch(now, 0, producerID, epoch, firstSeq, values...)
+}
+
+// TransactionalRecordBatch is RecordBatch marked transactional, as a
+// transactional producer's.
+func TransactionalRecordBatch(producerID int64, epoch int16, firstSeq int32, values ...string) []byte {
+	return recordBatch(time.Now().UnixMilli(), 0x10, producerID, epoch, firstSeq, values...)
+}
+
+func recordBatch(now int64, attributes int16, producerID int64, epoch int16, firstSeq int32, values ...string) []byte {
 	var records []byte
 	for i, v := range values {
 		r := kmsg.NewRecord()
@@ -25,7 +35,7 @@ func RecordBatchAt(now int64, producerID int64, epoch int16, firstSeq int32, val
 		records = r.AppendTo(records)
 	}
 	b := kmsg.RecordBatch{
-		PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: int32(len(values) - 1),
+		PartitionLeaderEpoch: -1, Magic: 2, Attributes: attributes, LastOffsetDelta: int32(len(values) - 1),
 		FirstTimestamp: now, MaxTimestamp: now, ProducerID: producerID, ProducerEpoch: epoch,
 		FirstSequence: firstSeq, NumRecords: int32(len(values)), Records: records,
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -359,6 +360,8 @@ func transactSession(ctx context.Context, t *testing.T, c *brokertest.Cluster, i
 		}
 		if committed {
 			done.Add(int64(batch))
+		} else {
+			t.Logf("not committed: batch of %d at %d", batch, done.Load())
 		}
 	}
 	return nil
@@ -738,5 +741,96 @@ func TestOrderedGrowthDuringOpenTransactions(t *testing.T) {
 	}
 	if all == 0 || seen > 0 {
 		t.Errorf("%d of %d aborted records were processed by the read_committed group", seen, all)
+	}
+}
+
+// KIP-890 part 2 with franz-go: the cluster finalizes transaction.version
+// 2, so the client adds no partition or group by request, every EndTxn
+// gives a new epoch, and a late write of an ended transaction's epoch is
+// refused and never read.
+func TestTransactionVersion2(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("tv2", 3, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var sent sync.Map // request key -> *atomic.Int64
+	p := c.Client(kgo.TransactionalID("t-v2"), kgo.DefaultProduceTopic("tv2"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.TransactionTimeout(30*time.Second), kgo.WithHooks(countRequests{&sent}))
+	defer p.Close()
+	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(versions.FinalizedFeatures) != 1 || versions.FinalizedFeatures[0].Name != "transaction.version" || versions.FinalizedFeatures[0].MaxVersionLevel != 2 {
+		t.Fatalf("finalized features %+v, want transaction.version 2", versions.FinalizedFeatures)
+	}
+	count := func(k kmsg.Key) int64 {
+		if n, ok := sent.Load(int16(k)); ok {
+			return n.(*atomic.Int64).Load()
+		}
+		return 0
+	}
+	epoch := func() (int64, int16) {
+		described, err := c.Admin().DescribeTransactions(ctx, "t-v2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return described["t-v2"].ProducerID, described["t-v2"].ProducerEpoch
+	}
+	// franz-go opts in at its first EndTxn, once it has read the
+	// feature, and asks for a new epoch before the second: the first
+	// transaction is of the old kind.
+	if err := inTxn(ctx, p, true, "a", "b", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := inTxn(ctx, p, true, "d", "e", "f"); err != nil {
+		t.Fatal(err)
+	}
+	pid, firstEpoch := epoch()
+	adds := count(kmsg.AddPartitionsToTxn)
+	for i := range 3 {
+		if err := inTxn(ctx, p, true, fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i), fmt.Sprintf("c%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(kmsg.AddPartitionsToTxn) - adds; n != 0 {
+		t.Fatalf("the client sent %d AddPartitionsToTxn after it opted in, want none", n)
+	}
+	if id, ep := epoch(); id != pid || ep != firstEpoch+3 {
+		t.Fatalf("three transactions took producer %d from epoch %d to %d %d, want %d (one bump per EndTxn)", pid, firstEpoch, id, ep, firstEpoch+3)
+	}
+	// A zombie of an ended transaction writes late, at its epoch.
+	req := kmsg.NewPtrProduceRequest()
+	req.TransactionID, req.Acks, req.TimeoutMillis = kmsg.StringPtr("t-v2"), -1, 5000
+	md, err := c.Admin().Metadata(ctx, "tv2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = "tv2", md.Topics["tv2"].ID // v13 names it by id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = brokertest.TransactionalRecordBatch(pid, firstEpoch+1, 3, "zombie")
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	leader := c.LeaderOf("tv2", 0)
+	resp, err := req.RequestWith(ctx, c.Client().Broker(leader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidProducerEpoch.Code && code != kerr.ProducerFenced.Code {
+		t.Fatalf("a late write at an ended transaction's epoch: %v, want INVALID_PRODUCER_EPOCH", kerr.ErrorForCode(code))
+	}
+	if got := values(consumeAll(t, c, "tv2", 15)); got["zombie"] != 0 || len(got) != 15 {
+		t.Fatalf("read_uncommitted read %v", got)
+	}
+}
+
+// countRequests counts the requests a client writes, by key.
+type countRequests struct{ sent *sync.Map }
+
+func (h countRequests) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err == nil {
+		n, _ := h.sent.LoadOrStore(key, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
 	}
 }

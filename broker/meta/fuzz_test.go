@@ -115,7 +115,7 @@ func commandsFrom(data []byte) []Command {
 			out = append(out, Command{AddToTxn: add})
 		case 21:
 			out = append(out, Command{TxnCommitOffsets: &TxnCommitOffsets{ID: topic, ProducerID: int64(next()%3) + 1000, Epoch: int16(next() % 3), Group: "g",
-				Offsets: map[string]map[int32]GroupOffset{topic: {int32(next() % 4): {Offset: int64(next())}}}}})
+				Offsets: map[string]map[int32]GroupOffset{topic: {int32(next() % 4): {Offset: int64(next())}}}, AddGroup: next()%2 == 0, NowMs: int64(next()) * 1000}})
 		case 22:
 			out = append(out, Command{EndTxn: &EndTxn{ID: topic, ProducerID: int64(next()%3) + 1000, Epoch: int16(next() % 3), Commit: next()%2 == 0,
 				Bump: next()%2 == 0, Timeout: next()%4 == 0, NowMs: int64(next()) * 1000}})

@@ -65,10 +65,14 @@ const (
 	// FeatureTransactions: the transaction commands of the metadata and
 	// of partitions (docs/design/transactions.md).
 	FeatureTransactions = "transactions"
+	// FeatureTransactionsV2: KIP-890 part 2 (transaction.version 2), a
+	// new epoch per transaction and partitions and groups added by the
+	// Produce and TxnOffsetCommit that name them.
+	FeatureTransactionsV2 = "transactions.v2"
 )
 
 // Features lists them, for a broker's registration.
-var Features = []string{FeatureOrderedGrowth, FeatureReplicaCapacity, FeatureTransactions}
+var Features = []string{FeatureOrderedGrowth, FeatureReplicaCapacity, FeatureTransactions, FeatureTransactionsV2}
 
 // Endpoint is one of a broker's named listeners.
 type Endpoint struct {

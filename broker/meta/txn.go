@@ -89,13 +89,18 @@ type AddToTxn struct {
 }
 
 // TxnCommitOffsets stores a group's offsets with the transaction
-// (TxnOffsetCommit); they become committed if it commits.
+// (TxnOffsetCommit); they become committed if it commits. AddGroup adds
+// the group first, as AddToTxn does (TxnOffsetCommit v5, KIP-890 part 2,
+// has no AddOffsetsToTxn before it); NowMs is then the time it may begin
+// the transaction at.
 type TxnCommitOffsets struct {
 	ID         string
 	ProducerID int64
 	Epoch      int16
 	Group      string
 	Offsets    map[string]map[int32]GroupOffset
+	AddGroup   bool  `json:",omitempty"`
+	NowMs      int64 `json:",omitempty"`
 }
 
 // EndTxn ends the open transaction (EndTxn), or, with Timeout, aborts it
@@ -180,6 +185,7 @@ func (s *State) applyTxn(c *Command) (Outcome, bool) {
 		s.indexActive(c.AddToTxn.ID)
 	case c.TxnCommitOffsets != nil:
 		out, err = s.txnCommitOffsets(c.TxnCommitOffsets)
+		s.indexActive(c.TxnCommitOffsets.ID)
 	case c.EndTxn != nil:
 		out, err = s.endTxn(c.EndTxn)
 		s.indexActive(c.EndTxn.ID)
@@ -285,6 +291,11 @@ func (s *State) addToTxn(c *AddToTxn) (TxnOutcome, error) {
 }
 
 func (s *State) txnCommitOffsets(c *TxnCommitOffsets) (TxnOutcome, error) {
+	if c.AddGroup {
+		if _, err := s.addToTxn(&AddToTxn{ID: c.ID, ProducerID: c.ProducerID, Epoch: c.Epoch, Group: c.Group, NowMs: c.NowMs}); err != nil {
+			return TxnOutcome{}, err
+		}
+	}
 	t := s.txn(c.ID)
 	if err := current(t, c.ProducerID, c.Epoch); err != nil {
 		return TxnOutcome{}, err

@@ -198,3 +198,32 @@ func TestLastEpochMovesToANewProducerID(t *testing.T) {
 		t.Fatalf("a recovered replica's check: seq %d, %v", seq, err)
 	}
 }
+
+// KIP-890 part 2: a TxnOffsetCommit that adds its group begins the
+// transaction and holds the offsets; the commit with a bump commits them
+// and gives the next epoch, which the next transaction's commit uses.
+func TestTxnOffsetCommitAddsItsGroup(t *testing.T) {
+	s := NewState()
+	offsets := map[string]map[int32]GroupOffset{"in": {0: {Offset: 7}}}
+	commitOffsets := func(ep int16) Command {
+		return Command{TxnCommitOffsets: &TxnCommitOffsets{ID: "tx", ProducerID: 1000, Epoch: ep, Group: "g", Offsets: offsets, AddGroup: true, NowMs: 5}}
+	}
+	runTxnSteps(t, s, []txnStep{
+		{name: "init", cmd: initTxn(-1, -1), pid: 1000, ep: 0, state: TxnEmpty},
+		{name: "offsets that add their group", cmd: commitOffsets(0), pid: 1000, ep: 0, state: TxnOngoing},
+	})
+	if !s.PendingTxnOffset("g", "in", 0) {
+		t.Fatal("the offsets are not held by the transaction they began")
+	}
+	if txn, _ := s.Transaction("tx"); txn.StartedMs != 5 {
+		t.Fatalf("the transaction began at %d, want 5 (the commit's time)", txn.StartedMs)
+	}
+	runTxnSteps(t, s, []txnStep{
+		{name: "commit with a bump", cmd: endTxn(1000, 0, true, true), pid: 1000, ep: 1, state: TxnCompleteCommit},
+		{name: "offsets at the old epoch", cmd: commitOffsets(0), err: kerr.ProducerFenced},
+		{name: "offsets at the new epoch", cmd: commitOffsets(1), pid: 1000, ep: 1, state: TxnOngoing},
+	})
+	if o, ok := s.GroupOffset("g", "in", 0); !ok || o.Offset != 7 {
+		t.Fatalf("the first transaction's offset: %+v %v", o, ok)
+	}
+}

@@ -8,11 +8,13 @@ import (
 	"github.com/raftka/raftka/broker/meta"
 )
 
-// TxnOffsetCommit v0-v3: v3 flexible, with the group's generation and
+// TxnOffsetCommit v0-v5: v3 flexible, with the group's generation and
 // member (KIP-447), checked as OffsetCommit checks them, and
-// PRODUCER_FENCED. The offsets wait in the transaction and are committed
-// with it (meta/txn.go).
-func init() { register(kmsg.TxnOffsetCommit, 0, 3, handleTxnOffsetCommit) }
+// PRODUCER_FENCED; v4 as v3; v5 (KIP-890 part 2) adds the group to the
+// transaction itself, with no AddOffsetsToTxn before it, once the
+// cluster's transaction.version is 2. The offsets wait in the
+// transaction and are committed with it (meta/txn.go).
+func init() { register(kmsg.TxnOffsetCommit, 0, 5, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.TxnOffsetCommitRequest)
@@ -27,9 +29,9 @@ func handleTxnOffsetCommit(srv *Server, r *request) (kmsg.Response, error) {
 			code = err.Code
 		}
 	}
-	commit := &meta.TxnCommitOffsets{ID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch, Group: req.Group,
-		Offsets: map[string]map[int32]meta.GroupOffset{}}
 	now := time.Now().UnixMilli()
+	commit := &meta.TxnCommitOffsets{ID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch, Group: req.Group,
+		Offsets: map[string]map[int32]meta.GroupOffset{}, AddGroup: req.Version >= 5 && srv.transactionVersion() >= 2, NowMs: now}
 	codes := map[string]map[int32]int16{}
 	for _, t := range req.Topics {
 		codes[t.Topic] = map[int32]int16{}

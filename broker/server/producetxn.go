@@ -22,6 +22,8 @@ const txnBarrierTimeout = 5 * time.Second
 // transaction they belong to. The coordinator answered AddPartitionsToTxn
 // once the metadata group committed it; this broker's replica may not
 // have applied it yet, so a refusal first waits for a read barrier.
+// Produce v12 under transaction.version 2 (KIP-890 part 2) adds the
+// partition to the transaction itself, beginning it if none is open.
 func (srv *Server) txnSeq(r *request, req *kmsg.ProduceRequest, topic string, index int32, batches [][]byte) (int64, *kerr.Error) {
 	if err := r.onTxn(srv, *req.TransactionID); err != nil {
 		return 0, err
@@ -38,11 +40,14 @@ func (srv *Server) txnSeq(r *request, req *kmsg.ProduceRequest, topic string, in
 	}
 	seq, err := check()
 	if err != nil {
-		ctx, cancel := context.WithTimeout(srv.ctx, txnBarrierTimeout)
-		_, berr := srv.Raft.SyncRead(ctx, meta.MetadataShard, nil)
-		cancel()
-		if berr != nil {
-			return 0, kerr.NotEnoughReplicas // the metadata group has no quorum: a retriable answer
+		if berr := srv.metaBarrier(); berr != nil {
+			return 0, berr
+		}
+		seq, err = check()
+	}
+	if errors.Is(err, kerr.InvalidTxnState) && req.Version >= 12 && srv.transactionVersion() >= 2 {
+		if aerr := srv.addImplicitly(*req.TransactionID, pid, epoch, topic, index); aerr != nil {
+			return 0, aerr
 		}
 		seq, err = check()
 	}
@@ -51,4 +56,35 @@ func (srv *Server) txnSeq(r *request, req *kmsg.ProduceRequest, topic string, in
 		return 0, ke
 	}
 	return seq, nil
+}
+
+// metaBarrier waits until this broker's metadata replica has applied what
+// the metadata group committed before now.
+func (srv *Server) metaBarrier() *kerr.Error {
+	ctx, cancel := context.WithTimeout(srv.ctx, txnBarrierTimeout)
+	defer cancel()
+	if _, err := srv.Raft.SyncRead(ctx, meta.MetadataShard, nil); err != nil {
+		return kerr.NotEnoughReplicas // the metadata group has no quorum: a retriable answer
+	}
+	return nil
+}
+
+// addImplicitly adds a partition to the producer's transaction for a
+// Produce v12, as the coordinator's AddPartitionsToTxn would, and waits
+// for this broker's replica to apply it.
+func (srv *Server) addImplicitly(id string, pid int64, epoch int16, topic string, index int32) *kerr.Error {
+	ctx, cancel := context.WithTimeout(srv.ctx, txnProposeTimeout)
+	defer cancel()
+	out, err := srv.Propose(ctx, &meta.Command{AddToTxn: &meta.AddToTxn{ID: id, ProducerID: pid, Epoch: epoch,
+		Partitions: map[string][]int32{topic: {index}}, NowMs: time.Now().UnixMilli()}})
+	var ke *kerr.Error
+	switch {
+	case err != nil:
+		return kerr.NotEnoughReplicas // no metadata quorum: the client retries
+	case out.Err != nil && errors.As(out.Err, &ke):
+		return ke
+	case out.Err != nil:
+		return kerr.UnknownServerError
+	}
+	return srv.metaBarrier()
 }

@@ -27,6 +27,29 @@ func (srv *Server) txnMaxTimeout() time.Duration {
 	return DefaultTransactionMaxTimeout
 }
 
+// transactionVersionFeature is the feature clients read (KIP-890): at
+// level 2 they skip AddPartitionsToTxn and AddOffsetsToTxn, and every
+// EndTxn gives them a new epoch.
+const transactionVersionFeature = "transaction.version"
+
+// transactionVersion is the cluster's transaction.version: 2 once every
+// broker serves KIP-890 part 2, 1 with transactions only (partition
+// leaders verify every transactional batch with the coordinator's state,
+// part 1), 0 during an upgrade from a version without them.
+func (srv *Server) transactionVersion() int16 {
+	var v1, v2 bool
+	srv.Meta.Read(func(s *meta.State) {
+		v1, v2 = s.AllBrokersHave(meta.FeatureTransactions), s.AllBrokersHave(meta.FeatureTransactionsV2)
+	})
+	switch {
+	case v1 && v2:
+		return 2
+	case v1:
+		return 1
+	}
+	return 0
+}
+
 // txnProposeTimeout bounds a coordinator's proposal.
 const txnProposeTimeout = 10 * time.Second
 
