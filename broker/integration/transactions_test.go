@@ -28,19 +28,6 @@ func transactional(c *brokertest.Cluster, id, topic string) *kgo.Client {
 		kgo.TransactionTimeout(30*time.Second))
 }
 
-// inTxn produces values in one transaction and ends it as commit says.
-func inTxn(ctx context.Context, cl *kgo.Client, commit bool, values ...string) error {
-	if err := cl.BeginTransaction(); err != nil {
-		return err
-	}
-	for _, v := range values {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}).FirstErr(); err != nil {
-			return err
-		}
-	}
-	return cl.EndTransaction(ctx, kgo.TransactionEndTry(commit))
-}
-
 func values(recs []*kgo.Record) map[string]int {
 	out := map[string]int{}
 	for _, r := range recs {
@@ -63,13 +50,13 @@ func TestTransactionsCommitAndAbort(t *testing.T) {
 		committed = append(committed, fmt.Sprintf("c%d", i))
 		aborted = append(aborted, fmt.Sprintf("a%d", i))
 	}
-	if err := inTxn(ctx, p, true, committed[:5]...); err != nil {
+	if err := brokertest.InTransaction(ctx, p, true, committed[:5]...); err != nil {
 		t.Fatal(err)
 	}
-	if err := inTxn(ctx, p, false, aborted...); err != nil {
+	if err := brokertest.InTransaction(ctx, p, false, aborted...); err != nil {
 		t.Fatal(err)
 	}
-	if err := inTxn(ctx, p, true, committed[5:]...); err != nil {
+	if err := brokertest.InTransaction(ctx, p, true, committed[5:]...); err != nil {
 		t.Fatal(err)
 	}
 	got := values(consumeAll(t, c, "txn-out", 10, kgo.FetchIsolationLevel(kgo.ReadCommitted())))
@@ -104,7 +91,7 @@ func TestTransactionalIDFencesTheOldProducer(t *testing.T) {
 	}
 	fresh := transactional(c, "t2", "txn-fence")
 	defer fresh.Close()
-	if err := inTxn(ctx, fresh, true, "fresh"); err != nil {
+	if err := brokertest.InTransaction(ctx, fresh, true, "fresh"); err != nil {
 		t.Fatal(err)
 	}
 	err := old.EndTransaction(ctx, kgo.TryCommit)
@@ -132,7 +119,7 @@ func TestOpenTransactionHoldsReadersUntilItTimesOut(t *testing.T) {
 	// coordinator known before the clock of the one left open runs.
 	other := transactional(c, "t-other", "txn-open")
 	defer other.Close()
-	if err := inTxn(ctx, other, true, "before"); err != nil {
+	if err := brokertest.InTransaction(ctx, other, true, "before"); err != nil {
 		t.Fatal(err)
 	}
 	open := c.Client(kgo.TransactionalID("t-open"), kgo.DefaultProduceTopic("txn-open"), kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -145,7 +132,7 @@ func TestOpenTransactionHoldsReadersUntilItTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	if err := inTxn(ctx, other, true, "committed after"); err != nil {
+	if err := brokertest.InTransaction(ctx, other, true, "committed after"); err != nil {
 		t.Fatal(err)
 	}
 	described, err := c.Admin().DescribeProducers(ctx, kadm.TopicsSet{"txn-open": {0: {}}})
@@ -277,7 +264,7 @@ func TestTransactionsAreListedAndDescribed(t *testing.T) {
 	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	if err := inTxn(ctx, p, true, "next"); err != nil {
+	if err := brokertest.InTransaction(ctx, p, true, "next"); err != nil {
 		t.Fatalf("the next transaction after a topic of the last was deleted: %v", err)
 	}
 	if got := values(consumeAll(t, c, "txn-kept", 2, kgo.FetchIsolationLevel(kgo.ReadCommitted()))); got["v"] != 1 || got["next"] != 1 {
@@ -780,16 +767,16 @@ func TestTransactionVersion2(t *testing.T) {
 	// franz-go opts in at its first EndTxn, once it has read the
 	// feature, and asks for a new epoch before the second: the first
 	// transaction is of the old kind.
-	if err := inTxn(ctx, p, true, "a", "b", "c"); err != nil {
+	if err := brokertest.InTransaction(ctx, p, true, "a", "b", "c"); err != nil {
 		t.Fatal(err)
 	}
-	if err := inTxn(ctx, p, true, "d", "e", "f"); err != nil {
+	if err := brokertest.InTransaction(ctx, p, true, "d", "e", "f"); err != nil {
 		t.Fatal(err)
 	}
 	pid, firstEpoch := epoch()
 	adds := count(kmsg.AddPartitionsToTxn)
 	for i := range 3 {
-		if err := inTxn(ctx, p, true, fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i), fmt.Sprintf("c%d", i)); err != nil {
+		if err := brokertest.InTransaction(ctx, p, true, fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i), fmt.Sprintf("c%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

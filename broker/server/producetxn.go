@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -61,12 +62,50 @@ func (srv *Server) txnSeq(r *request, req *kmsg.ProduceRequest, topic string, in
 // metaBarrier waits until this broker's metadata replica has applied what
 // the metadata group committed before now.
 func (srv *Server) metaBarrier() *kerr.Error {
-	ctx, cancel := context.WithTimeout(srv.ctx, txnBarrierTimeout)
-	defer cancel()
-	if _, err := srv.Raft.SyncRead(ctx, meta.MetadataShard, nil); err != nil {
-		return kerr.NotEnoughReplicas // the metadata group has no quorum: a retriable answer
+	return srv.metaBarriers.wait(func() *kerr.Error {
+		ctx, cancel := context.WithTimeout(srv.ctx, txnBarrierTimeout)
+		defer cancel()
+		if _, err := srv.Raft.SyncRead(ctx, meta.MetadataShard, nil); err != nil {
+			return kerr.NotEnoughReplicas // the metadata group has no quorum: a retriable answer
+		}
+		return nil
+	})
+}
+
+// barriers runs read barriers one at a time, and every caller that comes
+// while one runs joins the next, which starts after they came and so sees
+// what they must. A fenced producer hammering a partition with refused
+// writes then costs one ReadIndex per round trip, not one per request.
+type barriers struct {
+	mu      sync.Mutex
+	running sync.Mutex
+	next    *barrier // not started yet; nil when none is waiting
+}
+
+type barrier struct {
+	done chan struct{}
+	err  *kerr.Error
+}
+
+func (bs *barriers) wait(run func() *kerr.Error) *kerr.Error {
+	bs.mu.Lock()
+	b := bs.next
+	if b == nil {
+		b = &barrier{done: make(chan struct{})}
+		bs.next = b
+		go func() {
+			bs.running.Lock()
+			defer bs.running.Unlock()
+			bs.mu.Lock()
+			bs.next = nil // later callers wait for the barrier after this one
+			bs.mu.Unlock()
+			b.err = run()
+			close(b.done)
+		}()
 	}
-	return nil
+	bs.mu.Unlock()
+	<-b.done
+	return b.err
 }
 
 // addImplicitly adds a partition to the producer's transaction for a

@@ -149,6 +149,8 @@ type Server struct {
 	connsFullLogged atomic.Int64
 	pids            producerIDs
 	free            freeSpace
+	// metaBarriers coalesces the read barriers of transactional checks.
+	metaBarriers barriers
 }
 
 // Listen binds the Kafka listeners, each SSL or SASL_SSL one with its TLS

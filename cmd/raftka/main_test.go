@@ -374,15 +374,7 @@ func TestGroupDescribeLeavesOutTransactionMarkers(t *testing.T) {
 	defer cancel()
 	p := c.Client(kgo.TransactionalID("tx-lag"), kgo.DefaultProduceTopic("tx-lag"), kgo.RequiredAcks(kgo.AllISRAcks()))
 	defer p.Close()
-	if err := p.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	for range 4 {
-		if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+	if err := brokertest.InTransaction(ctx, p, true, "a", "b", "c", "d"); err != nil {
 		t.Fatal(err)
 	}
 	offsets := kadm.Offsets{}

@@ -11,22 +11,6 @@ import (
 	"github.com/raftka/raftka/internal/lag"
 )
 
-// transact produces n records in one transaction and ends it.
-func transact(ctx context.Context, t *testing.T, p *kgo.Client, n int, commit bool) {
-	t.Helper()
-	if err := p.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	for range n {
-		if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Against a real broker: a span of committed records and their marker, an
 // aborted transaction, a plain record, and a transaction still open.
 func TestSkippedCountsMarkersAndAbortedRecords(t *testing.T) {
@@ -39,8 +23,12 @@ func TestSkippedCountsMarkersAndAbortedRecords(t *testing.T) {
 	defer cancel()
 	p := c.Client(kgo.TransactionalID("lag-tx"), kgo.DefaultProduceTopic("lag-t"), kgo.RequiredAcks(kgo.AllISRAcks()))
 	defer p.Close()
-	transact(ctx, t, p, 5, true)  // 0-4, commit marker 5
-	transact(ctx, t, p, 3, false) // 6-8, abort marker 9
+	if err := brokertest.InTransaction(ctx, p, true, "0", "1", "2", "3", "4"); err != nil { // commit marker at 5
+		t.Fatal(err)
+	}
+	if err := brokertest.InTransaction(ctx, p, false, "6", "7", "8"); err != nil { // abort marker at 9
+		t.Fatal(err)
+	}
 	plain := c.Client(kgo.DefaultProduceTopic("lag-t"))
 	defer plain.Close()
 	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("plain")}).FirstErr(); err != nil { // 10
