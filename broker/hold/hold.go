@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker/growth"
+	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 )
@@ -64,26 +65,14 @@ func Run(ctx context.Context, d Deps) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	tick := time.NewTicker(Interval)
-	defer tick.Stop()
-	for {
-		changed := d.Meta.Changed()
+	wait.OnChange(ctx, d.Meta.Changed, calm, Interval, func() {
 		noteGroups(ctx, d)
 		reportSplits(ctx, d)
 		classify(ctx, d)
 		if id, ok := d.MetaLeader(); ok && id == d.ID {
 			liftHolds(ctx, d)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-			// Offset commits change the metadata many times a second;
-			// a pass at most every calm keeps the loop light.
-			time.Sleep(calm)
-		case <-tick.C:
-		}
-	}
+	})
 }
 
 // reportSplits proposes the split of every old partition of a hidden

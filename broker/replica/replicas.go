@@ -17,6 +17,7 @@ import (
 
 	"github.com/raftka/raftka/broker/frames"
 	"github.com/raftka/raftka/broker/internal/openfiles"
+	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 )
@@ -93,24 +94,10 @@ func (r *replicaSet) run(ctx context.Context) {
 		return
 	}
 	r.sweepStale()
-	for {
-		changed := r.b.Meta.Changed()
-		r.reconcile(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-			// Changes come in bursts (a created topic's partitions each
-			// record their first leader): one pass after the burst, not
-			// one per change, since each pass reads every placement.
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(reconcileCoalesce):
-			}
-		case <-time.After(2 * time.Second):
-		}
-	}
+	// Changes come in bursts (a created topic's partitions each record
+	// their first leader): one pass after the burst, not one per change,
+	// since each pass reads every placement.
+	wait.OnChange(ctx, r.b.Meta.Changed, reconcileCoalesce, 2*time.Second, func() { r.reconcile(ctx) })
 }
 
 // reconcileCoalesce is how long a pass waits for more metadata changes.

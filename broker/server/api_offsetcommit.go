@@ -50,14 +50,7 @@ func handleOffsetCommit(srv *Server, r *request) (kmsg.Response, error) {
 				if _, err := srv.partitionFor(t.Topic, p.Partition); err != nil {
 					rp.ErrorCode = err.Code
 				} else {
-					if commit.Offsets[t.Topic] == nil {
-						commit.Offsets[t.Topic] = map[int32]meta.GroupOffset{}
-					}
-					o := meta.GroupOffset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, CommittedAt: now}
-					if p.Metadata != nil {
-						o.Metadata = *p.Metadata
-					}
-					commit.Offsets[t.Topic][p.Partition] = o
+					addGroupOffset(commit.Offsets, t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, now)
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -93,4 +86,17 @@ func handleOffsetCommit(srv *Server, r *request) (kmsg.Response, error) {
 		return resp
 	}
 	return nil, nil
+}
+
+// addGroupOffset puts a partition's offset into a commit's offsets
+// (OffsetCommit, TxnOffsetCommit), stamped at now, the coordinator's clock.
+func addGroupOffset(offsets map[string]map[int32]meta.GroupOffset, topic string, partition int32, offset int64, leaderEpoch int32, metadata *string, now int64) {
+	if offsets[topic] == nil {
+		offsets[topic] = map[int32]meta.GroupOffset{}
+	}
+	o := meta.GroupOffset{Offset: offset, LeaderEpoch: leaderEpoch, CommittedAt: now}
+	if metadata != nil {
+		o.Metadata = *metadata
+	}
+	offsets[topic][partition] = o
 }

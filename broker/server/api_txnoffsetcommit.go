@@ -47,14 +47,7 @@ func handleTxnOffsetCommit(srv *Server, r *request) (kmsg.Response, error) {
 					codes[t.Topic][p.Partition] = err.Code
 					continue
 				}
-				if commit.Offsets[t.Topic] == nil {
-					commit.Offsets[t.Topic] = map[int32]meta.GroupOffset{}
-				}
-				o := meta.GroupOffset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, CommittedAt: now}
-				if p.Metadata != nil {
-					o.Metadata = *p.Metadata
-				}
-				commit.Offsets[t.Topic][p.Partition] = o
+				addGroupOffset(commit.Offsets, t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, now)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/raftka/raftka/broker/internal/wait"
 	"github.com/raftka/raftka/broker/meta"
 	"github.com/raftka/raftka/broker/partition"
 )
@@ -51,21 +52,12 @@ func Run(ctx context.Context, d Deps) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	tick := time.NewTicker(Interval)
-	defer tick.Stop()
-	for {
-		changed := d.Meta.Changed()
+	wait.OnChange(ctx, d.Meta.Changed, 0, Interval, func() {
 		writeMarkers(ctx, d)
 		if id, ok := d.MetaLeader(); ok && id == d.ID {
 			abortTimedOut(ctx, d)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-		case <-tick.C:
-		}
-	}
+	})
 }
 
 // pendingMarker is a marker this broker is to write: the partition it
