@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -156,6 +157,7 @@ func (l *Log) clean(opts CleanOptions) (CleanResult, error) {
 	// cleaner stops there: until the open transaction ends, what follows
 	// its first record is not yet what read_committed consumers see.
 	stable := l.LastStable()
+	aborted := l.AbortedIn(cleanPoint, stable)
 	for _, c := range segs {
 		if c.seg.last < cleanPoint {
 			continue
@@ -168,8 +170,8 @@ func (l *Log) clean(opts CleanOptions) (CleanResult, error) {
 			if h.BaseOffset+int64(h.LastDelta) >= stable {
 				return errUnstable
 			}
-			if h.isTransactional() {
-				return nil // kept whole (rewrite), and supersedes nothing
+			if h.isControl() || (h.isTransactional() && abortedBatch(aborted, h)) {
+				return nil // supersedes nothing: a marker, or a record no consumer of read_committed is given
 			}
 			if last := h.BaseOffset + int64(h.LastDelta); last >= cleanPoint {
 				// A batch whose records do not parse (written before the
@@ -212,7 +214,7 @@ func (l *Log) clean(opts CleanOptions) (CleanResult, error) {
 		if c.seg.base > mappedEnd {
 			break
 		}
-		freed, removed, err := l.rewrite(c, keep, dec, opts.NowMs)
+		freed, removed, err := l.rewrite(c, transactionalKeep(l.AbortedIn(c.seg.base, stable), keep), dec, opts.NowMs)
 		if err != nil {
 			return res, err
 		}
@@ -225,6 +227,35 @@ func (l *Log) clean(opts CleanOptions) (CleanResult, error) {
 	l.mu.Unlock()
 	l.releaseFrames()
 	return res, nil
+}
+
+// transactionalKeep is keep for a batch: a batch of an aborted transaction
+// keeps no record, as Kafka's cleaner removes them; a committed
+// transaction's records are compacted as any others, and its emptied
+// batches keep their headers, which the transaction table is read from.
+func transactionalKeep(aborted []AbortedTxn, keep func(int64, *kmsg.Record, int64) bool) func(header) func(int64, *kmsg.Record, int64) bool {
+	none := func(int64, *kmsg.Record, int64) bool { return false }
+	return func(h header) func(int64, *kmsg.Record, int64) bool {
+		if h.isTransactional() && abortedBatch(aborted, h) {
+			return none
+		}
+		return keep
+	}
+}
+
+// abortedBatch reports whether a transactional batch belongs to one of the
+// aborted transactions (sorted by their markers): its producer's, from
+// that transaction's first offset up to its marker.
+func abortedBatch(aborted []AbortedTxn, h header) bool {
+	i, _ := slices.BinarySearchFunc(aborted, h.BaseOffset, func(a AbortedTxn, off int64) int {
+		return int(min(max(a.LastOffset-off, -1), 1))
+	})
+	for _, a := range aborted[i:] {
+		if a.ProducerID == h.ProducerID { // its first abort ending at or after the batch
+			return a.FirstOffset <= h.BaseOffset
+		}
+	}
+	return false
 }
 
 // cleanableSegments returns the segments a pass may rewrite: all but the
@@ -255,18 +286,16 @@ func (l *Log) cleanableSegments(opts CleanOptions) (segs []cleanable, cleanPoint
 
 // rewrite writes c's batches with only the records keep accepts into a new
 // file and, if that removed anything, puts it in the segment's place.
-func (l *Log) rewrite(c cleanable, keep func(int64, *kmsg.Record, int64) bool, dec kgo.Decompressor, nowMs int64) (freed, removed int64, err error) {
+func (l *Log) rewrite(c cleanable, keep func(header) func(int64, *kmsg.Record, int64) bool, dec kgo.Decompressor, nowMs int64) (freed, removed int64, err error) {
 	var out bytes.Buffer
 	var index []indexEntry
 	maxTimestamp := int64(-1)
 	err = eachBatch(c.f, c.size, func(raw []byte) error {
 		cleaned, n, err := raw, int64(0), error(nil)
-		if h, herr := readHeader(raw); herr == nil && !h.isTransactional() {
-			// Transactions' batches and their markers stay whole: a
-			// marker must keep saying what it ended, and a record of an
-			// aborted or open transaction must not take the place of a
-			// committed one of its key (docs/design/transactions.md).
-			cleaned, n, err = compactBatch(raw, keep, dec)
+		if h, herr := readHeader(raw); herr == nil && !h.isControl() {
+			// A marker stays whole: it keeps saying what it ended, for
+			// the transaction table a reopened replica reads off the log.
+			cleaned, n, err = compactBatch(raw, keep(h), dec)
 		}
 		if err != nil {
 			return err

@@ -4,11 +4,36 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// allValues are the values of every record in the log, in order, as a
+// read_uncommitted consumer reads them.
+func allValues(t *testing.T, l *Log) string {
+	t.Helper()
+	var out []string
+	from, end := l.Offsets()
+	for from < end {
+		data, err := l.Read(from, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp := kmsg.FetchResponseTopicPartition{HighWatermark: end, LastStableOffset: end, RecordBatches: data}
+		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: from, Topic: "t"}, &rp, kgo.DefaultDecompressor(), nil)
+		if fp.Err != nil || next <= from {
+			t.Fatalf("reading at %d: %v (next %d)", from, fp.Err, next)
+		}
+		for _, r := range fp.Records {
+			out = append(out, string(r.Value))
+		}
+		from = next
+	}
+	return strings.Join(out, " ")
+}
 
 // committedTable is what a read_committed consumer of the whole log ends
 // with: the newest value of each key it is shown.
@@ -39,10 +64,12 @@ func committedTable(t *testing.T, l *Log) map[string]string {
 	return table
 }
 
-// Compaction keeps transactions' batches and markers whole: a record of an
+// Compaction of transactions, as Kafka's cleaner does it: a record of an
 // aborted transaction does not take the place of a committed one of its
-// key, and a marker keeps saying what it ended after a reopen.
-func TestCompactionKeepsTransactionsWhole(t *testing.T) {
+// key and is removed itself; a committed transaction's records are
+// compacted as others; markers stay, and say what they ended after a
+// reopen.
+func TestCompactionOfTransactions(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := openSM(t, dir, 0)
 	s.SetSegmentLimits(0, 1000) // the last batch, 5 s later, rolls a new segment
@@ -62,11 +89,18 @@ func TestCompactionKeepsTransactionsWhole(t *testing.T) {
 	if got := fmt.Sprint(committedTable(t, s.Log())); got != want {
 		t.Fatalf("before compaction a read_committed consumer's table is %s, want %s", got, want)
 	}
-	if _, err := s.Clean(CleanOptions{NowMs: 10_000, DeleteRetentionMs: 1000}); err != nil {
+	res, err := s.Clean(CleanOptions{NowMs: 10_000, DeleteRetentionMs: 1000})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(committedTable(t, s.Log())); got != want {
 		t.Fatalf("after compaction a read_committed consumer's table is %s, want %s", got, want)
+	}
+	if res.RecordsRemoved != 2 {
+		t.Fatalf("compaction removed %d records, want 2: the aborted k and the committed j=1 that j=2 replaced", res.RecordsRemoved)
+	}
+	if got := allValues(t, s.Log()); got != "kept 2 z" {
+		t.Fatalf("after compaction the log holds %q, want the aborted record and j=1 gone", got)
 	}
 	closeSM(t, s)
 	reopened, _ := openSM(t, dir, 0) // the transaction table read off the headers, checked against the fold
