@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,6 +38,10 @@ const notes = `### Reproduce
 - Consume: what the produce turns wrote (half of it in transactions, so a marker per
   partition every 1,000 records), read from the start by a new client, read_uncommitted and
   read_committed alternating three times.
+- Small rounds: 16 producers each write 10 records and wait for them, as a flush, or as a
+  transaction (begin, produce, commit): how many transactions the coordinator, the metadata
+  group's leader, takes (each is at least three metadata entries: its partitions, its end,
+  its markers).
 - Latency at one in flight: 500 rounds each of one idempotent record acknowledged, and of one
   transaction of one record (produce, then EndTxn, which returns once the commit is decided;
   the markers follow). The EndTxn row is its own share.`
@@ -70,6 +75,13 @@ func BenchmarkTransactions(b *testing.B) {
 		committed += consumeRate(b, c, kgo.ReadCommitted()) / 3
 	}
 	row("consume from the start, records/s", uncommitted, committed, benchreport.Thousands)
+
+	var batches, txns float64
+	for turn := range 3 {
+		batches += smallRate(b, c, value, "", d) / 3
+		txns += smallRate(b, c, value, fmt.Sprintf("bench-small-%d", turn), d) / 3
+	}
+	row("16 producers, 10 records at a time: flushes/s, transactions/s", batches, txns, benchreport.Thousands)
 
 	produce, whole, end := latencies(b, c, value)
 	for _, q := range []struct {
@@ -138,6 +150,59 @@ func produceRate(b *testing.B, c *brokertest.Cluster, value []byte, txnID string
 		b.Fatalf("produce failed: %v", err)
 	}
 	return float64(n) / elapsed.Seconds()
+}
+
+// smallRate runs 16 producers that each write 10 records and wait for
+// them, as a flush or as a transaction (txnPrefix set), for d, and returns
+// how many such rounds they made per second: how much the coordinator
+// (the metadata group, docs/design/transactions.md) takes.
+func smallRate(b *testing.B, c *brokertest.Cluster, value []byte, txnPrefix string, d time.Duration) float64 {
+	var rounds atomic.Int64
+	var failed atomic.Value
+	deadline := time.Now().Add(d)
+	var producers sync.WaitGroup
+	for i := range 16 {
+		opts := []kgo.Opt{kgo.DefaultProduceTopic("bench"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0)}
+		if txnPrefix != "" {
+			opts = append(opts, kgo.TransactionalID(fmt.Sprintf("%s-%d", txnPrefix, i)), kgo.TransactionTimeout(time.Minute))
+		}
+		cl := c.Client(opts...)
+		producers.Go(func() {
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
+			defer cancel()
+			for time.Now().Before(deadline) {
+				if txnPrefix != "" {
+					if err := cl.BeginTransaction(); err != nil {
+						failed.Store(err)
+						return
+					}
+				}
+				for range 10 {
+					cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+						if err != nil {
+							failed.Store(err)
+						}
+					})
+				}
+				err := cl.Flush(ctx)
+				if txnPrefix != "" && err == nil {
+					err = cl.EndTransaction(ctx, kgo.TryCommit)
+				}
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				rounds.Add(1)
+			}
+		})
+	}
+	start := time.Now()
+	producers.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatalf("small rounds failed: %v", err)
+	}
+	return float64(rounds.Load()) / time.Since(start).Seconds()
 }
 
 // consumeRate reads the topic from the start to its end with a new client
