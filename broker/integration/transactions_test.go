@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
 	"os"
 	"os/exec"
 	"slices"
@@ -819,5 +820,93 @@ func (h countRequests) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, 
 	if err == nil {
 		n, _ := h.sent.LoadOrStore(key, new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
+	}
+}
+
+// Hostile and malformed transactional requests (ids, producers, epochs,
+// partitions drawn from pools of valid and invalid values, in random
+// order) each get an answer, and the coordinator still runs a
+// transaction to its end afterwards.
+func TestHostileTransactionalRequests(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("hostile", 2, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl := c.Client(kgo.RequestRetries(0))
+	defer cl.Close()
+	rng := mathrand.New(mathrand.NewPCG(43, 890))
+	pick := func(n int) int { return rng.IntN(n) }
+	ids := []string{"t-h1", "t-h2", "", strings.Repeat("x", 300)}
+	pids := []int64{-1, 0, 1000, 1001, 1 << 62}
+	epochs := []int16{-1, 0, 1, 2, 32767}
+	topics := []string{"hostile", "nosuch", ""}
+	parts := []int32{-1, 0, 1, 99}
+	groups := []string{"g-h", ""}
+	for i := range 400 {
+		id, pid, epoch := ids[pick(len(ids))], pids[pick(len(pids))], epochs[pick(len(epochs))]
+		topic, part := topics[pick(len(topics))], parts[pick(len(parts))]
+		var req kmsg.Request
+		switch pick(7) {
+		case 0:
+			r := kmsg.NewPtrInitProducerIDRequest()
+			r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = &id, int32(pick(3)-1)*60000, pid, epoch
+			req = r
+		case 1:
+			r := kmsg.NewPtrAddPartitionsToTxnRequest()
+			r.TransactionalID, r.ProducerID, r.ProducerEpoch = id, pid, epoch
+			r.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: topic, Partitions: []int32{part, part}}}
+			req = r
+		case 2:
+			r := kmsg.NewPtrAddPartitionsToTxnRequest()
+			tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+			tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, pick(2) == 0
+			tx.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: topic, Partitions: []int32{part}}}
+			r.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{tx, tx}
+			req = r
+		case 3:
+			r := kmsg.NewPtrAddOffsetsToTxnRequest()
+			r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group = id, pid, epoch, groups[pick(len(groups))]
+			req = r
+		case 4:
+			r := kmsg.NewPtrTxnOffsetCommitRequest()
+			r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group, r.Generation = id, pid, epoch, groups[pick(len(groups))], int32(pick(3)-1)
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = part, int64(pick(5)-1)
+			r.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{rp}}}
+			req = r
+		case 5:
+			r := kmsg.NewPtrEndTxnRequest()
+			r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = id, pid, epoch, pick(2) == 0
+			req = r
+		default:
+			r := kmsg.NewPtrProduceRequest()
+			r.TransactionID, r.Acks, r.TimeoutMillis = &id, -1, 2000
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = "hostile"
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = int32(pick(2)), brokertest.TransactionalRecordBatch(pid, epoch, int32(pick(3)), "hostile")
+			rt.Partitions = append(rt.Partitions, rp)
+			r.Topics = append(r.Topics, rt)
+			req = r
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+		_, err := cl.Request(rctx, req)
+		rcancel()
+		if err != nil && (errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "connection")) {
+			t.Fatalf("request %d, %T %+v: no answer: %v", i, req, req, err)
+		}
+	}
+	for i := range c.Brokers {
+		if c.WaitExit(i, 10*time.Millisecond) {
+			t.Fatalf("broker %d died under hostile transactional requests", i)
+		}
+	}
+	p := transactional(c, "t-after", "hostile")
+	defer p.Close()
+	if err := brokertest.InTransaction(ctx, p, true, "after"); err != nil {
+		t.Fatalf("a transaction after the hostile requests: %v", err)
+	}
+	if got := values(consumeAll(t, c, "hostile", 1, kgo.FetchIsolationLevel(kgo.ReadCommitted()))); got["after"] != 1 {
+		t.Fatalf("read_committed read %v after the hostile requests", got)
 	}
 }
