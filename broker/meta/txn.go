@@ -526,3 +526,19 @@ func (s *State) TxnWrite(producerID int64, epoch int16, topic string, partition 
 	}
 	return t.Seq, nil
 }
+
+// TxnID is the transactional id a transaction command is for, "" for
+// another command (or MarkersWritten, which names several).
+func (c *Command) TxnID() string {
+	switch {
+	case c.InitTxnProducer != nil:
+		return c.InitTxnProducer.ID
+	case c.AddToTxn != nil:
+		return c.AddToTxn.ID
+	case c.TxnCommitOffsets != nil:
+		return c.TxnCommitOffsets.ID
+	case c.EndTxn != nil:
+		return c.EndTxn.ID
+	}
+	return ""
+}

@@ -112,18 +112,23 @@ func (bs *barriers) wait(run func() *kerr.Error) *kerr.Error {
 // Produce v12, as the coordinator's AddPartitionsToTxn would, and waits
 // for this broker's replica to apply it.
 func (srv *Server) addImplicitly(id string, pid int64, epoch int16, topic string, index int32) *kerr.Error {
-	ctx, cancel := context.WithTimeout(srv.ctx, txnProposeTimeout)
-	defer cancel()
-	out, err := srv.Propose(ctx, &meta.Command{AddToTxn: &meta.AddToTxn{ID: id, ProducerID: pid, Epoch: epoch,
-		Partitions: map[string][]int32{topic: {index}}, NowMs: time.Now().UnixMilli()}})
-	var ke *kerr.Error
-	switch {
-	case err != nil:
-		return kerr.NotEnoughReplicas // no metadata quorum: the client retries
-	case out.Err != nil && errors.As(out.Err, &ke):
-		return ke
-	case out.Err != nil:
-		return kerr.UnknownServerError
+	cmd := &meta.Command{AddToTxn: &meta.AddToTxn{ID: id, ProducerID: pid, Epoch: epoch,
+		Partitions: map[string][]int32{topic: {index}}, NowMs: time.Now().UnixMilli()}}
+	_, err := srv.settled(cmd, func(ctx context.Context) (meta.Outcome, *kerr.Error) {
+		out, err := srv.Propose(ctx, cmd)
+		var ke *kerr.Error
+		switch {
+		case err != nil:
+			return out, kerr.NotEnoughReplicas // no metadata quorum: the client retries
+		case out.Err != nil && errors.As(out.Err, &ke):
+			return out, ke
+		case out.Err != nil:
+			return out, kerr.UnknownServerError
+		}
+		return out, nil
+	})
+	if err != nil {
+		return err
 	}
 	return srv.metaBarrier()
 }

@@ -55,7 +55,9 @@ const txnProposeTimeout = 10 * time.Second
 
 // proposeTxn proposes a transaction command on the coordinator. Another
 // broker, or a coordinator that lost the metadata group meanwhile,
-// answers NOT_COORDINATOR, so that the client finds the new one.
+// answers NOT_COORDINATOR, so that the client finds the new one. A
+// command refused because the id's last transaction is still writing its
+// markers waits for them (settled) and is proposed again.
 func (srv *Server) proposeTxn(cmd *meta.Command) (meta.Outcome, *kerr.Error) {
 	if !srv.isCoordinator() {
 		return meta.Outcome{}, kerr.NotCoordinator
@@ -67,17 +69,65 @@ func (srv *Server) proposeTxn(cmd *meta.Command) (meta.Outcome, *kerr.Error) {
 		// transactional commands (a rolling upgrade).
 		return meta.Outcome{}, kerr.CoordinatorNotAvailable
 	}
+	return srv.settled(cmd, func(ctx context.Context) (meta.Outcome, *kerr.Error) {
+		out, err := srv.Propose(ctx, cmd)
+		if err != nil {
+			return meta.Outcome{}, kerr.NotCoordinator
+		}
+		var ke *kerr.Error
+		if out.Err != nil && !errors.As(out.Err, &ke) {
+			return out, kerr.UnknownServerError
+		}
+		return out, ke
+	})
+}
+
+// concurrentWait bounds how long a transactional command waits for the
+// markers of the id's last transaction before the client is told
+// CONCURRENT_TRANSACTIONS. Markers take milliseconds; a client's retry
+// backoff (franz-go's starts at 250 ms) would take far longer, and every
+// transaction's first write after a commit would pay it (KIP-890 part 2
+// has Kafka's brokers retry alike).
+const concurrentWait = 5 * time.Second
+
+// settled runs propose, and again each time the command's transactional
+// id has no transaction ending any more, while it answers
+// CONCURRENT_TRANSACTIONS, for up to concurrentWait.
+func (srv *Server) settled(cmd *meta.Command, propose func(context.Context) (meta.Outcome, *kerr.Error)) (meta.Outcome, *kerr.Error) {
 	ctx, cancel := context.WithTimeout(srv.ctx, txnProposeTimeout)
 	defer cancel()
-	out, err := srv.Propose(ctx, cmd)
-	if err != nil {
-		return meta.Outcome{}, kerr.NotCoordinator
+	deadline := time.Now().Add(concurrentWait)
+	for {
+		out, err := propose(ctx)
+		if err != kerr.ConcurrentTransactions || !srv.awaitNotEnding(cmd.TxnID(), deadline) {
+			return out, err
+		}
 	}
-	var ke *kerr.Error
-	if out.Err != nil && !errors.As(out.Err, &ke) {
-		return out, kerr.UnknownServerError
+}
+
+// awaitNotEnding waits until this broker's metadata replica shows no
+// transaction of id ending, and reports whether it did before deadline.
+func (srv *Server) awaitNotEnding(id string, deadline time.Time) bool {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		changed := srv.Meta.Changed()
+		ending := false
+		srv.Meta.Read(func(s *meta.State) {
+			t, ok := s.Transaction(id)
+			ending = ok && t.Ending()
+		})
+		if !ending {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return false
+		case <-srv.ctx.Done():
+			return false
+		}
 	}
-	return out, ke
 }
 
 // txnErr is the error a transactional request of version v answers:

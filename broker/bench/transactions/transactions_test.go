@@ -113,10 +113,10 @@ func produceRate(b *testing.B, c *brokertest.Cluster, value []byte, txnID string
 	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
 	defer cancel()
 	var acked, answered atomic.Int64
-	var failed atomic.Value
+	var failed firstError
 	produced := func(_ *kgo.Record, err error) {
 		if err != nil {
-			failed.Store(err)
+			failed.set(err)
 		}
 		answered.Add(1)
 	}
@@ -132,6 +132,9 @@ func produceRate(b *testing.B, c *brokertest.Cluster, value []byte, txnID string
 		for range 1000 {
 			cl.Produce(ctx, &kgo.Record{Value: value}, produced)
 		}
+		if err := cl.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
 		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 			b.Fatal(err)
 		}
@@ -146,7 +149,7 @@ func produceRate(b *testing.B, c *brokertest.Cluster, value []byte, txnID string
 	}
 	n, elapsed := acked.Load()-from, time.Since(start)
 	_ = cl.Flush(ctx)
-	if err, _ := failed.Load().(error); err != nil {
+	if err := failed.get(); err != nil {
 		b.Fatalf("produce failed: %v", err)
 	}
 	return float64(n) / elapsed.Seconds()
@@ -158,7 +161,7 @@ func produceRate(b *testing.B, c *brokertest.Cluster, value []byte, txnID string
 // (the metadata group, docs/design/transactions.md) takes.
 func smallRate(b *testing.B, c *brokertest.Cluster, value []byte, txnPrefix string, d time.Duration) float64 {
 	var rounds atomic.Int64
-	var failed atomic.Value
+	var failed firstError
 	deadline := time.Now().Add(d)
 	var producers sync.WaitGroup
 	for i := range 16 {
@@ -174,14 +177,14 @@ func smallRate(b *testing.B, c *brokertest.Cluster, value []byte, txnPrefix stri
 			for time.Now().Before(deadline) {
 				if txnPrefix != "" {
 					if err := cl.BeginTransaction(); err != nil {
-						failed.Store(err)
+						failed.set(err)
 						return
 					}
 				}
 				for range 10 {
 					cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
 						if err != nil {
-							failed.Store(err)
+							failed.set(err)
 						}
 					})
 				}
@@ -190,7 +193,7 @@ func smallRate(b *testing.B, c *brokertest.Cluster, value []byte, txnPrefix stri
 					err = cl.EndTransaction(ctx, kgo.TryCommit)
 				}
 				if err != nil {
-					failed.Store(err)
+					failed.set(err)
 					return
 				}
 				rounds.Add(1)
@@ -199,7 +202,7 @@ func smallRate(b *testing.B, c *brokertest.Cluster, value []byte, txnPrefix stri
 	}
 	start := time.Now()
 	producers.Wait()
-	if err, _ := failed.Load().(error); err != nil {
+	if err := failed.get(); err != nil {
 		b.Fatalf("small rounds failed: %v", err)
 	}
 	return float64(rounds.Load()) / time.Since(start).Seconds()
@@ -269,6 +272,26 @@ func latencies(b *testing.B, c *brokertest.Cluster, value []byte) (produce, whol
 		}
 	}
 	return produce, whole, end
+}
+
+// firstError keeps the first error that producers' callbacks report.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
 // quantile is the q-quantile of vs, by rank.
