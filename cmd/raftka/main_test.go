@@ -301,6 +301,30 @@ func TestVerifyFindsGapsAndDuplicates(t *testing.T) {
 	if len(r.Problems) != 2 || r.Partitions[1].From != 40 {
 		t.Errorf("after DeleteRecords: exit %d, partition 1 read from %d, problems %+v", code, r.Partitions[1].From, r.Problems)
 	}
+
+	// Partition 2, read from offset 0: a reorder is one problem, and
+	// numbers that start late are a loss.
+	numbered := func(producer string, seqs ...string) {
+		for _, seq := range seqs {
+			rec := &kgo.Record{Partition: 2, Value: []byte("x"), Headers: []kgo.RecordHeader{{Key: headerProducer, Value: []byte(producer)}, {Key: headerSequence, Value: []byte(seq)}}}
+			if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	numbered("app3", "0", "1", "3", "2", "4")
+	numbered("app4", "3", "4", "5", "7")
+	_, r = report()
+	var got []string
+	for _, p := range r.Problems {
+		if p.Partition == 2 {
+			got = append(got, p.Producer+" "+p.Kind+": "+p.Detail)
+		}
+	}
+	if len(got) != 3 || !strings.HasPrefix(got[0], "app3 reorder: sequence 2 at offset") ||
+		!strings.HasPrefix(got[1], "app4 sequence-gap: sequences 0 to 2 missing before offset") || !strings.HasPrefix(got[2], "app4 sequence-gap: sequences 6 to 6 missing") {
+		t.Errorf("partition 2's problems: %q, want app3's reorder, then app4's late start and its gap", got)
+	}
 }
 
 // cluster health against real brokers: healthy with every broker up; with

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"hash/fnv"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,25 +18,27 @@ const (
 
 // numbering numbers one producer's records per partition. It picks each
 // record's partition itself, so that it knows whose count the record
-// takes: round-robin, or by a hash of the key for a keyed record.
+// takes: round-robin, or for a keyed record by murmur2 of the key, as
+// Kafka's clients place it, so that numbered records of a key land with
+// the application's records of that key.
 type numbering struct {
 	producer   string
 	partitions int32
 	next       map[int32]int64
 	turn       int32
+	byKey      kgo.TopicPartitioner
 }
 
 func newNumbering(producer string, partitions int32) *numbering {
-	return &numbering{producer: producer, partitions: partitions, next: map[int32]int64{}}
+	return &numbering{producer: producer, partitions: partitions, next: map[int32]int64{},
+		byKey: kgo.StickyKeyPartitioner(nil).ForTopic("")}
 }
 
 // stamp sets the record's partition and numbering headers and returns its
 // sequence number.
 func (n *numbering) stamp(r *kgo.Record) int64 {
 	if r.Key != nil {
-		h := fnv.New32a()
-		_, _ = h.Write(r.Key)
-		r.Partition = int32(h.Sum32() % uint32(n.partitions))
+		r.Partition = int32(n.byKey.Partition(r, int(n.partitions)))
 	} else {
 		r.Partition = n.turn
 		n.turn = (n.turn + 1) % n.partitions

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -187,6 +188,9 @@ func (r *partitionReader) read(ctx context.Context, from, to int64) (partitionRe
 	pr := partitionReport{Partition: r.partition, From: from, To: to}
 	batches := newSequences(r.partition, batchSequences)
 	numbered := newSequences(r.partition, numberedSequences)
+	// A read of the whole partition from offset 0 sees every number from
+	// 0; records below a later log start were removed, not lost.
+	numbered.fromZero = from == 0
 	r.ownRead = map[int64]int{}
 	var problems []problem
 	note := func(p *problem) {
@@ -204,6 +208,7 @@ func (r *partitionReader) read(ctx context.Context, from, to int64) (partitionRe
 		if next < logStart {
 			// Retention or DeleteRecords removed these: no loss.
 			next, pr.From = logStart, max(pr.From, logStart)
+			numbered.fromZero = false
 			continue
 		}
 		if len(fetched) == 0 {
@@ -251,6 +256,8 @@ func (r *partitionReader) read(ctx context.Context, from, to int64) (partitionRe
 		}
 	}
 	pr.Producers = len(batches.producers) + len(numbered.producers)
+	problems = append(problems, numbered.finish()...)
+	slices.SortStableFunc(problems, func(a, b problem) int { return cmp.Compare(a.Offset, b.Offset) })
 	return pr, problems, nil
 }
 
