@@ -20,7 +20,7 @@ KUSTOMIZE := $(BIN)/kustomize
 all: build
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: generate ## build bin/raftka-broker, bin/raftka-operator and bin/raftka (the command-line tool)
 	$(GO) build -o $(BIN)/raftka-broker ./broker/cmd/raftka-broker

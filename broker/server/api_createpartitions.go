@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/raftka/raftka/broker/internal/kafkaerr"
@@ -56,7 +57,7 @@ func handleCreatePartitions(srv *Server, r *request) (kmsg.Response, error) {
 				rt.ErrorCode = kafkaerr.Code(out.Err)
 				switch out.Err {
 				case kerr.InvalidPartitions:
-					rt.ErrorMessage = kmsg.StringPtr("the partition count can only grow")
+					rt.ErrorMessage = kmsg.StringPtr(srv.partitionsOnlyGrow(t.Topic, t.Count))
 				case kerr.InvalidReplicaAssignment:
 					rt.ErrorMessage = kmsg.StringPtr("the assignment must name one replica list per new partition, each with the topic's replication factor, each broker once, and only brokers the cluster knows")
 				case kerr.PolicyViolation:
@@ -85,4 +86,19 @@ func (srv *Server) orderedGrowth(topic string) bool {
 		}
 	})
 	return ordered
+}
+
+// partitionsOnlyGrow says why a CreatePartitions count was refused, with
+// the topic's count now.
+func (srv *Server) partitionsOnlyGrow(topic string, asked int32) string {
+	now := -1
+	srv.Meta.Read(func(s *meta.State) {
+		if t := s.Topic(topic); t != nil {
+			now = len(t.Partitions)
+		}
+	})
+	if now < 0 {
+		return "the partition count can only grow"
+	}
+	return fmt.Sprintf("topic %s has %d partitions, and partitions only grow: ask for more than %d, not %d", topic, now, now, asked)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/raftka/raftka/broker/internal/kafkaerr"
@@ -42,6 +43,13 @@ func handleCreateTopics(srv *Server, r *request) (kmsg.Response, error) {
 				resp.Topics = append(resp.Topics, rt)
 				continue
 			}
+			if internalTopics[t.Topic] {
+				// As Kafka refuses them: the group coordinator serves
+				// __consumer_offsets itself (offsetstopic.go).
+				rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Creation of internal topic "+t.Topic+" is prohibited.")
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
 			ct := &meta.CreateTopic{Placement: srv.placementRules(), Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
 				Configs: map[string]string{}, ValidateOnly: req.ValidateOnly}
 			if len(t.ReplicaAssignment) > 0 {
@@ -73,7 +81,7 @@ func handleCreateTopics(srv *Server, r *request) (kmsg.Response, error) {
 				rt.ErrorCode = kerr.RequestTimedOut.Code
 			case out.Err != nil:
 				rt.ErrorCode = kafkaerr.Code(out.Err)
-				rt.ErrorMessage = kmsg.StringPtr(createTopicMessage(out.Err, ct))
+				rt.ErrorMessage = kmsg.StringPtr(createTopicMessage(out.Err, ct, srv.brokerCount()))
 				if out.Err == kerr.PolicyViolation {
 					rt.ErrorMessage = kmsg.StringPtr(srv.replicaLimitMessage())
 				}
@@ -107,20 +115,34 @@ func topicAssignment(t kmsg.CreateTopicsRequestTopic) ([][]int32, string) {
 	return out, ""
 }
 
-func createTopicMessage(err error, ct *meta.CreateTopic) string {
+// internalTopics are Kafka's internal topic names, which no client
+// creates.
+var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
+
+// brokerCount is how many brokers the cluster has registered.
+func (srv *Server) brokerCount() int {
+	n := 0
+	srv.Meta.Read(func(s *meta.State) { n = len(s.BrokerIDs()) })
+	return n
+}
+
+func createTopicMessage(err error, ct *meta.CreateTopic, brokers int) string {
 	switch err {
 	case kerr.InvalidReplicaAssignment:
 		return "each partition must name the same number of replicas, each broker once, and only brokers the cluster knows"
 	case kerr.TopicAlreadyExists:
 		return "topic " + ct.Name + " already exists"
 	case kerr.InvalidReplicationFactor:
-		return "replication factor is larger than the number of brokers, or below 1"
+		if ct.ReplicationFactor < 1 {
+			return fmt.Sprintf("replication factor %d is below 1", ct.ReplicationFactor)
+		}
+		return fmt.Sprintf("replication factor %d is larger than the %d brokers the cluster has", ct.ReplicationFactor, brokers)
 	case kerr.InvalidConfig:
 		return "unknown topic config, or a value out of range (supported: see DescribeConfigs)"
 	case kerr.InvalidTopicException:
 		return "topic names are 1-249 characters of [a-zA-Z0-9._-]"
 	case kerr.InvalidPartitions:
-		return "partitions must be at least 1"
+		return fmt.Sprintf("partitions must be at least 1, not %d", ct.Partitions)
 	}
 	return err.Error()
 }

@@ -80,6 +80,10 @@ func describeGroup(ctx context.Context, cl *kgo.Client, group string) (groupView
 	if err := l.Error(); err != nil {
 		return groupView{}, fmt.Errorf("group %s: %w", group, err)
 	}
+	if l.State == "Dead" && len(l.Members) == 0 && len(l.Lag) == 0 {
+		// Kafka describes a group it does not know as Dead.
+		return groupView{}, fmt.Errorf("group %s does not exist: no members and no committed offsets", group)
+	}
 	v := groupView{Group: group, State: l.State, Members: len(l.Members), Partitions: []partitionLag{}}
 	var spans []lag.Span
 	for _, m := range l.Lag.Sorted() {

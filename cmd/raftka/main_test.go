@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -62,6 +63,12 @@ func TestCommandsAgainstRealBrokers(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "topic", "describe", "orders")), &described); err != nil ||
 		len(described) != 1 || len(described[0].Partitions) != 3 || described[0].Configs["retention.ms"] != "3600000" {
 		t.Fatalf("topic describe: %+v %v", described, err)
+	}
+	md, err := c.Admin().Metadata(ctx, "orders")
+	id := md.Topics["orders"].ID
+	if err != nil || described[0].ID != base64.RawURLEncoding.EncodeToString(id[:]) ||
+		strings.ContainsAny(described[0].ID, "=+/") {
+		t.Errorf("topic id printed as %q, want Kafka's form (URL-safe base64, unpadded) of the id Metadata gives (%v)", described[0].ID, err)
 	}
 	for _, p := range described[0].Partitions {
 		if !slices.Contains(p.Replicas, p.Leader) || len(p.InSync) != 3 {
@@ -196,6 +203,7 @@ func TestCommandsAgainstRealBrokers(t *testing.T) {
 // to do.
 func TestCommandErrors(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 1})
+	c.CreateTopic("four", 4, 1, nil)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -209,6 +217,10 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"produce", "x", "--acks", "some"}, exitUsage, "want all, leader or none"},
 		{[]string{"topic", "describe", "missing"}, exitFailed, "UNKNOWN_TOPIC_OR_PARTITION"},
 		{[]string{"topic", "create", "bad/name"}, exitFailed, "INVALID_TOPIC_EXCEPTION"},
+		{[]string{"topic", "create", "__consumer_offsets"}, exitFailed, "Creation of internal topic __consumer_offsets is prohibited"},
+		{[]string{"topic", "create", "wide", "-r", "3"}, exitFailed, "replication factor 3 is larger than the 1 brokers the cluster has"},
+		{[]string{"topic", "add-partitions", "four", "--partitions", "2"}, exitFailed, "topic four has 4 partitions, and partitions only grow"},
+		{[]string{"group", "describe", "nosuchgroup"}, exitFailed, "group nosuchgroup does not exist"},
 	} {
 		code, _, errOut := raftka(t, c, "", tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.says) {

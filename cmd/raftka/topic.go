@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"io"
@@ -58,7 +59,7 @@ func topicCreate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if e.json {
-		return printJSON(e.out, map[string]any{"topic": resp.Topic, "id": resp.ID.String(), "partitions": resp.NumPartitions, "replicationFactor": resp.ReplicationFactor})
+		return printJSON(e.out, map[string]any{"topic": resp.Topic, "id": kafkaUUID(resp.ID), "partitions": resp.NumPartitions, "replicationFactor": resp.ReplicationFactor})
 	}
 	_, _ = fmt.Fprintf(e.out, "created topic %s: %d partitions, replication factor %d\n", resp.Topic, resp.NumPartitions, resp.ReplicationFactor)
 	return nil
@@ -142,7 +143,7 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 		if !ok || d.Err != nil {
 			return fmt.Errorf("topic %s: %v", name, d.Err)
 		}
-		v := topicView{Topic: name, ID: d.ID.String(), Configs: map[string]string{}}
+		v := topicView{Topic: name, ID: kafkaUUID(d.ID), Configs: map[string]string{}}
 		for _, p := range d.Partitions.Sorted() {
 			pv := partitionView{Partition: p.Partition, Leader: p.Leader, Epoch: p.LeaderEpoch, Replicas: p.Replicas, InSync: p.ISR}
 			if p.Err != nil {
@@ -295,11 +296,14 @@ func topicAddPartitions(ctx context.Context, e *env, args []string) error {
 	}
 	defer done()
 	resp, err := adm.UpdatePartitions(ctx, *partitions, names[0])
-	if err == nil {
-		err = resp[names[0]].Err
-	}
 	if err != nil {
 		return err
+	}
+	if r := resp[names[0]]; r.Err != nil {
+		if r.ErrMessage != "" {
+			return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+		}
+		return r.Err
 	}
 	_, _ = fmt.Fprintf(e.out, "topic %s has %d partitions\n", names[0], *partitions)
 	return nil
@@ -328,3 +332,7 @@ func topicDelete(ctx context.Context, e *env, args []string) error {
 	}
 	return failed
 }
+
+// kafkaUUID writes a topic id as Kafka's tools do (Uuid.toString):
+// URL-safe base64 without padding.
+func kafkaUUID(id kadm.TopicID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
