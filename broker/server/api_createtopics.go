@@ -43,9 +43,14 @@ func handleCreateTopics(srv *Server, r *request) (kmsg.Response, error) {
 				resp.Topics = append(resp.Topics, rt)
 				continue
 			}
-			if internalTopics[t.Topic] {
-				// As Kafka refuses them: the group coordinator serves
-				// __consumer_offsets itself (offsetstopic.go).
+			switch t.Topic {
+			case meta.OffsetsTopic:
+				// It exists: the group coordinator serves it
+				// (offsetstopic.go), as Kafka answers for it.
+				rt.ErrorCode, rt.ErrorMessage = kerr.TopicAlreadyExists.Code, kmsg.StringPtr("topic "+t.Topic+" already exists: it is the group coordinator's internal topic")
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			case "__transaction_state":
 				rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Creation of internal topic "+t.Topic+" is prohibited.")
 				resp.Topics = append(resp.Topics, rt)
 				continue
@@ -114,10 +119,6 @@ func topicAssignment(t kmsg.CreateTopicsRequestTopic) ([][]int32, string) {
 	}
 	return out, ""
 }
-
-// internalTopics are Kafka's internal topic names, which no client
-// creates.
-var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
 
 // brokerCount is how many brokers the cluster has registered.
 func (srv *Server) brokerCount() int {
