@@ -69,6 +69,7 @@ func Run(ctx context.Context, d Deps) {
 		noteGroups(ctx, d)
 		reportSplits(ctx, d)
 		classify(ctx, d)
+		reportDelivered(ctx, d)
 		if id, ok := d.MetaLeader(); ok && id == d.ID {
 			liftHolds(ctx, d)
 		}

@@ -19,11 +19,12 @@ func Statuses(s *meta.State, topic string) []growth.Status {
 		}
 		st := growth.Status{Topic: t.Name, ForcedLifts: t.ForcedLifts}
 		for _, g := range t.Growths {
+			rule := g.Rule() // the releases the groups must reach
 			gs := growth.GrowthStatus{Seq: g.Seq, From: g.From, To: g.To, Hidden: g.Hidden(),
-				Splits: g.Splits, Holds: g.Holds, Releases: g.Releases}
+				Splits: g.Splits, Holds: g.Holds, Releases: rule.Releases}
 			if !g.Hidden() {
 				gs.HeldSince = time.UnixMilli(g.VisibleAt).UTC()
-				gs.Draining = growth.Draining(g.Rule(), countedCommits(s, t, g))
+				gs.Draining = growth.Draining(rule, countedCommits(s, t, g))
 			}
 			st.Growths = append(st.Growths, gs)
 		}

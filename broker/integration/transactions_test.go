@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
@@ -21,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
+	"github.com/raftka/raftka/broker/growth"
 )
 
 // transactional is a franz-go producer of transactional id id.
@@ -703,14 +705,6 @@ func txnKeyedProducer(abortEvery int, aborted map[string][]int) keyedProducer {
 // committed records are processed in order, every one of them, and no
 // aborted record is.
 func TestOrderedGrowthDuringOpenTransactions(t *testing.T) {
-	// It found a bug it cannot pass until that is fixed (issue 43): a
-	// growth's release on an old partition is the split, the log end at
-	// the growth. When the last entries below it are a transaction's
-	// marker or an aborted transaction's records, a read_committed group
-	// that took every record commits one past its last record, below the
-	// split, and the hold lifts only at its bound. CI saw 1,965 records
-	// unprocessed; locally it passed once.
-	t.Skip("ordered growth waits for read_committed groups past trailing markers (issue 43)")
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
 	aborted := map[string][]int{}
 	readCommitted := func(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder) func() {
@@ -737,6 +731,78 @@ func TestOrderedGrowthDuringOpenTransactions(t *testing.T) {
 	}
 	if all == 0 || seen > 0 {
 		t.Errorf("%d of %d aborted records were processed by the read_committed group", seen, all)
+	}
+	for i := range c.Brokers {
+		if n, ok := c.Metric(i, "raftka_growth_forced_lifts_total", `topic="txn-growth"`); ok && n > 0 {
+			t.Errorf("broker %d lifted %v growths at their bound: the group should have drained them", i, n)
+		}
+	}
+}
+
+// A growth whose old partitions end in markers and aborted records lifts
+// as drained once a read_committed group read every committed record: the
+// group commits past its last record, below the split, and the leaders'
+// report of where the delivered records end lowers the release to it.
+// Without that report the hold waits for its bound, which is an hour here.
+func TestGrowthLiftsPastTrailingMarkers(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c.CreateTopic("trailing", 2, 3, map[string]*string{"raftka.growth.quiet.ms": kmsg.StringPtr("500"),
+		"raftka.growth.max.hold.ms": kmsg.StringPtr("3600000")})
+	p := c.Client(kgo.TransactionalID("trailing"), kgo.DefaultProduceTopic("trailing"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	defer p.Close()
+	committed := []string{"a", "b", "c", "d", "e", "f"} // keys over both partitions
+	if err := brokertest.InTransaction(ctx, p, true, committed...); err != nil {
+		t.Fatal(err)
+	}
+	if err := brokertest.InTransaction(ctx, p, false, "g", "h", "i", "j"); err != nil {
+		t.Fatal(err)
+	}
+	group := c.Client(kgo.ConsumerGroup("trailing-readers"), kgo.ConsumeTopics("trailing"), kgo.DisableAutoCommit(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer group.Close()
+	for read := 0; read < len(committed); {
+		fetches := group.PollFetches(ctx)
+		if err := fetches.Err(); err != nil {
+			t.Fatal(err)
+		}
+		read += fetches.NumRecords()
+	}
+	if err := group.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	adm := c.Admin()
+	ends, err := adm.ListEndOffsets(ctx, "trailing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	offsets, err := adm.FetchOffsets(ctx, "trailing-readers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(end kadm.ListedOffset) {
+		if o, _ := offsets.Lookup("trailing", end.Partition); o.At >= end.Offset {
+			t.Fatalf("partition %d: the group committed %d, at or past the log end %d: no marker trails its records", end.Partition, o.At, end.Offset)
+		}
+	})
+	if _, err := adm.CreatePartitions(ctx, 1, "trailing"); err != nil {
+		t.Fatal(err)
+	}
+	var st growth.Status
+	for ctx.Err() == nil {
+		_, body := c.Get(0, "/growth?topic=trailing")
+		var out []growth.Status
+		if err := json.Unmarshal([]byte(body), &out); err != nil || len(out) != 1 {
+			t.Fatalf("GET /growth: %q: %v", body, err)
+		}
+		if st = out[0]; st.LastLift != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if st.LastLift == nil || st.LastLift.Reason != growth.Drained {
+		t.Fatalf("the growth did not lift as drained: %+v", st)
 	}
 }
 

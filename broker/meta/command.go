@@ -8,20 +8,22 @@ import (
 
 // Command is one metadata change; exactly one field is set.
 type Command struct {
-	RegisterBroker      *Broker           `json:",omitempty"`
-	JoinBroker          *Broker           `json:",omitempty"`
-	CreateTopic         *CreateTopic      `json:",omitempty"`
-	DeleteTopic         string            `json:",omitempty"`
-	CreatePartitions    *CreatePartitions `json:",omitempty"`
-	RecordSplit         *RecordSplit      `json:",omitempty"`
-	AdvanceHold         *AdvanceHold      `json:",omitempty"`
-	LiftGrowth          *LiftGrowth       `json:",omitempty"`
-	NoteGroups          *NoteGroups       `json:",omitempty"`
-	AlterConfigs        *AlterConfigs     `json:",omitempty"`
-	Leader              *LeaderChange     `json:",omitempty"`
-	AllocateProducerIDs bool              `json:",omitempty"`
-	CommitOffsets       *CommitOffsets    `json:",omitempty"`
-	DeleteGroup         string            `json:",omitempty"`
+	RegisterBroker   *Broker           `json:",omitempty"`
+	JoinBroker       *Broker           `json:",omitempty"`
+	CreateTopic      *CreateTopic      `json:",omitempty"`
+	DeleteTopic      string            `json:",omitempty"`
+	CreatePartitions *CreatePartitions `json:",omitempty"`
+	RecordSplit      *RecordSplit      `json:",omitempty"`
+	AdvanceHold      *AdvanceHold      `json:",omitempty"`
+	// RecordDelivered: FeatureGrowthDelivered.
+	RecordDelivered     *RecordDelivered `json:",omitempty"`
+	LiftGrowth          *LiftGrowth      `json:",omitempty"`
+	NoteGroups          *NoteGroups      `json:",omitempty"`
+	AlterConfigs        *AlterConfigs    `json:",omitempty"`
+	Leader              *LeaderChange    `json:",omitempty"`
+	AllocateProducerIDs bool             `json:",omitempty"`
+	CommitOffsets       *CommitOffsets   `json:",omitempty"`
+	DeleteGroup         string           `json:",omitempty"`
 	// RecordGroupMetadata: offsetstopic.go.
 	RecordGroupMetadata  *RecordGroupMetadata  `json:",omitempty"`
 	DeleteOffsets        *DeleteOffsets        `json:",omitempty"`

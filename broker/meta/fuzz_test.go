@@ -35,7 +35,7 @@ func commandsFrom(data []byte) []Command {
 	topics := []string{"a", "b"}
 	for len(data) > 0 {
 		topic := topics[next()%2]
-		switch next() % 24 {
+		switch next() % 25 {
 		case 0:
 			out = append(out, Command{RegisterBroker: &Broker{ID: int32(next() % 5), RaftAddr: "r", Incarnation: string(rune('a' + next()%3)), Generation: uint32(next() % 3)}})
 		case 1:
@@ -121,6 +121,9 @@ func commandsFrom(data []byte) []Command {
 				Bump: next()%2 == 0, Timeout: next()%4 == 0, NowMs: int64(next()) * 1000}})
 		case 23:
 			out = append(out, Command{MarkersWritten: &MarkersWritten{Markers: []WrittenMarker{{ID: topic, Seq: int64(next() % 3), Topic: topic, Partition: int32(next() % 4)}}}})
+		case 24:
+			out = append(out, Command{RecordDelivered: &RecordDelivered{Topic: topic, Seq: next() % 3, Partition: int32(next()%5) - 1,
+				Release: int64(next()), Offset: int64(next()) - 1}})
 		case 8:
 			out = append(out, Command{Leader: &LeaderChange{Shard: FirstPartitionShard + uint64(next()%6), Leader: int32(next() % 5), Epoch: int32(next() % 4), Node: RaftNodeID(int32(next()%5), uint32(next()%4))}})
 		}

@@ -34,6 +34,14 @@ type Growth struct {
 	Blocked  []bool
 	Scanned  []int64
 	Releases []int64
+	// Delivered are, for each old partition, the offset just past the
+	// last record below its release that a read_committed consumer is
+	// given, as its leader found once no transaction below the release
+	// was open (RecordDelivered): a group commits past that record, never
+	// past the markers and aborted records after it, so a group there has
+	// read everything below the release. -1 (or absent) until reported,
+	// and again when the release rises.
+	Delivered []int64 `json:",omitempty"`
 	// LastStaleAt is when the last stale record was taken; 0 for none.
 	LastStaleAt int64 `json:",omitempty"`
 	// Joined are the groups whose members subscribed to the topic while
@@ -77,6 +85,16 @@ type AdvanceHold struct {
 	StaleAt   int64 `json:",omitempty"`
 }
 
+// RecordDelivered reports Growth.Delivered of an old partition for the
+// release it was found below; a report for another release is stale.
+type RecordDelivered struct {
+	Topic     string
+	Seq       int
+	Partition int32
+	Release   int64
+	Offset    int64
+}
+
 // NoteGroups records groups whose members, as their coordinator sees
 // them, subscribe to a topic with a growth in progress (Growth.Joined).
 type NoteGroups struct {
@@ -104,9 +122,18 @@ const (
 	ConfigGrowthPartitioner = "raftka.growth.partitioner"
 )
 
-// Rule is the growth as the pure rules of package growth read it.
+// Rule is the growth as the pure rules of package growth read it: its
+// releases lowered to what the partitions' leaders found delivered.
 func (g Growth) Rule() growth.Growth {
 	r := growth.Growth{Seq: g.Seq, From: g.From, To: g.To, Splits: g.Splits, Holds: g.Holds, Releases: g.Releases}
+	if g.Delivered != nil {
+		r.Releases = slices.Clone(g.Releases)
+		for p, end := range g.Delivered {
+			if end >= 0 {
+				r.Releases[p] = min(r.Releases[p], end)
+			}
+		}
+	}
 	if g.VisibleAt != 0 {
 		r.Visible = time.UnixMilli(g.VisibleAt)
 	}
@@ -233,8 +260,41 @@ func (s *State) advanceHold(c *AdvanceHold) Outcome {
 		}
 	}
 	g.Scanned[p] = c.Scanned
-	g.Releases[p] = max(g.Releases[p], c.Release)
+	if c.Release > g.Releases[p] {
+		g.Releases[p] = c.Release
+		if g.Delivered != nil {
+			g.Delivered[p] = -1 // found for the release before
+		}
+	}
 	g.LastStaleAt = max(g.LastStaleAt, c.StaleAt)
+	return Outcome{Topic: t}
+}
+
+// DeliveredOf is partition p's Growth.Delivered, -1 while unknown.
+func (g Growth) DeliveredOf(p int32) int64 {
+	if int(p) >= len(g.Delivered) {
+		return -1
+	}
+	return g.Delivered[p]
+}
+
+// recordDelivered takes a leader's report if it is for the partition's
+// current release; the first report for a release stands.
+func (s *State) recordDelivered(c *RecordDelivered) Outcome {
+	t, g, err := s.growthOf(c.Topic, c.Seq, c.Partition)
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	p := c.Partition
+	if g.Splits[p] < 0 || c.Release != g.Releases[p] || c.Offset < 0 || c.Offset > c.Release {
+		return Outcome{Err: kerr.InvalidRequest}
+	}
+	if g.Delivered == nil {
+		g.Delivered = slices.Repeat([]int64{-1}, int(g.From))
+	}
+	if g.Delivered[p] < 0 {
+		g.Delivered[p] = c.Offset
+	}
 	return Outcome{Topic: t}
 }
 

@@ -169,6 +169,46 @@ func TestAdvanceHoldStopsAtTheFirstRecordThatMovedIn(t *testing.T) {
 	}
 }
 
+// A leader's report of what is delivered below a release lowers it, for
+// that release only: a report for another release is refused, and a
+// release that rises waits for a report of its own.
+func TestRecordDeliveredLowersTheRelease(t *testing.T) {
+	s := clusterOf(3)
+	s.Apply(10, &Command{CreateTopic: &CreateTopic{Placement: PlacementEpochs, Name: "orders", Partitions: 2, ReplicationFactor: 3}})
+	s.Apply(11, &Command{CreatePartitions: &CreatePartitions{Placement: PlacementEpochs, Name: "orders", Count: 3, Ordered: true, At: 1_000}})
+	deliver := func(index uint64, release, offset int64) Outcome {
+		return s.Apply(index, &Command{RecordDelivered: &RecordDelivered{Topic: "orders", Seq: 1, Partition: 0, Release: release, Offset: offset}})
+	}
+	if out := deliver(12, -1, 0); out.Err == nil {
+		t.Fatal("a report before the split was taken")
+	}
+	s.Apply(13, &Command{RecordSplit: &RecordSplit{Topic: "orders", Seq: 1, Partition: 0, Offset: 10, At: 2_000}})
+	s.Apply(14, &Command{RecordSplit: &RecordSplit{Topic: "orders", Seq: 1, Partition: 1, Offset: 20, At: 2_000}})
+	topic := s.Topic("orders")
+	expect := func(when string, want ...int64) {
+		t.Helper()
+		if got := topic.Growths[0].Rule().Releases; !slices.Equal(got, want) {
+			t.Fatalf("%s: releases %v, want %v", when, got, want)
+		}
+	}
+	expect("at the splits", 10, 20)
+	for _, bad := range [][2]int64{{9, 8}, {10, 11}, {10, -1}} {
+		if out := deliver(15, bad[0], bad[1]); out.Err == nil {
+			t.Fatalf("release %d, delivered %d was taken", bad[0], bad[1])
+		}
+	}
+	deliver(16, 10, 7)
+	deliver(17, 10, 9) // the first report stands
+	expect("delivered to 7", 7, 20)
+	if g := topic.Growths[0]; g.Releases[0] != 10 {
+		t.Fatalf("the recorded release moved to %d", g.Releases[0])
+	}
+	s.Apply(18, &Command{AdvanceHold: &AdvanceHold{Topic: "orders", Seq: 1, Partition: 0, Scanned: 15, MovedIn: -1, Release: 13, StaleAt: 2_500}})
+	expect("after a stale record", 13, 20)
+	deliver(19, 13, 13)
+	expect("delivered to the release", 13, 20)
+}
+
 // A group noted as subscribed during a growth counts as consuming the
 // topic before its first commit: the first note stands, a note of a
 // growth that is not there is refused, and the group starts a grown

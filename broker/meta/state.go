@@ -69,10 +69,14 @@ const (
 	// new epoch per transaction and partitions and groups added by the
 	// Produce and TxnOffsetCommit that name them.
 	FeatureTransactionsV2 = "transactions.v2"
+	// FeatureGrowthDelivered: RecordDelivered, which lets a growth's
+	// hold lift when the records below a release end in markers or
+	// aborted records.
+	FeatureGrowthDelivered = "growth.delivered"
 )
 
 // Features lists them, for a broker's registration.
-var Features = []string{FeatureOrderedGrowth, FeatureReplicaCapacity, FeatureTransactions, FeatureTransactionsV2}
+var Features = []string{FeatureOrderedGrowth, FeatureReplicaCapacity, FeatureTransactions, FeatureTransactionsV2, FeatureGrowthDelivered}
 
 // Endpoint is one of a broker's named listeners.
 type Endpoint struct {
@@ -314,6 +318,8 @@ func (s *State) Apply(index uint64, c *Command) Outcome {
 		return s.recordSplit(c.RecordSplit)
 	case c.AdvanceHold != nil:
 		return s.advanceHold(c.AdvanceHold)
+	case c.RecordDelivered != nil:
+		return s.recordDelivered(c.RecordDelivered)
 	case c.LiftGrowth != nil:
 		return s.liftGrowth(c.LiftGrowth)
 	case c.NoteGroups != nil:
