@@ -25,7 +25,7 @@ help: ## list targets
 build: generate ## build bin/raftka-broker, bin/raftka-operator and bin/raftka (the command-line tool)
 	$(GO) build -o $(BIN)/raftka-broker ./broker/cmd/raftka-broker
 	$(GO) build -o $(BIN)/raftka-operator .
-	$(GO) build -o $(BIN)/raftka ./cmd/raftka
+	$(GO) build -ldflags "$(RAFTKA_LDFLAGS)" -o $(BIN)/raftka ./cmd/raftka
 
 generate: $(CONTROLLER_GEN) ## deep-copy functions for api/
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
@@ -36,6 +36,9 @@ manifests: $(CONTROLLER_GEN) ## CRDs and RBAC in config/ from the markers
 	hack/sync-chart.sh
 
 VERSION ?= v0.1.0
+# The release and commit `raftka version` prints.
+COMMIT := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD || c=$$c-dirty; } && echo $$c)
+RAFTKA_LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # build-image: static binary $(1) from package $(2), as the image raftka/$(3):$(VERSION) in bin/images/raftka-$(3).tar
 # and $(4), if given, the extra --extra flags of hack/image.
 define build-image
@@ -45,7 +48,7 @@ endef
 
 image: ## OCI image tarballs of the broker (with the raftka tool), the operator and the example consumer in bin/images, without a Docker daemon
 	mkdir -p $(BIN)/images
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/raftka ./cmd/raftka
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(RAFTKA_LDFLAGS)" -o $(BIN)/images/raftka ./cmd/raftka
 	$(call build-image,raftka-broker,./broker/cmd/raftka-broker,broker,--extra /raftka=$(BIN)/images/raftka)
 	$(call build-image,manager,.,operator)
 	$(call build-image,consumer,./examples/consumer,consumer-example)

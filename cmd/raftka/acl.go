@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -16,20 +16,22 @@ import (
 // aclFlags are the flags that name ACLs: add and remove give them whole,
 // list filters by the ones given.
 type aclFlags struct {
-	allow, deny, hosts, operations   listFlag
-	topics, groups, transactionalIDs listFlag
-	cluster, prefixed                *bool
+	allow, deny, hosts, operations   []string
+	topics, groups, transactionalIDs []string
+	cluster, prefixed                bool
 }
 
-func newACLFlags(fs *flag.FlagSet) *aclFlags {
-	f := &aclFlags{cluster: fs.Bool("cluster", false, ""), prefixed: fs.Bool("prefixed", false, "")}
-	fs.Var(&f.allow, "allow", "")
-	fs.Var(&f.deny, "deny", "")
-	fs.Var(&f.hosts, "host", "")
-	fs.Var(&f.operations, "operation", "")
-	fs.Var(&f.topics, "topic", "")
-	fs.Var(&f.groups, "group", "")
-	fs.Var(&f.transactionalIDs, "transactional-id", "")
+func newACLFlags(fs *pflag.FlagSet) *aclFlags {
+	f := &aclFlags{}
+	fs.BoolVar(&f.cluster, "cluster", false, "the cluster resource")
+	fs.BoolVar(&f.prefixed, "prefixed", false, "the resource names are prefixes")
+	fs.StringArrayVar(&f.allow, "allow", nil, "allow a principal, User:NAME or User:* (repeat for more)")
+	fs.StringArrayVar(&f.deny, "deny", nil, "deny a principal, User:NAME or User:* (repeat for more)")
+	fs.StringArrayVar(&f.hosts, "host", nil, "from this host only (default: any)")
+	fs.StringArrayVar(&f.operations, "operation", nil, "read, write, create, delete, alter, describe, cluster_action, describe_configs, alter_configs, idempotent_write or all; comma-separated or repeated")
+	fs.StringArrayVar(&f.topics, "topic", nil, "a topic (repeat for more)")
+	fs.StringArrayVar(&f.groups, "group", nil, "a consumer group (repeat for more)")
+	fs.StringArrayVar(&f.transactionalIDs, "transactional-id", nil, "a transactional id (repeat for more)")
 	return f
 }
 
@@ -50,7 +52,7 @@ func (f *aclFlags) builder(whole bool) (*kadm.ACLBuilder, error) {
 		b.TransactionalIDs(f.transactionalIDs...)
 		resources++
 	}
-	if *f.cluster {
+	if f.cluster {
 		b.Clusters()
 		resources++
 	}
@@ -104,7 +106,7 @@ func (f *aclFlags) builder(whole bool) (*kadm.ACLBuilder, error) {
 		b.Operations(kadm.OpAny)
 	}
 	switch {
-	case *f.prefixed:
+	case f.prefixed:
 		b.ResourcePatternType(kadm.ACLPatternPrefixed)
 	case whole:
 		b.ResourcePatternType(kadm.ACLPatternLiteral)
@@ -115,16 +117,7 @@ func (f *aclFlags) builder(whole bool) (*kadm.ACLBuilder, error) {
 }
 
 // aclAdmin reads a command's ACL flags into kadm's builder and connects.
-func (e *env) aclAdmin(ctx context.Context, command string, args []string, whole bool) (*kadm.ACLBuilder, *kadm.Client, func(), error) {
-	fs := flag.NewFlagSet(command, flag.ContinueOnError)
-	f := newACLFlags(fs)
-	rest, err := parseArgs(fs, args)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if len(rest) > 0 {
-		return nil, nil, nil, usagef("no arguments but flags")
-	}
+func (e *env) aclAdmin(ctx context.Context, f *aclFlags, whole bool) (*kadm.ACLBuilder, *kadm.Client, func(), error) {
 	b, err := f.builder(whole)
 	if err != nil {
 		return nil, nil, nil, err
@@ -158,72 +151,81 @@ func (e *env) printACLs(rows []aclRow) error {
 	return printTable(e.out, []string{"PERMISSION", "PRINCIPAL", "OPERATION", "RESOURCE", "NAME", "PATTERN", "HOST"}, cells)
 }
 
-func aclList(ctx context.Context, e *env, args []string) error {
-	b, adm, done, err := e.aclAdmin(ctx, "acl list", args, false)
-	if err != nil {
-		return err
-	}
-	defer done()
-	results, err := adm.DescribeACLs(ctx, b)
-	if err != nil {
-		return err
-	}
-	rows := []aclRow{}
-	for _, r := range results {
-		if r.Err != nil {
-			return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+func aclList(fs *pflag.FlagSet) runFunc {
+	f := newACLFlags(fs)
+	return func(ctx context.Context, e *env, _ []string) error {
+		b, adm, done, err := e.aclAdmin(ctx, f, false)
+		if err != nil {
+			return err
 		}
-		for _, d := range r.Described {
-			rows = append(rows, aclRowOf(d))
+		defer done()
+		results, err := adm.DescribeACLs(ctx, b)
+		if err != nil {
+			return err
 		}
-	}
-	return e.printACLs(rows)
-}
-
-func aclAdd(ctx context.Context, e *env, args []string) error {
-	b, adm, done, err := e.aclAdmin(ctx, "acl add", args, true)
-	if err != nil {
-		return err
-	}
-	defer done()
-	results, err := adm.CreateACLs(ctx, b)
-	if err != nil {
-		return err
-	}
-	for _, r := range results {
-		if r.Err != nil {
-			return fmt.Errorf("%s %s on %s %s: %w", r.Principal, r.Operation, r.Type, r.Name, r.Err)
-		}
-		_, _ = fmt.Fprintf(e.out, "added %s %s %s on %s %s (%s)\n", r.Permission, r.Principal, r.Operation, r.Type, r.Name, r.Pattern)
-	}
-	return nil
-}
-
-func aclRemove(ctx context.Context, e *env, args []string) error {
-	b, adm, done, err := e.aclAdmin(ctx, "acl remove", args, true)
-	if err != nil {
-		return err
-	}
-	defer done()
-	results, err := adm.DeleteACLs(ctx, b)
-	if err != nil {
-		return err
-	}
-	removed := 0
-	for _, r := range results {
-		if r.Err != nil {
-			return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
-		}
-		for _, d := range r.Deleted {
-			if d.Err != nil {
-				return d.Err
+		rows := []aclRow{}
+		for _, r := range results {
+			if r.Err != nil {
+				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
 			}
-			removed++
-			_, _ = fmt.Fprintf(e.out, "removed %s %s %s on %s %s (%s)\n", d.Permission, d.Principal, d.Operation, d.Type, d.Name, d.Pattern)
+			for _, d := range r.Described {
+				rows = append(rows, aclRowOf(d))
+			}
 		}
+		return e.printACLs(rows)
 	}
-	if removed == 0 {
-		return fmt.Errorf("no ACL matched")
+}
+
+func aclAdd(fs *pflag.FlagSet) runFunc {
+	f := newACLFlags(fs)
+	return func(ctx context.Context, e *env, _ []string) error {
+		b, adm, done, err := e.aclAdmin(ctx, f, true)
+		if err != nil {
+			return err
+		}
+		defer done()
+		results, err := adm.CreateACLs(ctx, b)
+		if err != nil {
+			return err
+		}
+		for _, r := range results {
+			if r.Err != nil {
+				return fmt.Errorf("%s %s on %s %s: %w", r.Principal, r.Operation, r.Type, r.Name, r.Err)
+			}
+			_, _ = fmt.Fprintf(e.out, "added %s %s %s on %s %s (%s)\n", r.Permission, r.Principal, r.Operation, r.Type, r.Name, r.Pattern)
+		}
+		return nil
 	}
-	return nil
+}
+
+func aclRemove(fs *pflag.FlagSet) runFunc {
+	f := newACLFlags(fs)
+	return func(ctx context.Context, e *env, _ []string) error {
+		b, adm, done, err := e.aclAdmin(ctx, f, true)
+		if err != nil {
+			return err
+		}
+		defer done()
+		results, err := adm.DeleteACLs(ctx, b)
+		if err != nil {
+			return err
+		}
+		removed := 0
+		for _, r := range results {
+			if r.Err != nil {
+				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+			}
+			for _, d := range r.Deleted {
+				if d.Err != nil {
+					return d.Err
+				}
+				removed++
+				_, _ = fmt.Fprintf(e.out, "removed %s %s %s on %s %s (%s)\n", d.Permission, d.Principal, d.Operation, d.Type, d.Name, d.Pattern)
+			}
+		}
+		if removed == 0 {
+			return fmt.Errorf("no ACL matched")
+		}
+		return nil
+	}
 }

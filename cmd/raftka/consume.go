@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -25,77 +25,70 @@ type consumed struct {
 // With a group it resumes from the group's committed offsets and commits
 // what it printed; with --exit it stops at the end the partitions had
 // when it started.
-func consume(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("consume", flag.ContinueOnError)
-	from := fs.String("from", "start", "")
-	count := fs.Int("count", 0, "")
-	fs.IntVar(count, "n", 0, "")
-	group := fs.String("group", "", "")
-	fs.StringVar(group, "g", "", "")
-	format := fs.String("format", "text", "")
-	fs.StringVar(format, "f", "text", "")
-	exit := fs.Bool("exit", false, "")
-	fs.BoolVar(exit, "e", false, "")
-	topics, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(topics) != 1 {
-		return usagef("name one topic")
-	}
-	if *format != "text" && *format != "json" {
-		return usagef("--format %s: want text or json", *format)
-	}
-	topic := topics[0]
-	start, err := parsePosition("--from", *from)
-	if err != nil {
-		return err
-	}
-	opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start.kgoOffset())}
-	if *group != "" {
-		opts = append(opts, kgo.ConsumerGroup(*group), kgo.DisableAutoCommit())
-	}
-	cl, err := e.client(ctx, opts...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	var left map[int32]int64 // per partition, the offset to reach with --exit
-	if *exit {
-		if left, err = endsToReach(ctx, kadm.NewClient(cl), topic, *group, start); err != nil {
+func consume(fs *pflag.FlagSet) runFunc {
+	from := fs.String("from", "start", "where to start: "+positionForms)
+	count := fs.IntP("count", "n", 0, "stop after N records; 0 is no limit")
+	group := fs.StringP("group", "g", "", "consume as a member of this consumer group, committing offsets; runs until Ctrl-C")
+	format := fs.StringP("format", "f", "text", "text (key, value) or json (every field)")
+	exit := fs.BoolP("exit", "e", false, "stop at the end of each partition as it was at the start")
+	return func(ctx context.Context, e *env, topics []string) error {
+		if len(topics) != 1 {
+			return usagef("name one topic")
+		}
+		if *format != "text" && *format != "json" {
+			return usagef("--format %s: want text or json", *format)
+		}
+		topic := topics[0]
+		start, err := parsePosition("--from", *from)
+		if err != nil {
 			return err
 		}
-	}
-	printed := 0
-	for (*count == 0 || printed < *count) && (left == nil || len(left) > 0) {
-		fetches := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil // interrupted: what was printed stands
+		opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start.kgoOffset())}
+		if *group != "" {
+			opts = append(opts, kgo.ConsumerGroup(*group), kgo.DisableAutoCommit())
 		}
-		if err := fetches.Err(); err != nil {
+		cl, err := e.client(ctx, opts...)
+		if err != nil {
 			return err
 		}
-		var done []*kgo.Record
-		for _, r := range fetches.Records() {
-			if *count > 0 && printed >= *count {
-				break
-			}
-			if err := printRecord(e, r, *format); err != nil {
+		defer cl.Close()
+		var left map[int32]int64 // per partition, the offset to reach with --exit
+		if *exit {
+			if left, err = endsToReach(ctx, kadm.NewClient(cl), topic, *group, start); err != nil {
 				return err
 			}
-			printed++
-			done = append(done, r)
-			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
-				delete(left, r.Partition)
+		}
+		printed := 0
+		for (*count == 0 || printed < *count) && (left == nil || len(left) > 0) {
+			fetches := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				return nil // interrupted: what was printed stands
+			}
+			if err := fetches.Err(); err != nil {
+				return err
+			}
+			var done []*kgo.Record
+			for _, r := range fetches.Records() {
+				if *count > 0 && printed >= *count {
+					break
+				}
+				if err := printRecord(e, r, *format); err != nil {
+					return err
+				}
+				printed++
+				done = append(done, r)
+				if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+					delete(left, r.Partition)
+				}
+			}
+			if *group != "" && len(done) > 0 {
+				if err := cl.CommitRecords(ctx, done...); err != nil {
+					return fmt.Errorf("commit group %s's offsets: %w", *group, err)
+				}
 			}
 		}
-		if *group != "" && len(done) > 0 {
-			if err := cl.CommitRecords(ctx, done...); err != nil {
-				return fmt.Errorf("commit group %s's offsets: %w", *group, err)
-			}
-		}
+		return nil
 	}
-	return nil
 }
 
 // endsToReach gives, for each partition with records left to read from

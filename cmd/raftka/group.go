@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"sort"
 	"strconv"
 
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -136,99 +136,95 @@ func groupDescribe(ctx context.Context, e *env, args []string) error {
 // groupSeek moves a group's committed offsets, as kafka-consumer-groups.sh
 // --reset-offsets does: only while the group has no members, whose own
 // commits would otherwise undo it.
-func groupSeek(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("group seek", flag.ContinueOnError)
-	toFlag := fs.String("to", "", "")
-	var topics listFlag
-	fs.Var(&topics, "topic", "")
-	fs.Var(&topics, "t", "")
-	dryRun := fs.Bool("dry-run", false, "")
-	groups, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(groups) != 1 || *toFlag == "" {
-		return usagef("name one group and --to")
-	}
-	to, err := parsePosition("--to", *toFlag)
-	if err != nil {
-		return err
-	}
-	group := groups[0]
-	adm, done, err := e.admin(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	described, err := adm.DescribeGroups(ctx, group)
-	if err != nil {
-		return err
-	}
-	if g, ok := described[group]; ok && g.Err == nil && len(g.Members) > 0 {
-		return fmt.Errorf("group %s has %d members (state %s): stop its consumers first, then seek", group, len(g.Members), g.State)
-	}
-	if len(topics) == 0 {
-		committed, err := adm.FetchOffsets(ctx, group)
+func groupSeek(fs *pflag.FlagSet) runFunc {
+	toFlag := fs.String("to", "", "where to move the offsets: "+positionForms)
+	var topics []string
+	fs.StringArrayVarP(&topics, "topic", "t", nil, "only this topic's partitions (repeat for more); default: the topics the group committed on")
+	dryRun := fs.Bool("dry-run", false, "print the offsets, and commit nothing")
+	return func(ctx context.Context, e *env, groups []string) error {
+		if len(groups) != 1 || *toFlag == "" {
+			return usagef("name one group and --to")
+		}
+		to, err := parsePosition("--to", *toFlag)
 		if err != nil {
 			return err
 		}
-		for t := range committed {
-			topics = append(topics, t)
+		group := groups[0]
+		adm, done, err := e.admin(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		described, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return err
+		}
+		if g, ok := described[group]; ok && g.Err == nil && len(g.Members) > 0 {
+			return fmt.Errorf("group %s has %d members (state %s): stop its consumers first, then seek", group, len(g.Members), g.State)
 		}
 		if len(topics) == 0 {
-			return usagef("group %s has committed no offsets: name the topics with --topic", group)
+			committed, err := adm.FetchOffsets(ctx, group)
+			if err != nil {
+				return err
+			}
+			for t := range committed {
+				topics = append(topics, t)
+			}
+			if len(topics) == 0 {
+				return usagef("group %s has committed no offsets: name the topics with --topic", group)
+			}
 		}
-	}
-	sort.Strings(topics)
-	target, err := to.resolve(ctx, adm, topics...)
-	if err != nil {
-		return err
-	}
-	before, err := adm.FetchOffsets(ctx, group)
-	if err != nil {
-		return err
-	}
-	offsets := kadm.Offsets{}
-	type move struct {
-		Topic     string `json:"topic"`
-		Partition int32  `json:"partition"`
-		From      int64  `json:"from"`
-		To        int64  `json:"to"`
-	}
-	var moves []move
-	var listed []kadm.ListedOffset
-	target.Each(func(o kadm.ListedOffset) { listed = append(listed, o) })
-	sort.Slice(listed, func(i, j int) bool {
-		return listed[i].Topic < listed[j].Topic || listed[i].Topic == listed[j].Topic && listed[i].Partition < listed[j].Partition
-	})
-	for _, o := range listed {
-		from := int64(-1)
-		if c, ok := before.Lookup(o.Topic, o.Partition); ok && c.Err == nil {
-			from = c.At
-		}
-		offsets.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
-		moves = append(moves, move{o.Topic, o.Partition, from, o.Offset})
-	}
-	if !*dryRun {
-		resp, err := adm.CommitOffsets(ctx, group, offsets)
+		sort.Strings(topics)
+		target, err := to.resolve(ctx, adm, topics...)
 		if err != nil {
 			return err
 		}
-		if err := resp.Error(); err != nil {
+		before, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
 			return err
 		}
+		offsets := kadm.Offsets{}
+		type move struct {
+			Topic     string `json:"topic"`
+			Partition int32  `json:"partition"`
+			From      int64  `json:"from"`
+			To        int64  `json:"to"`
+		}
+		var moves []move
+		var listed []kadm.ListedOffset
+		target.Each(func(o kadm.ListedOffset) { listed = append(listed, o) })
+		sort.Slice(listed, func(i, j int) bool {
+			return listed[i].Topic < listed[j].Topic || listed[i].Topic == listed[j].Topic && listed[i].Partition < listed[j].Partition
+		})
+		for _, o := range listed {
+			from := int64(-1)
+			if c, ok := before.Lookup(o.Topic, o.Partition); ok && c.Err == nil {
+				from = c.At
+			}
+			offsets.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+			moves = append(moves, move{o.Topic, o.Partition, from, o.Offset})
+		}
+		if !*dryRun {
+			resp, err := adm.CommitOffsets(ctx, group, offsets)
+			if err != nil {
+				return err
+			}
+			if err := resp.Error(); err != nil {
+				return err
+			}
+		}
+		if e.json {
+			return printJSON(e.out, map[string]any{"group": group, "dryRun": *dryRun, "offsets": moves})
+		}
+		var cells [][]string
+		for _, m := range moves {
+			cells = append(cells, []string{m.Topic, strconv.Itoa(int(m.Partition)), strconv.FormatInt(m.From, 10), strconv.FormatInt(m.To, 10)})
+		}
+		if *dryRun {
+			_, _ = fmt.Fprintf(e.out, "dry run: group %s's offsets would move\n", group)
+		} else {
+			_, _ = fmt.Fprintf(e.out, "group %s's offsets moved\n", group)
+		}
+		return printTable(e.out, []string{"TOPIC", "PARTITION", "FROM", "TO"}, cells)
 	}
-	if e.json {
-		return printJSON(e.out, map[string]any{"group": group, "dryRun": *dryRun, "offsets": moves})
-	}
-	var cells [][]string
-	for _, m := range moves {
-		cells = append(cells, []string{m.Topic, strconv.Itoa(int(m.Partition)), strconv.FormatInt(m.From, 10), strconv.FormatInt(m.To, 10)})
-	}
-	if *dryRun {
-		_, _ = fmt.Fprintf(e.out, "dry run: group %s's offsets would move\n", group)
-	} else {
-		_, _ = fmt.Fprintf(e.out, "group %s's offsets moved\n", group)
-	}
-	return printTable(e.out, []string{"TOPIC", "PARTITION", "FROM", "TO"}, cells)
 }

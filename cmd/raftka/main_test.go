@@ -210,8 +210,11 @@ func TestCommandErrors(t *testing.T) {
 		says string
 	}{
 		{[]string{"topic", "frobnicate"}, exitUsage, "unknown command"},
-		{[]string{"topic", "create"}, exitUsage, "usage: raftka topic create NAME"},
-		{[]string{"topic", "create", "x", "--partitions", "many"}, exitUsage, "invalid value"},
+		{[]string{"topic", "create"}, exitUsage, "name one topic\nRun 'raftka topic create --help' for usage."},
+		{[]string{"topic", "create", "x", "--partitions", "many"}, exitUsage, `invalid argument "many" for "-p, --partitions" flag`},
+		{[]string{"topic", "list", "extra"}, exitUsage, `unknown command "extra" for "raftka topic list"`},
+		{[]string{"-b", "127.0.0.1:abc", "topic", "list"}, exitUsage, "-b 127.0.0.1:abc: the port must be a number from 1 to 65535"},
+		{[]string{"-b", "", "topic", "list"}, exitUsage, "name at least one broker"},
 		{[]string{"-o", "yaml", "topic", "list"}, exitUsage, "want table or json"},
 		{[]string{"consume", "x", "--from", "yesterday"}, exitUsage, "RFC 3339"},
 		{[]string{"produce", "x", "--acks", "some"}, exitUsage, "want all, leader or none"},
@@ -231,6 +234,44 @@ func TestCommandErrors(t *testing.T) {
 	var o, e bytes.Buffer
 	if code := run([]string{"-b", "127.0.0.1:1", "topic", "list"}, strings.NewReader(""), &o, &e); code != exitFailed || !strings.Contains(e.String(), "make run") {
 		t.Errorf("no cluster: exit %d, %q", code, e.String())
+	}
+}
+
+// Help is on stdout and exits 0, for every command, with each flag and
+// its default; asking for it sends nothing to a cluster (there is none
+// here: -b names a port nothing listens on).
+func TestHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		says []string
+	}{
+		{[]string{"--help"}, []string{"Usage:\n  raftka [command]", "topic ", "version", "completion", "Exit codes:"}},
+		{[]string{"-h"}, []string{"Available Commands:"}},
+		{[]string{"help"}, []string{"Available Commands:", "acl ", "user ", "quota "}},
+		{[]string{}, []string{"Available Commands:"}},
+		{[]string{"topic", "--help"}, []string{"raftka topic [command]", "add-partitions"}},
+		{[]string{"group", "--help"}, []string{"seek"}},
+		{[]string{"topic"}, []string{"raftka topic [command]"}},
+		{[]string{"topic", "describe", "--help"}, []string{"raftka topic describe NAME... [flags]", "--brokers string"}},
+		{[]string{"topic", "delete", "--help"}, []string{"raftka topic delete NAME... [flags]"}},
+		{[]string{"group", "describe", "--help"}, []string{"raftka group describe GROUP [flags]", "Examples:"}},
+		{[]string{"topic", "create", "-h"}, []string{`-p, --partitions int32`, "(default -1)", "Examples:", "broker default"}},
+		{[]string{"help", "consume"}, []string{"--from string", `(default "start")`, "until Ctrl-C"}},
+		{[]string{"version"}, []string{"raftka dev (commit "}},
+		{[]string{"--version"}, []string{"raftka dev (commit "}},
+		{[]string{"completion", "bash"}, []string{"bash completion"}},
+	} {
+		var o, e bytes.Buffer
+		code := run(append([]string{"-b", "127.0.0.1:1"}, tc.args...), strings.NewReader(""), &o, &e)
+		if code != 0 || e.Len() > 0 {
+			t.Errorf("raftka %s: exit %d, stderr %q", strings.Join(tc.args, " "), code, e.String())
+			continue
+		}
+		for _, want := range tc.says {
+			if !strings.Contains(o.String(), want) {
+				t.Errorf("raftka %s: stdout lacks %q:\n%s", strings.Join(tc.args, " "), want, o.String())
+			}
+		}
 	}
 }
 

@@ -11,10 +11,11 @@ import (
 
 // position is a place in every partition of a topic, as consume --from
 // and group seek --to name it: the start, the end, an offset (capped at
-// the end) or the first record at or after a time.
+// the end), N records before the end (down to the start), or the first
+// record at or after a time.
 type position struct {
 	kind   positionKind
-	offset int64
+	offset int64 // atOffset: the offset; atFromEnd: N
 	at     time.Time
 }
 
@@ -24,11 +25,15 @@ const (
 	atStart positionKind = iota
 	atEnd
 	atOffset
+	atFromEnd
 	atTime
 )
 
-// parsePosition reads start, end, an offset or an RFC 3339 time; flag is
-// the flag's name, for the error.
+// positionForms names what parsePosition reads, for help and errors.
+const positionForms = "start, end, an offset, -N (N records before the end), or a time: RFC 3339, or a duration before now (10m, 2h)"
+
+// parsePosition reads one of positionForms; flag is the flag's name, for
+// the error.
 func parsePosition(flag, s string) (position, error) {
 	switch s {
 	case "start", "beginning", "earliest":
@@ -36,13 +41,19 @@ func parsePosition(flag, s string) (position, error) {
 	case "end", "latest":
 		return position{kind: atEnd}, nil
 	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 {
+			return position{kind: atFromEnd, offset: -n}, nil
+		}
 		return position{kind: atOffset, offset: n}, nil
 	}
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return position{kind: atTime, at: t}, nil
 	}
-	return position{}, usagef("%s %s: want start, end, an offset or an RFC 3339 time", flag, s)
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return position{kind: atTime, at: time.Now().Add(-d)}, nil
+	}
+	return position{}, usagef("%s %s: want %s", flag, s, positionForms)
 }
 
 // kgoOffset is where a consumer without committed offsets starts.
@@ -52,6 +63,8 @@ func (p position) kgoOffset() kgo.Offset {
 		return kgo.NewOffset().AtEnd()
 	case atOffset:
 		return kgo.NewOffset().At(p.offset)
+	case atFromEnd:
+		return kgo.NewOffset().AtEnd().Relative(-p.offset)
 	case atTime:
 		return kgo.NewOffset().AfterMilli(p.at.UnixMilli())
 	default:
@@ -73,6 +86,18 @@ func (p position) resolve(ctx context.Context, adm *kadm.Client, topics ...strin
 		if listed, err = adm.ListEndOffsets(ctx, topics...); err == nil {
 			listed.Each(func(o kadm.ListedOffset) {
 				o.Offset = min(p.offset, o.Offset)
+				listed[o.Topic][o.Partition] = o
+			})
+		}
+	case atFromEnd:
+		var starts kadm.ListedOffsets
+		if starts, err = adm.ListStartOffsets(ctx, topics...); err == nil {
+			listed, err = adm.ListEndOffsets(ctx, topics...)
+		}
+		if err == nil {
+			listed.Each(func(o kadm.ListedOffset) {
+				first, _ := starts.Lookup(o.Topic, o.Partition)
+				o.Offset = max(o.Offset-p.offset, first.Offset)
 				listed[o.Topic][o.Partition] = o
 			})
 		}

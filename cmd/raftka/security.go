@@ -14,8 +14,30 @@ func securityFromEnv() *clientsecurity.Settings {
 		CAFile: os.Getenv("RAFTKA_CA_FILE"), CertFile: os.Getenv("RAFTKA_CERT_FILE"), KeyFile: os.Getenv("RAFTKA_KEY_FILE")}
 }
 
+// securityFlag is a global flag that sets one of the settings.
+type securityFlag struct {
+	name   string
+	target *string
+	usage  string
+}
+
 // securityFlags are the global flags that set the settings.
-func securityFlags(s *clientsecurity.Settings) map[string]*string {
-	return map[string]*string{"security-protocol": &s.Protocol, "sasl-mechanism": &s.Mechanism, "username": &s.Username,
-		"password": &s.Password, "ca-file": &s.CAFile, "cert-file": &s.CertFile, "key-file": &s.KeyFile}
+func securityFlags(s *clientsecurity.Settings) []securityFlag {
+	return []securityFlag{
+		{"security-protocol", &s.Protocol, "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (default: inferred from the other security flags)"},
+		{"sasl-mechanism", &s.Mechanism, "SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN"},
+		{"username", &s.Username, "the SASL user"},
+		{"password", &s.Password, "the SASL password; prefer $RAFTKA_PASSWORD, which other users cannot see in the process list"},
+		{"ca-file", &s.CAFile, "PEM file of the CA that signed the brokers' certificates"},
+		{"cert-file", &s.CertFile, "PEM file of the client certificate, for mTLS"},
+		{"key-file", &s.KeyFile, "PEM file of the client certificate's key, for mTLS"},
+	}
+}
+
+// envOr is the environment variable name, or deflt where it is unset.
+func envOr(name, deflt string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return deflt
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -18,51 +18,45 @@ import (
 	"github.com/raftka/raftka/internal/brokerclient"
 )
 
-func topicCreate(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("topic create", flag.ContinueOnError)
-	partitions := fs.Int("partitions", -1, "")
-	fs.IntVar(partitions, "p", -1, "")
-	rf := fs.Int("replication-factor", -1, "")
-	fs.IntVar(rf, "r", -1, "")
-	var configs listFlag
-	fs.Var(&configs, "config", "")
-	fs.Var(&configs, "c", "")
-	names, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(names) != 1 {
-		return usagef("name one topic")
-	}
-	cfg, err := keyValues(configs)
-	if err != nil {
-		return err
-	}
-	adm, done, err := e.admin(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	set := map[string]*string{}
-	for k, v := range cfg {
-		set[k] = &v
-	}
-	// -1 is the brokers' defaults (num.partitions, default.replication.factor).
-	resp, err := adm.CreateTopic(ctx, int32(*partitions), int16(*rf), set, names[0])
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		if resp.ErrMessage != "" {
-			return fmt.Errorf("%w: %s", err, resp.ErrMessage)
+func topicCreate(fs *pflag.FlagSet) runFunc {
+	partitions := fs.Int32P("partitions", "p", -1, "partitions of the topic; -1 is the brokers' num.partitions")
+	rf := fs.Int16P("replication-factor", "r", -1, "replicas of each partition; -1 is the brokers' default.replication.factor")
+	var configs []string
+	fs.StringArrayVarP(&configs, "config", "c", nil, "a topic config, key=value (repeat for more)")
+	return func(ctx context.Context, e *env, names []string) error {
+		if len(names) != 1 {
+			return usagef("name one topic")
 		}
-		return err
+		cfg, err := keyValues(configs)
+		if err != nil {
+			return err
+		}
+		adm, done, err := e.admin(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		set := map[string]*string{}
+		for k, v := range cfg {
+			set[k] = &v
+		}
+		// -1 is the brokers' defaults (num.partitions, default.replication.factor).
+		resp, err := adm.CreateTopic(ctx, int32(*partitions), int16(*rf), set, names[0])
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			if resp.ErrMessage != "" {
+				return fmt.Errorf("%w: %s", err, resp.ErrMessage)
+			}
+			return err
+		}
+		if e.json {
+			return printJSON(e.out, map[string]any{"topic": resp.Topic, "id": kafkaUUID(resp.ID), "partitions": resp.NumPartitions, "replicationFactor": resp.ReplicationFactor})
+		}
+		_, _ = fmt.Fprintf(e.out, "created topic %s: %d partitions, replication factor %d\n", resp.Topic, resp.NumPartitions, resp.ReplicationFactor)
+		return nil
 	}
-	if e.json {
-		return printJSON(e.out, map[string]any{"topic": resp.Topic, "id": kafkaUUID(resp.ID), "partitions": resp.NumPartitions, "replicationFactor": resp.ReplicationFactor})
-	}
-	_, _ = fmt.Fprintf(e.out, "created topic %s: %d partitions, replication factor %d\n", resp.Topic, resp.NumPartitions, resp.ReplicationFactor)
-	return nil
 }
 
 func topicList(ctx context.Context, e *env, args []string) error {
@@ -238,75 +232,69 @@ func printGrowth(out io.Writer, st *growth.Status, now time.Time) {
 	}
 }
 
-func topicAlterConfig(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("topic alter-config", flag.ContinueOnError)
-	var sets, deletes listFlag
-	fs.Var(&sets, "set", "")
-	fs.Var(&deletes, "delete", "")
-	names, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(names) != 1 || len(sets)+len(deletes) == 0 {
-		return usagef("name one topic and at least one --set or --delete")
-	}
-	kv, err := keyValues(sets)
-	if err != nil {
-		return err
-	}
-	var alter []kadm.AlterConfig
-	for k, v := range kv {
-		alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
-	}
-	for _, k := range deletes {
-		alter = append(alter, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
-	}
-	adm, done, err := e.admin(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	resp, err := adm.AlterTopicConfigs(ctx, alter, names[0])
-	if err != nil {
-		return err
-	}
-	for _, r := range resp {
-		if r.Err != nil {
-			return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+func topicAlterConfig(fs *pflag.FlagSet) runFunc {
+	var sets []string
+	fs.StringArrayVar(&sets, "set", nil, "set a config, key=value (repeat for more)")
+	var deletes []string
+	fs.StringArrayVar(&deletes, "delete", nil, "delete a config, which then takes its default (repeat for more)")
+	return func(ctx context.Context, e *env, names []string) error {
+		if len(names) != 1 || len(sets)+len(deletes) == 0 {
+			return usagef("name one topic and at least one --set or --delete")
 		}
+		kv, err := keyValues(sets)
+		if err != nil {
+			return err
+		}
+		var alter []kadm.AlterConfig
+		for k, v := range kv {
+			alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+		}
+		for _, k := range deletes {
+			alter = append(alter, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+		}
+		adm, done, err := e.admin(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		resp, err := adm.AlterTopicConfigs(ctx, alter, names[0])
+		if err != nil {
+			return err
+		}
+		for _, r := range resp {
+			if r.Err != nil {
+				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+			}
+		}
+		_, _ = fmt.Fprintf(e.out, "altered %d configs of topic %s\n", len(alter), names[0])
+		return nil
 	}
-	_, _ = fmt.Fprintf(e.out, "altered %d configs of topic %s\n", len(alter), names[0])
-	return nil
 }
 
-func topicAddPartitions(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("topic add-partitions", flag.ContinueOnError)
-	partitions := fs.Int("partitions", 0, "")
-	fs.IntVar(partitions, "p", 0, "")
-	names, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(names) != 1 || *partitions <= 0 {
-		return usagef("name one topic and the partitions it is to have in all")
-	}
-	adm, done, err := e.admin(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	resp, err := adm.UpdatePartitions(ctx, *partitions, names[0])
-	if err != nil {
-		return err
-	}
-	if r := resp[names[0]]; r.Err != nil {
-		if r.ErrMessage != "" {
-			return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+func topicAddPartitions(fs *pflag.FlagSet) runFunc {
+	partitions := fs.IntP("partitions", "p", 0, "the partitions the topic is to have in all (partitions only grow)")
+	return func(ctx context.Context, e *env, names []string) error {
+		if len(names) != 1 || *partitions <= 0 {
+			return usagef("name one topic and the partitions it is to have in all")
 		}
-		return r.Err
+		adm, done, err := e.admin(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		resp, err := adm.UpdatePartitions(ctx, *partitions, names[0])
+		if err != nil {
+			return err
+		}
+		if r := resp[names[0]]; r.Err != nil {
+			if r.ErrMessage != "" {
+				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+			}
+			return r.Err
+		}
+		_, _ = fmt.Fprintf(e.out, "topic %s has %d partitions\n", names[0], *partitions)
+		return nil
 	}
-	_, _ = fmt.Fprintf(e.out, "topic %s has %d partitions\n", names[0], *partitions)
-	return nil
 }
 
 func topicDelete(ctx context.Context, e *env, args []string) error {

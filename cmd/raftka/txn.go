@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -18,40 +18,38 @@ import (
 
 // The txn commands: kafka-transactions.sh's list, describe and abort.
 
-func txnList(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("txn list", flag.ContinueOnError)
-	var states listFlag
-	fs.Var(&states, "state", "")
-	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
-		return usagef("txn list takes only --state (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort)")
+func txnList(fs *pflag.FlagSet) runFunc {
+	var states []string
+	fs.StringArrayVar(&states, "state", nil, "only transactions in this state: Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit or CompleteAbort (repeat for more)")
+	return func(ctx context.Context, e *env, _ []string) error {
+		adm, done, err := e.admin(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		listed, err := adm.ListTransactions(ctx, nil, states)
+		if err != nil {
+			return err
+		}
+		type row struct {
+			TransactionalID string `json:"transactionalId"`
+			ProducerID      int64  `json:"producerId"`
+			State           string `json:"state"`
+			Coordinator     int32  `json:"coordinator"`
+		}
+		rows := []row{}
+		for _, t := range listed.Sorted() {
+			rows = append(rows, row{t.TxnID, t.ProducerID, t.State, t.Coordinator})
+		}
+		if e.json {
+			return printJSON(e.out, rows)
+		}
+		var cells [][]string
+		for _, r := range rows {
+			cells = append(cells, []string{r.TransactionalID, strconv.FormatInt(r.ProducerID, 10), r.State, strconv.Itoa(int(r.Coordinator))})
+		}
+		return printTable(e.out, []string{"TRANSACTIONAL ID", "PRODUCER ID", "STATE", "COORDINATOR"}, cells)
 	}
-	adm, done, err := e.admin(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	listed, err := adm.ListTransactions(ctx, nil, states)
-	if err != nil {
-		return err
-	}
-	type row struct {
-		TransactionalID string `json:"transactionalId"`
-		ProducerID      int64  `json:"producerId"`
-		State           string `json:"state"`
-		Coordinator     int32  `json:"coordinator"`
-	}
-	rows := []row{}
-	for _, t := range listed.Sorted() {
-		rows = append(rows, row{t.TxnID, t.ProducerID, t.State, t.Coordinator})
-	}
-	if e.json {
-		return printJSON(e.out, rows)
-	}
-	var cells [][]string
-	for _, r := range rows {
-		cells = append(cells, []string{r.TransactionalID, strconv.FormatInt(r.ProducerID, 10), r.State, strconv.Itoa(int(r.Coordinator))})
-	}
-	return printTable(e.out, []string{"TRANSACTIONAL ID", "PRODUCER ID", "STATE", "COORDINATOR"}, cells)
 }
 
 // txnView is one transactional id as txn describe shows it.
@@ -117,41 +115,38 @@ func viewOf(d kadm.DescribedTransaction) txnView {
 // producer does: the coordinator fences the old producer and aborts its
 // transaction with markers on every partition of it, so no write of the
 // old producer can go in afterwards.
-func txnAbort(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("txn abort", flag.ContinueOnError)
-	topic := fs.String("topic", "", "")
-	partition := fs.Int("partition", -1, "")
-	timeout := fs.Duration("timeout", 30*time.Second, "")
-	ids, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if (len(ids) == 0) == (*topic == "") || (*topic != "") != (*partition >= 0) {
-		return usagef("name the transactional ids, or --topic T --partition P for the transactions open there")
-	}
-	cl, err := e.client(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	if *topic != "" {
-		if ids, err = openOn(ctx, adm, *topic, int32(*partition)); err != nil {
+func txnAbort(fs *pflag.FlagSet) runFunc {
+	topic := fs.String("topic", "", "with --partition: abort the transactions open on this partition")
+	partition := fs.Int32("partition", -1, "with --topic: the partition")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the coordinator to end each transaction")
+	return func(ctx context.Context, e *env, ids []string) error {
+		if (len(ids) == 0) == (*topic == "") || (*topic != "") != (*partition >= 0) {
+			return usagef("name the transactional ids, or --topic T --partition P for the transactions open there")
+		}
+		cl, err := e.client(ctx)
+		if err != nil {
 			return err
 		}
-		if len(ids) == 0 {
-			return fmt.Errorf("%s/%d has no open transaction", *topic, *partition)
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		if *topic != "" {
+			if ids, err = openOn(ctx, adm, *topic, int32(*partition)); err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return fmt.Errorf("%s/%d has no open transaction", *topic, *partition)
+			}
 		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	for _, id := range ids {
-		if err := abortTxn(ctx, cl, adm, id); err != nil {
-			return fmt.Errorf("transactional id %s: %w", id, err)
+		ctx, cancel := context.WithTimeout(ctx, *timeout)
+		defer cancel()
+		for _, id := range ids {
+			if err := abortTxn(ctx, cl, adm, id); err != nil {
+				return fmt.Errorf("transactional id %s: %w", id, err)
+			}
+			_, _ = fmt.Fprintf(e.out, "aborted the transaction of %s; its producer is fenced\n", id)
 		}
-		_, _ = fmt.Fprintf(e.out, "aborted the transaction of %s; its producer is fenced\n", id)
+		return nil
 	}
-	return nil
 }
 
 // openOn are the transactional ids with a transaction open on a partition.

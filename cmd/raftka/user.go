@@ -3,10 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
@@ -50,85 +50,79 @@ func userList(ctx context.Context, e *env, args []string) error {
 
 // userSetPassword sets a user's SCRAM password, read from the first line
 // of stdin so that it stays out of the shell's history and ps.
-func userSetPassword(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("user set-password", flag.ContinueOnError)
-	mechanism := fs.String("mechanism", "SCRAM-SHA-512", "")
-	iterations := fs.Int("iterations", 8192, "")
-	names, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(names) != 1 {
-		return usagef("name one user")
-	}
-	m, err := scramMechanism(*mechanism)
-	if err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(e.in).ReadString('\n')
-	password := strings.TrimRight(line, "\r\n")
-	if password == "" {
-		return usagef("give the password on stdin (%v)", err)
-	}
-	adm, done, err := e.admin(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	altered, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: names[0], Mechanism: m, Iterations: int32(*iterations), Password: password}})
-	if err == nil {
-		err = altered.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("user %s: %w", names[0], err)
-	}
-	_, _ = fmt.Fprintf(e.out, "set the %s password of user %s\n", m, names[0])
-	return nil
-}
-
-func userDelete(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("user delete", flag.ContinueOnError)
-	mechanism := fs.String("mechanism", "", "")
-	names, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(names) != 1 {
-		return usagef("name one user")
-	}
-	adm, done, err := e.admin(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	var deletions []kadm.DeleteSCRAM
-	if *mechanism != "" {
+func userSetPassword(fs *pflag.FlagSet) runFunc {
+	mechanism := fs.String("mechanism", "SCRAM-SHA-512", "SCRAM-SHA-512 or SCRAM-SHA-256")
+	iterations := fs.Int32("iterations", 8192, "SCRAM iterations (4096 to 16384)")
+	return func(ctx context.Context, e *env, names []string) error {
+		if len(names) != 1 {
+			return usagef("name one user")
+		}
 		m, err := scramMechanism(*mechanism)
 		if err != nil {
 			return err
 		}
-		deletions = append(deletions, kadm.DeleteSCRAM{User: names[0], Mechanism: m})
-	} else {
-		described, err := adm.DescribeUserSCRAMs(ctx, names[0])
+		line, err := bufio.NewReader(e.in).ReadString('\n')
+		password := strings.TrimRight(line, "\r\n")
+		if password == "" {
+			return usagef("give the password on stdin (%v)", err)
+		}
+		adm, done, err := e.admin(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		altered, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: names[0], Mechanism: m, Iterations: int32(*iterations), Password: password}})
 		if err == nil {
-			err = described[names[0]].Err
+			err = altered.Error()
 		}
 		if err != nil {
 			return fmt.Errorf("user %s: %w", names[0], err)
 		}
-		for _, c := range described[names[0]].CredInfos {
-			deletions = append(deletions, kadm.DeleteSCRAM{User: names[0], Mechanism: c.Mechanism})
+		_, _ = fmt.Fprintf(e.out, "set the %s password of user %s\n", m, names[0])
+		return nil
+	}
+}
+
+func userDelete(fs *pflag.FlagSet) runFunc {
+	mechanism := fs.String("mechanism", "", "delete only this mechanism's credentials; default: all")
+	return func(ctx context.Context, e *env, names []string) error {
+		if len(names) != 1 {
+			return usagef("name one user")
 		}
+		adm, done, err := e.admin(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		var deletions []kadm.DeleteSCRAM
+		if *mechanism != "" {
+			m, err := scramMechanism(*mechanism)
+			if err != nil {
+				return err
+			}
+			deletions = append(deletions, kadm.DeleteSCRAM{User: names[0], Mechanism: m})
+		} else {
+			described, err := adm.DescribeUserSCRAMs(ctx, names[0])
+			if err == nil {
+				err = described[names[0]].Err
+			}
+			if err != nil {
+				return fmt.Errorf("user %s: %w", names[0], err)
+			}
+			for _, c := range described[names[0]].CredInfos {
+				deletions = append(deletions, kadm.DeleteSCRAM{User: names[0], Mechanism: c.Mechanism})
+			}
+		}
+		altered, err := adm.AlterUserSCRAMs(ctx, deletions, nil)
+		if err == nil {
+			err = altered.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("user %s: %w", names[0], err)
+		}
+		_, _ = fmt.Fprintf(e.out, "deleted user %s\n", names[0])
+		return nil
 	}
-	altered, err := adm.AlterUserSCRAMs(ctx, deletions, nil)
-	if err == nil {
-		err = altered.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("user %s: %w", names[0], err)
-	}
-	_, _ = fmt.Fprintf(e.out, "deleted user %s\n", names[0])
-	return nil
 }
 
 func scramMechanism(name string) (kadm.ScramMechanism, error) {

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -49,87 +49,84 @@ type verifyReport struct {
 // are dense where nothing may have removed records. With --produce N it
 // first writes N numbered records itself and then checks that every
 // acknowledged one is read back exactly once, in order.
-func verify(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	from := fs.String("from", "start", "")
-	to := fs.String("to", "end", "")
-	produceN := fs.Int("produce", 0, "")
-	topics, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(topics) != 1 {
-		return usagef("name one topic")
-	}
-	if *produceN < 0 {
-		return usagef("--produce %d: want a count of records", *produceN)
-	}
-	if *produceN > 0 && *from != "start" {
-		return usagef("--produce reads what it writes: it takes no --from")
-	}
-	start, err := parsePosition("--from", *from)
-	if err != nil {
-		return err
-	}
-	end, err := parsePosition("--to", *to)
-	if err != nil {
-		return err
-	}
-	topic := topics[0]
-	cl, err := e.client(ctx, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	detail, err := describeTopic(ctx, adm, topic)
-	if err != nil {
-		return err
-	}
-	report := verifyReport{Topic: topic, Compacted: detail.compacted}
-	if *produceN > 0 {
-		// What the run writes: from where the partitions end now.
-		start = position{kind: atEnd}
-	}
-	starts, err := start.resolve(ctx, adm, topic)
-	if err != nil {
-		return err
-	}
-	var own *numbering
-	var acked map[int32][]int64
-	if *produceN > 0 {
-		own = newNumbering("verify-"+randomName(), int32(len(detail.partitions)))
-		if acked, err = produceNumbered(ctx, cl, own, *produceN); err != nil {
-			return err
+func verify(fs *pflag.FlagSet) runFunc {
+	from := fs.String("from", "start", "where to start: "+positionForms)
+	to := fs.String("to", "end", "where to stop: "+positionForms)
+	produceN := fs.Int("produce", 0, "first produce N numbered records, then verify them")
+	return func(ctx context.Context, e *env, topics []string) error {
+		if len(topics) != 1 {
+			return usagef("name one topic")
 		}
-		report.Produced = *produceN
-		for _, seqs := range acked {
-			report.Acked += len(seqs)
+		if *produceN < 0 {
+			return usagef("--produce %d: want a count of records", *produceN)
 		}
-	}
-	ends, err := end.resolve(ctx, adm, topic)
-	if err != nil {
-		return err
-	}
-	for _, p := range detail.partitions {
-		r := partitionReader{cl: cl, adm: adm, topic: topic, id: detail.id, partition: p, compacted: detail.compacted, own: own, led: -1}
-		pr, problems, err := r.read(ctx, starts[topic][p].Offset, ends[topic][p].Offset)
+		if *produceN > 0 && *from != "start" {
+			return usagef("--produce reads what it writes: it takes no --from")
+		}
+		start, err := parsePosition("--from", *from)
 		if err != nil {
 			return err
 		}
-		report.Partitions = append(report.Partitions, pr)
-		report.Problems = append(report.Problems, problems...)
-		if own != nil {
-			report.Problems = append(report.Problems, r.missingAcked(acked[p])...)
+		end, err := parsePosition("--to", *to)
+		if err != nil {
+			return err
 		}
+		topic := topics[0]
+		cl, err := e.client(ctx, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		detail, err := describeTopic(ctx, adm, topic)
+		if err != nil {
+			return err
+		}
+		report := verifyReport{Topic: topic, Compacted: detail.compacted}
+		if *produceN > 0 {
+			// What the run writes: from where the partitions end now.
+			start = position{kind: atEnd}
+		}
+		starts, err := start.resolve(ctx, adm, topic)
+		if err != nil {
+			return err
+		}
+		var own *numbering
+		var acked map[int32][]int64
+		if *produceN > 0 {
+			own = newNumbering("verify-"+randomName(), int32(len(detail.partitions)))
+			if acked, err = produceNumbered(ctx, cl, own, *produceN); err != nil {
+				return err
+			}
+			report.Produced = *produceN
+			for _, seqs := range acked {
+				report.Acked += len(seqs)
+			}
+		}
+		ends, err := end.resolve(ctx, adm, topic)
+		if err != nil {
+			return err
+		}
+		for _, p := range detail.partitions {
+			r := partitionReader{cl: cl, adm: adm, topic: topic, id: detail.id, partition: p, compacted: detail.compacted, own: own, led: -1}
+			pr, problems, err := r.read(ctx, starts[topic][p].Offset, ends[topic][p].Offset)
+			if err != nil {
+				return err
+			}
+			report.Partitions = append(report.Partitions, pr)
+			report.Problems = append(report.Problems, problems...)
+			if own != nil {
+				report.Problems = append(report.Problems, r.missingAcked(acked[p])...)
+			}
+		}
+		if err := printVerifyReport(e, report); err != nil {
+			return err
+		}
+		if n := len(report.Problems); n > 0 {
+			return fmt.Errorf("found %s in topic %s", plural(n, "problem"), topic)
+		}
+		return nil
 	}
-	if err := printVerifyReport(e, report); err != nil {
-		return err
-	}
-	if n := len(report.Problems); n > 0 {
-		return fmt.Errorf("found %s in topic %s", plural(n, "problem"), topic)
-	}
-	return nil
 }
 
 // topicDetail is what verify needs of a topic.

@@ -3,7 +3,9 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"io"
 	"fmt"
 	"log/slog"
 	"os"
@@ -22,11 +24,26 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:])
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		// --help asked for the usage, which went to stdout: done.
+	case errors.As(err, new(usageError)):
+		fmt.Fprintln(os.Stderr, "raftka-broker:", err)
+		fmt.Fprintln(os.Stderr, "Run 'raftka-broker --help' for the flags.")
+		os.Exit(2)
+	default:
 		fmt.Fprintln(os.Stderr, "raftka-broker:", err)
 		os.Exit(1)
 	}
 }
+
+// usageError is a mistake in the command line: exit 2, as the Go flag
+// package and the raftka tool exit for one.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("raftka-broker", flag.ContinueOnError)
@@ -36,8 +53,15 @@ func run(args []string) error {
 	}
 	var o options
 	o.define(fs)
+	fs.SetOutput(io.Discard) // the usage goes to stdout when asked for, and a mistake is reported once
+	if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
+		fs.SetOutput(os.Stdout)
+	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	if err := applyEnv(fs); err != nil {
 		return err

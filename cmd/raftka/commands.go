@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/raftka/raftka/internal/clientsecurity"
+)
+
+// runFunc runs a command with its positional arguments.
+type runFunc func(ctx context.Context, e *env, args []string) error
+
+// spec is one command: the words that run it, its arguments as the usage
+// line shows them, its help, and its flags, which build declares on fs
+// before returning what runs.
+type spec struct {
+	path    string // "topic create"
+	args    string // "NAME"
+	nargs   cobra.PositionalArgs
+	short   string
+	long    string
+	example string
+	build   func(fs *pflag.FlagSet) runFunc
+}
+
+// noFlags is build for a command that takes none.
+func noFlags(run runFunc) func(*pflag.FlagSet) runFunc {
+	return func(*pflag.FlagSet) runFunc { return run }
+}
+
+// groups are the commands that only hold others.
+var groups = []struct{ name, short string }{
+	{"topic", "Create, list, describe, alter and delete topics"},
+	{"group", "List, describe and move consumer groups"},
+	{"txn", "List, describe and abort transactions"},
+	{"user", "SCRAM users of SASL listeners"},
+	{"acl", "ACLs of brokers run with --authorizer acl"},
+	{"quota", "Client quotas of users and client ids"},
+	{"cluster", "The brokers, and the cluster's health"},
+}
+
+var specs = []spec{
+	{path: "topic create", args: "NAME", nargs: oneArg("name one topic"), short: "Create a topic",
+		long:    "Create a topic. Without --partitions or --replication-factor (or with -1, Kafka's \"broker default\"), the brokers' num.partitions and default.replication.factor apply.",
+		example: "  raftka topic create orders --partitions 6 --replication-factor 3 --config retention.ms=86400000",
+		build:   topicCreate},
+	{path: "topic list", nargs: cobra.NoArgs, short: "List the topics, with their partitions and replication factor",
+		example: "  raftka topic list -o json", build: noFlags(topicList)},
+	{path: "topic describe", args: "NAME...", nargs: cobra.MinimumNArgs(1), short: "Show each partition's leader, replicas and in-sync replicas, and the topic's configs",
+		example: "  raftka topic describe orders", build: noFlags(topicDescribe)},
+	{path: "topic alter-config", args: "NAME", nargs: oneArg("name one topic"), short: "Set or delete a topic's configs",
+		long:    "Set or delete a topic's configs, incrementally: the configs not named keep their values. The brokers refuse an unknown key or a malformed value, and say which.",
+		example: "  raftka topic alter-config orders --set retention.ms=3600000 --delete cleanup.policy",
+		build:   topicAlterConfig},
+	{path: "topic add-partitions", args: "NAME", nargs: oneArg("name one topic"), short: "Grow a topic to a number of partitions in all",
+		long:    "Grow a topic to --partitions in all. Partitions only grow. With ordered growth on (the default), each key's records stay in order for every consumer group (docs/autoscaling.md).",
+		example: "  raftka topic add-partitions orders --partitions 12", build: topicAddPartitions},
+	{path: "topic delete", args: "NAME...", nargs: cobra.MinimumNArgs(1), short: "Delete topics",
+		example: "  raftka topic delete orders", build: noFlags(topicDelete)},
+	{path: "produce", args: "TOPIC", nargs: oneArg("name one topic"), short: "Produce stdin's lines to a topic, one record each",
+		long:    "Produce stdin's lines to a topic, one record each, idempotently. With --numbered, the records carry numbers that raftka verify checks for loss and duplicates.",
+		example: "  printf 'alice:1\\nbob:2\\n' | raftka produce orders --key-separator :",
+		build:   produce},
+	{path: "consume", args: "TOPIC", nargs: oneArg("name one topic"), short: "Print a topic's records",
+		long: "Print a topic's records. Without --exit or --count it follows the topic until Ctrl-C; with --group it consumes as a member of that consumer group, " +
+			"commits what it printed, and says on stderr when it joined and which partitions it was given.",
+		example: "  raftka consume orders --from -10 --exit\n  raftka consume orders --group billing",
+		build:   consume},
+	{path: "verify", args: "TOPIC", nargs: oneArg("name one topic"), short: "Check a topic for lost and duplicated records",
+		long:    "Check a topic for lost and duplicated records: each idempotent producer's sequence numbers, the numbers of records written by produce --numbered, and the offsets. Exits 1 when it finds a loss or a duplicate.",
+		example: "  raftka verify orders --produce 1000", build: verify},
+	{path: "group list", nargs: cobra.NoArgs, short: "List the consumer groups", build: noFlags(groupList)},
+	{path: "group describe", args: "GROUP", nargs: oneArg("name one group"), short: "Show a group's state, members, and committed offset and lag per partition",
+		long:    "Show a group's state, members, and committed offset and lag per partition. The lag counts records: transaction markers and aborted records are left out.",
+		example: "  raftka group describe billing", build: noFlags(groupDescribe)},
+	{path: "group seek", args: "GROUP", nargs: oneArg("name one group"), short: "Move a group's committed offsets while it has no members",
+		example: "  raftka group seek billing --to start --topic orders --dry-run", build: groupSeek},
+	{path: "txn list", nargs: cobra.NoArgs, short: "List the transactional ids and their transactions' states", build: txnList},
+	{path: "txn describe", args: "ID...", nargs: cobra.MinimumNArgs(1), short: "Show transactional ids' producer, epoch, state, timeout and open partitions",
+		build: noFlags(txnDescribe)},
+	{path: "txn abort", args: "[ID...]", short: "Fence the producer of each id and abort its open transaction",
+		long:    "Fence the producer of each id and abort its open transaction, or those of the transactions open on a partition (--topic and --partition), as kafka-transactions.sh abort does for a hanging transaction.",
+		example: "  raftka txn abort payments-1\n  raftka txn abort --topic orders --partition 3", build: txnAbort},
+	{path: "user list", nargs: cobra.NoArgs, short: "List the SCRAM users and their mechanisms", build: noFlags(userList)},
+	{path: "user set-password", args: "NAME", nargs: oneArg("name one user"), short: "Create a SCRAM user or change its password, read from stdin",
+		example: "  printf '%s' \"$PASSWORD\" | raftka user set-password alice", build: userSetPassword},
+	{path: "user delete", args: "NAME", nargs: oneArg("name one user"), short: "Delete a user's SCRAM credentials", build: userDelete},
+	{path: "acl list", nargs: cobra.NoArgs, short: "List the ACLs, all or those the flags select", build: aclList},
+	{path: "acl add", nargs: cobra.NoArgs, short: "Add ACLs",
+		example: "  raftka acl add --allow User:alice --operation read,describe --topic orders", build: aclAdd},
+	{path: "acl remove", nargs: cobra.NoArgs, short: "Remove the ACLs the flags name, as acl add takes them", build: aclRemove},
+	{path: "quota list", nargs: cobra.NoArgs, short: "List client quotas, all or those of an entity", build: quotaList},
+	{path: "quota alter", nargs: cobra.NoArgs, short: "Set or delete an entity's quotas",
+		example: "  raftka quota alter --user alice --set producer_byte_rate=1048576", build: quotaAlter},
+	{path: "cluster info", nargs: cobra.NoArgs, short: "Show the brokers, the controller and the cluster id", build: noFlags(clusterInfo)},
+	{path: "cluster health", nargs: cobra.NoArgs, short: "Check that every broker is up and every partition led and in sync",
+		long: "Check that every broker is up and ready, the metadata group led, and every partition led and fully in sync, and show what each broker's /safe-to-restart says. " +
+			"Exits 1 when the cluster is not healthy, so that scripts can wait on it.",
+		build: noFlags(clusterHealthCommand)},
+}
+
+// oneArg wants exactly one argument, and says what it is for.
+func oneArg(what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usagef("%s", what)
+		}
+		return nil
+	}
+}
+
+// newRoot builds the command tree; *ran turns true once a command's own
+// run began, so that run can tell cobra's refusals from the cluster's.
+func newRoot(e *env) (*cobra.Command, *bool) {
+	ran := new(bool)
+	var brokers, output string
+	sec := &clientsecurity.Settings{}
+	root := &cobra.Command{
+		Use:   "raftka",
+		Short: "Raftka's command-line tool: topics, records, consumer groups, transactions, users, ACLs, quotas and the cluster",
+		Long: "raftka speaks only the Kafka protocol, so it works against any broker of the cluster.\n\n" +
+			"The brokers come from -b/--brokers, else $RAFTKA_BROKERS, else 127.0.0.1:9092.\n" +
+			"A listener that is not PLAINTEXT takes the security flags below, each also as $RAFTKA_<NAME>\n" +
+			"(RAFTKA_SECURITY_PROTOCOL, ...); give the password in $RAFTKA_PASSWORD rather than on the command line.\n\n" +
+			"Exit codes: 0 done, 1 the cluster refused or failed, 2 a mistake in the command line.",
+		Version:           versionString(),
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			// The environment fills what the flags left unset; it is not
+			// their default, which help would print, password and all.
+			fromEnv := securityFlags(securityFromEnv())
+			for i, f := range securityFlags(sec) {
+				if !cmd.Flags().Changed(f.name) {
+					*f.target = *fromEnv[i].target
+				}
+			}
+			return e.setUp(brokers, output, sec)
+		},
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	pf := root.PersistentFlags()
+	pf.StringVarP(&brokers, "brokers", "b", envOr("RAFTKA_BROKERS", "127.0.0.1:9092"), "the brokers to bootstrap from, host:port,...")
+	pf.StringVarP(&output, "output", "o", "table", "table or json")
+	for _, f := range securityFlags(sec) {
+		pf.StringVar(f.target, f.name, "", f.usage+" ($RAFTKA_"+strings.ToUpper(strings.ReplaceAll(f.name, "-", "_"))+")")
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
+	parents := map[string]*cobra.Command{"": root}
+	for _, g := range groups {
+		c := &cobra.Command{Use: g.name, Short: g.short, Args: subcommandArgs, RunE: helpOnly}
+		parents[g.name] = c
+		root.AddCommand(c)
+	}
+	for _, s := range specs {
+		words := strings.Fields(s.path)
+		parent := parents[strings.Join(words[:len(words)-1], " ")]
+		parent.AddCommand(s.command(words[len(words)-1], e, ran))
+	}
+	root.AddCommand(&cobra.Command{Use: "version", Short: "Print the version and commit of this build", Args: cobra.NoArgs,
+		PersistentPreRun: func(*cobra.Command, []string) {},
+		Run:              func(cmd *cobra.Command, _ []string) { _, _ = fmt.Fprintln(cmd.OutOrStdout(), versionString()) }})
+	return root, ran
+}
+
+// command is the spec as a cobra command named name.
+func (s spec) command(name string, e *env, ran *bool) *cobra.Command {
+	c := &cobra.Command{Use: strings.TrimSpace(name + " " + s.args), Short: s.short, Long: s.long, Example: s.example, Args: s.nargs}
+	if c.Long == "" {
+		c.Long = s.short + "."
+	}
+	run := s.build(c.Flags())
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		*ran = true
+		return run(cmd.Context(), e, args)
+	}
+	return c
+}
+
+// subcommandArgs refuses what is not one of a group's commands.
+func subcommandArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+// helpOnly is what a group runs without a command: its help.
+func helpOnly(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+
+// setUp checks the global flags and fills e from them.
+func (e *env) setUp(brokers, output string, sec *clientsecurity.Settings) error {
+	if output != "table" && output != "json" {
+		return usagef("-o %s: want table or json", output)
+	}
+	e.json = output == "json"
+	list, err := parseBrokers(brokers)
+	if err != nil {
+		return err
+	}
+	e.brokers = list
+	if e.connect, err = sec.ClientOpts(); err != nil {
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+// parseBrokers checks a host:port list, as a mistake there would
+// otherwise surface as a connection error.
+func parseBrokers(s string) ([]string, error) {
+	list := splitBrokers(s)
+	if len(list) == 0 {
+		return nil, usagef("-b %q: name at least one broker, host:port", s)
+	}
+	for _, b := range list {
+		host, port, err := net.SplitHostPort(b)
+		if err != nil || host == "" {
+			return nil, usagef("-b %s: want host:port", b)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, usagef("-b %s: the port must be a number from 1 to 65535", b)
+		}
+	}
+	return list, nil
+}
