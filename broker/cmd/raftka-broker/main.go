@@ -5,8 +5,8 @@ package main
 import (
 	"errors"
 	"flag"
-	"io"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
