@@ -188,11 +188,18 @@ func aclAdd(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		added := []aclRow{}
 		for _, r := range results {
 			if r.Err != nil {
 				return fmt.Errorf("%s %s on %s %s: %w", r.Principal, r.Operation, r.Type, r.Name, r.Err)
 			}
-			_, _ = fmt.Fprintf(e.out, "added %s %s %s on %s %s (%s)\n", r.Permission, r.Principal, r.Operation, r.Type, r.Name, r.Pattern)
+			added = append(added, aclRow{r.Principal, r.Host, r.Type.String(), r.Name, r.Pattern.String(), r.Operation.String(), r.Permission.String()})
+			if !e.json {
+				_, _ = fmt.Fprintf(e.out, "added %s %s %s on %s %s (%s)\n", r.Permission, r.Principal, r.Operation, r.Type, r.Name, r.Pattern)
+			}
+		}
+		if e.json {
+			return printJSON(e.out, added)
 		}
 		return nil
 	}
@@ -210,7 +217,7 @@ func aclRemove(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		removed := 0
+		removed := []aclRow{}
 		for _, r := range results {
 			if r.Err != nil {
 				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
@@ -219,12 +226,17 @@ func aclRemove(fs *pflag.FlagSet) runFunc {
 				if d.Err != nil {
 					return d.Err
 				}
-				removed++
-				_, _ = fmt.Fprintf(e.out, "removed %s %s %s on %s %s (%s)\n", d.Permission, d.Principal, d.Operation, d.Type, d.Name, d.Pattern)
+				removed = append(removed, aclRow{d.Principal, d.Host, d.Type.String(), d.Name, d.Pattern.String(), d.Operation.String(), d.Permission.String()})
+				if !e.json {
+					_, _ = fmt.Fprintf(e.out, "removed %s %s %s on %s %s (%s)\n", d.Permission, d.Principal, d.Operation, d.Type, d.Name, d.Pattern)
+				}
 			}
 		}
-		if removed == 0 {
+		if len(removed) == 0 {
 			return fmt.Errorf("no ACL matched")
+		}
+		if e.json {
+			return printJSON(e.out, removed)
 		}
 		return nil
 	}

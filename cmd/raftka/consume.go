@@ -2,23 +2,52 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"io"
+	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// consumed is a record as consume -format json prints it, one per line.
+// consumed is a record as consume --format json (or -o json) prints it,
+// one per line. A key or value that is not UTF-8 is base64, and its
+// encoding says so; a null value (a tombstone) is null.
 type consumed struct {
-	Topic     string            `json:"topic"`
-	Partition int32             `json:"partition"`
-	Offset    int64             `json:"offset"`
-	Timestamp time.Time         `json:"timestamp"`
-	Key       *string           `json:"key"`
-	Value     string            `json:"value"`
-	Headers   map[string]string `json:"headers,omitempty"`
+	Topic         string         `json:"topic"`
+	Partition     int32          `json:"partition"`
+	Offset        int64          `json:"offset"`
+	Timestamp     time.Time      `json:"timestamp"`
+	Key           *string        `json:"key"`
+	KeyEncoding   string         `json:"keyEncoding,omitempty"`
+	Value         *string        `json:"value"`
+	ValueEncoding string         `json:"valueEncoding,omitempty"`
+	Headers       []headerOfJSON `json:"headers,omitempty"`
+}
+
+// headerOfJSON is one header, in the record's order: a key may repeat.
+type headerOfJSON struct {
+	Key           string  `json:"key"`
+	Value         *string `json:"value"`
+	ValueEncoding string  `json:"valueEncoding,omitempty"`
+}
+
+// jsonBytes is b as JSON shows it: text if it is UTF-8, else base64 with
+// the encoding named; nil stays null.
+func jsonBytes(b []byte) (*string, string) {
+	if b == nil {
+		return nil, ""
+	}
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, ""
+	}
+	s := base64.StdEncoding.EncodeToString(b)
+	return &s, "base64"
 }
 
 // consume prints a topic's records: values, one per line, or JSON lines.
@@ -29,7 +58,7 @@ func consume(fs *pflag.FlagSet) runFunc {
 	from := fs.String("from", "start", "where to start: "+positionForms)
 	count := fs.IntP("count", "n", 0, "stop after N records; 0 is no limit")
 	group := fs.StringP("group", "g", "", "consume as a member of this consumer group, committing offsets; runs until Ctrl-C")
-	format := fs.StringP("format", "f", "text", "text (key, value) or json (every field)")
+	format := fs.StringP("format", "f", "text", "text (each value on a line) or json (every field, one record a line; -o json gives the same)")
 	exit := fs.BoolP("exit", "e", false, "stop at the end of each partition as it was at the start")
 	return func(ctx context.Context, e *env, topics []string) error {
 		if len(topics) != 1 {
@@ -37,6 +66,9 @@ func consume(fs *pflag.FlagSet) runFunc {
 		}
 		if *format != "text" && *format != "json" {
 			return usagef("--format %s: want text or json", *format)
+		}
+		if e.json {
+			*format = "json"
 		}
 		topic := topics[0]
 		start, err := parsePosition("--from", *from)
@@ -46,12 +78,21 @@ func consume(fs *pflag.FlagSet) runFunc {
 		opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start.kgoOffset())}
 		if *group != "" {
 			opts = append(opts, kgo.ConsumerGroup(*group), kgo.DisableAutoCommit())
+			opts = append(opts, groupProgress(e.errOut, *group)...)
 		}
 		cl, err := e.client(ctx, opts...)
 		if err != nil {
 			return err
 		}
 		defer cl.Close()
+		// A topic that is not there would leave the client waiting for
+		// it, silently: say so at once, as Kafka's tools do.
+		if _, err := describeTopic(ctx, kadm.NewClient(cl), topic); err != nil {
+			return err
+		}
+		if *group != "" {
+			_, _ = fmt.Fprintf(e.errOut, "raftka consume: joining group %s on %s; it commits what it prints, and runs until Ctrl-C\n", *group, topic)
+		}
 		var left map[int32]int64 // per partition, the offset to reach with --exit
 		if *exit {
 			if left, err = endsToReach(ctx, kadm.NewClient(cl), topic, *group, start); err != nil {
@@ -88,6 +129,23 @@ func consume(fs *pflag.FlagSet) runFunc {
 			}
 		}
 		return nil
+	}
+}
+
+// groupProgress are the client options that report on stderr what a
+// group member is doing: its partitions as the group assigns and takes
+// them.
+func groupProgress(w io.Writer, group string) []kgo.Opt {
+	say := func(what string, partitions map[string][]int32) {
+		for topic, ps := range partitions {
+			slices.Sort(ps)
+			_, _ = fmt.Fprintf(w, "raftka consume: group %s %s %s partitions %s\n", group, what, topic, joinNumbers(ps))
+		}
+	}
+	return []kgo.Opt{
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, p map[string][]int32) { say("assigned", p) }),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, p map[string][]int32) { say("revoked", p) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, p map[string][]int32) { say("lost", p) }),
 	}
 }
 
@@ -131,16 +189,12 @@ func printRecord(e *env, r *kgo.Record, format string) error {
 		_, err := fmt.Fprintf(e.out, "%s\n", r.Value)
 		return err
 	}
-	c := consumed{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Value: string(r.Value)}
-	if r.Key != nil {
-		k := string(r.Key)
-		c.Key = &k
-	}
+	c := consumed{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
+	c.Key, c.KeyEncoding = jsonBytes(r.Key)
+	c.Value, c.ValueEncoding = jsonBytes(r.Value)
 	for _, h := range r.Headers {
-		if c.Headers == nil {
-			c.Headers = map[string]string{}
-		}
-		c.Headers[h.Key] = string(h.Value)
+		v, enc := jsonBytes(h.Value)
+		c.Headers = append(c.Headers, headerOfJSON{Key: h.Key, Value: v, ValueEncoding: enc})
 	}
 	return printJSONLine(e, c)
 }

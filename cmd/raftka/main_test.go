@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/brokertest"
 )
@@ -93,12 +94,12 @@ func TestCommandsAgainstRealBrokers(t *testing.T) {
 	}
 	var keyed []string
 	for _, r := range got {
-		if r.Headers["source"] != "test" {
+		if len(r.Headers) != 1 || r.Headers[0].Key != "source" || *r.Headers[0].Value != "test" {
 			t.Errorf("record %+v lost its header", r)
 		}
 		if r.Key != nil && *r.Key == "k1" {
-			keyed = append(keyed, r.Value)
-		} else if r.Value != "no key here" {
+			keyed = append(keyed, *r.Value)
+		} else if *r.Value != "no key here" {
 			t.Errorf("record %+v", r)
 		}
 	}
@@ -234,6 +235,102 @@ func TestCommandErrors(t *testing.T) {
 	var o, e bytes.Buffer
 	if code := run([]string{"-b", "127.0.0.1:1", "topic", "list"}, strings.NewReader(""), &o, &e); code != exitFailed || !strings.Contains(e.String(), "make run") {
 		t.Errorf("no cluster: exit %d, %q", code, e.String())
+	}
+}
+
+// raftkaWithin runs the command, failing the test if it has not ended
+// within limit: a hang is what these tests look for.
+func raftkaWithin(t *testing.T, c *brokertest.Cluster, limit time.Duration, stdin string, args ...string) (code int, out, errOut string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		code, out, errOut = raftka(t, c, stdin, args...)
+	}()
+	select {
+	case <-done:
+		return code, out, errOut
+	case <-time.After(limit):
+		t.Fatalf("raftka %s did not end within %v", strings.Join(args, " "), limit)
+		return 0, "", ""
+	}
+}
+
+// No command waits silently: consuming a topic that is not there fails at
+// once; a produce the brokers keep refusing reports each refusal as it
+// comes and gives up at --timeout; a group member says on stderr what
+// it joined and was given. Output keeps what records hold: headers of
+// one key in order, binary values as base64, tombstones as null.
+func TestNoSilentHangs(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, args := range [][]string{{"consume", "nosuch"}, {"consume", "nosuch", "--group", "g"}, {"consume", "nosuch", "--exit"}} {
+		if code, _, errOut := raftkaWithin(t, c, 20*time.Second, "", args...); code != exitFailed || !strings.Contains(errOut, "UNKNOWN_TOPIC_OR_PARTITION") {
+			t.Errorf("raftka %s: exit %d, %q", strings.Join(args, " "), code, errOut)
+		}
+	}
+
+	c.CreateTopic("strict", 1, 3, map[string]*string{"min.insync.replicas": kmsg.StringPtr("3")})
+	mustRaftka(t, c, "before\n", "produce", "strict")
+	follower := (c.LeaderOf("strict", 0) + 1) % 3
+	c.Stop(follower)
+	for {
+		md, err := c.Admin().Metadata(ctx, "strict")
+		if err == nil && len(md.Topics["strict"].Partitions[0].ISR) == 2 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the stopped broker %d stayed in sync: %+v %v", follower, md.Topics["strict"], err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	began := time.Now()
+	code, _, errOut := raftkaWithin(t, c, 60*time.Second, "refused\n", "produce", "strict", "--timeout", "4s")
+	if code != exitFailed || !strings.Contains(errOut, "strict[0] refused: NOT_ENOUGH_REPLICAS") || !strings.Contains(errOut, "gave up after --timeout 4s") {
+		t.Errorf("produce with too few replicas in sync: exit %d after %v, %q", code, time.Since(began), errOut)
+	}
+	c.Restart(follower)
+
+	c.CreateTopic("records", 1, 3, nil)
+	mustRaftka(t, c, "k:v\n", "produce", "records", "-k", ":", "-H", "trace=1", "-H", "trace=2", "-H", "other=x")
+	cl := c.Client(kgo.DefaultProduceTopic("records"))
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("bin"), Value: []byte{0xff, 0x00, 0xfe}}, &kgo.Record{Key: []byte("gone")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var got []consumed
+	for _, line := range strings.Split(strings.TrimSpace(mustRaftka(t, c, "", "-o", "json", "consume", "records", "--exit")), "\n") {
+		var r consumed
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("consume line %q: %v", line, err)
+		}
+		got = append(got, r)
+	}
+	if len(got) != 3 {
+		t.Fatalf("consumed %+v, want 3 records", got)
+	}
+	var headers []string
+	for _, h := range got[0].Headers {
+		headers = append(headers, h.Key+"="+*h.Value)
+	}
+	if !slices.Equal(headers, []string{"trace=1", "trace=2", "other=x"}) {
+		t.Errorf("headers %v, want every one, in order", headers)
+	}
+	if got[1].ValueEncoding != "base64" || *got[1].Value != base64.StdEncoding.EncodeToString([]byte{0xff, 0x00, 0xfe}) {
+		t.Errorf("binary value printed as %+v", got[1])
+	}
+	if got[2].Value != nil {
+		t.Errorf("a tombstone printed as %+v, want a null value", got[2])
+	}
+	if out := mustRaftka(t, c, "", "consume", "records", "--from", "-1", "--exit"); out != "\n" {
+		t.Errorf("--from -1 printed %q, want the last record (a tombstone) only", out)
+	}
+
+	code, out, errOut := raftkaWithin(t, c, 60*time.Second, "", "consume", "records", "--group", "watchers", "--exit")
+	if code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(errOut, "joining group watchers on records") ||
+		!strings.Contains(errOut, "group watchers assigned records partitions 0") {
+		t.Errorf("consume --group: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
 

@@ -49,6 +49,16 @@ func joinNumbers[T int32 | int64](ns []T) string {
 	return strings.Join(s, ",")
 }
 
+// report prints what a command did: v as JSON with -o json, else the
+// sentence format makes of args.
+func (e *env) report(v any, format string, args ...any) error {
+	if e.json {
+		return printJSON(e.out, v)
+	}
+	_, err := fmt.Fprintf(e.out, format+"\n", args...)
+	return err
+}
+
 // printJSONLine writes v as one line of JSON.
 func printJSONLine(e *env, v any) error {
 	return json.NewEncoder(e.out).Encode(v)

@@ -162,7 +162,6 @@ func quotaAlter(fs *pflag.FlagSet) runFunc {
 				return fmt.Errorf("%w: %s", a.Err, a.ErrMessage)
 			}
 		}
-		_, _ = fmt.Fprintf(e.out, "altered %d quotas of %s\n", len(ops), entity)
-		return nil
+		return e.report(map[string]any{"entity": entity.String(), "altered": len(ops)}, "altered %d quotas of %s", len(ops), entity)
 	}
 }

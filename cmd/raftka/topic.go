@@ -266,8 +266,7 @@ func topicAlterConfig(fs *pflag.FlagSet) runFunc {
 				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
 			}
 		}
-		_, _ = fmt.Fprintf(e.out, "altered %d configs of topic %s\n", len(alter), names[0])
-		return nil
+		return e.report(map[string]any{"topic": names[0], "altered": alter}, "altered %d configs of topic %s", len(alter), names[0])
 	}
 }
 
@@ -292,8 +291,7 @@ func topicAddPartitions(fs *pflag.FlagSet) runFunc {
 			}
 			return r.Err
 		}
-		_, _ = fmt.Fprintf(e.out, "topic %s has %d partitions\n", names[0], *partitions)
-		return nil
+		return e.report(map[string]any{"topic": names[0], "partitions": *partitions}, "topic %s has %d partitions", names[0], *partitions)
 	}
 }
 
@@ -311,12 +309,21 @@ func topicDelete(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var failed error
+	deleted := []string{}
 	for _, r := range resp.Sorted() {
 		if r.Err != nil {
 			failed = fmt.Errorf("topic %s: %w", r.Topic, r.Err)
 			continue
 		}
-		_, _ = fmt.Fprintf(e.out, "deleted topic %s\n", r.Topic)
+		deleted = append(deleted, r.Topic)
+		if !e.json {
+			_, _ = fmt.Fprintf(e.out, "deleted topic %s\n", r.Topic)
+		}
+	}
+	if e.json {
+		if err := printJSON(e.out, map[string]any{"deleted": deleted}); err != nil {
+			return err
+		}
 	}
 	return failed
 }

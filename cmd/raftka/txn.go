@@ -143,7 +143,9 @@ func txnAbort(fs *pflag.FlagSet) runFunc {
 			if err := abortTxn(ctx, cl, adm, id); err != nil {
 				return fmt.Errorf("transactional id %s: %w", id, err)
 			}
-			_, _ = fmt.Fprintf(e.out, "aborted the transaction of %s; its producer is fenced\n", id)
+			if err := e.report(map[string]any{"aborted": id}, "aborted the transaction of %s; its producer is fenced", id); err != nil {
+				return err
+			}
 		}
 		return nil
 	}

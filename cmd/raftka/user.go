@@ -78,8 +78,7 @@ func userSetPassword(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("user %s: %w", names[0], err)
 		}
-		_, _ = fmt.Fprintf(e.out, "set the %s password of user %s\n", m, names[0])
-		return nil
+		return e.report(map[string]any{"user": names[0], "mechanism": m}, "set the %s password of user %s", m, names[0])
 	}
 }
 
@@ -120,8 +119,7 @@ func userDelete(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("user %s: %w", names[0], err)
 		}
-		_, _ = fmt.Fprintf(e.out, "deleted user %s\n", names[0])
-		return nil
+		return e.report(map[string]any{"deleted": names[0]}, "deleted user %s", names[0])
 	}
 }
 
