@@ -1,7 +1,10 @@
 package meta
 
 import (
+	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,26 +15,27 @@ import (
 
 // TopicConfig describes one supported topic config key.
 type TopicConfig struct {
-	Name     string
-	Default  string
-	validate func(string) bool
+	Name    string
+	Default string
+	// check says what is wrong with a value, "" for nothing.
+	check func(string) string
 }
 
-func atLeast(min int64) func(string) bool {
-	return func(v string) bool {
-		n, err := strconv.ParseInt(v, 10, 64)
-		return err == nil && n >= min
+func atLeast(min int64) func(string) string {
+	return func(v string) string {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < min {
+			return fmt.Sprintf("want a whole number of at least %d", min)
+		}
+		return ""
 	}
 }
 
-func oneOf(values ...string) func(string) bool {
-	return func(v string) bool {
-		for _, ok := range values {
-			if v == ok {
-				return true
-			}
+func oneOf(values ...string) func(string) string {
+	return func(v string) string {
+		if slices.Contains(values, v) {
+			return ""
 		}
-		return false
+		return "want one of " + strings.Join(values, ", ")
 	}
 }
 
@@ -69,7 +73,7 @@ const (
 	BrokerConfigFollowerThrottledRate = "follower.replication.throttled.rate"
 )
 
-var brokerConfigs = map[string]func(string) bool{
+var brokerConfigs = map[string]func(string) string{
 	BrokerConfigLeaderThrottledRate:   atLeast(0),
 	BrokerConfigFollowerThrottledRate: atLeast(0),
 }
@@ -114,8 +118,8 @@ func init() {
 		{ConfigCompressionType, "producer", oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")},
 		// Raft never elects a stale leader: there is nothing to enable.
 		{ConfigUncleanLeaderElect, "false", oneOf("false")},
-		{ConfigLeaderThrottledReplicas, "", throttledReplicas.MatchString},
-		{ConfigFollowerThrottledReplicas, "", throttledReplicas.MatchString},
+		{ConfigLeaderThrottledReplicas, "", throttled},
+		{ConfigFollowerThrottledReplicas, "", throttled},
 		// Ordered growth (growth.go), on by default.
 		{ConfigGrowthOrdered, "true", oneOf("true", "false")},
 		{ConfigGrowthQuietMs, "5000", atLeast(0)},
@@ -127,9 +131,18 @@ func init() {
 	}
 }
 
-func ratio(v string) bool {
-	f, err := strconv.ParseFloat(v, 64)
-	return err == nil && f >= 0 && f <= 1
+func ratio(v string) string {
+	if f, err := strconv.ParseFloat(v, 64); err != nil || f < 0 || f > 1 {
+		return "want a number from 0 to 1"
+	}
+	return ""
+}
+
+func throttled(v string) string {
+	if !throttledReplicas.MatchString(v) {
+		return "want * or partition:broker pairs, comma-separated"
+	}
+	return ""
 }
 
 // HasCleanupPolicy reports whether the topic's cleanup.policy includes
@@ -167,18 +180,32 @@ func ConfigDefault(name string) (string, bool) {
 
 // ValidateConfigs rejects unknown keys and bad values.
 func ValidateConfigs(configs map[string]string, rf int16) error {
-	for k, v := range configs {
+	if ConfigProblem(configs, rf) != "" {
+		return kerr.InvalidConfig
+	}
+	return nil
+}
+
+// ConfigProblem says what ValidateConfigs refuses in a topic's configs,
+// naming the key, as Kafka's error message does; "" for nothing. Keys are
+// looked at in order, so the answer is the same on every broker.
+func ConfigProblem(configs map[string]string, rf int16) string {
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		v := configs[k]
 		c, ok := topicConfigs[k]
-		if !ok || !c.validate(v) {
-			return kerr.InvalidConfig
+		if !ok {
+			return fmt.Sprintf("unknown topic config %s (raftka topic describe lists those a topic has)", k)
+		}
+		if why := c.check(v); why != "" {
+			return fmt.Sprintf("invalid value %q for %s: %s", v, k, why)
 		}
 	}
 	if v, ok := configs[ConfigMinInsyncReplicas]; ok {
 		if n, _ := strconv.Atoi(v); n > int(rf) {
-			return kerr.InvalidConfig
+			return fmt.Sprintf("%s %d is above the replication factor %d: no acks=all write could succeed", ConfigMinInsyncReplicas, n, rf)
 		}
 	}
-	return nil
+	return ""
 }
 
 // Value returns a topic's config value or its default.

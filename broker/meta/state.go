@@ -5,8 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -628,18 +631,7 @@ func (s *State) alterConfigs(ac *AlterConfigs) Outcome {
 	if t == nil {
 		return Outcome{Err: kerr.UnknownTopicOrPartition}
 	}
-	next := map[string]string{}
-	if !ac.Replace {
-		for k, v := range t.Configs {
-			next[k] = v
-		}
-	}
-	for k, v := range ac.Set {
-		next[k] = v
-	}
-	for _, k := range ac.Delete {
-		delete(next, k)
-	}
+	next := ac.appliedTo(t.Configs)
 	if err := ValidateConfigs(next, t.ReplicationFactor); err != nil {
 		return Outcome{Err: err}
 	}
@@ -649,6 +641,47 @@ func (s *State) alterConfigs(ac *AlterConfigs) Outcome {
 	return Outcome{Topic: t}
 }
 
+// appliedTo is configs with ac's changes.
+func (ac *AlterConfigs) appliedTo(configs map[string]string) map[string]string {
+	next := map[string]string{}
+	if !ac.Replace {
+		maps.Copy(next, configs)
+	}
+	maps.Copy(next, ac.Set)
+	for _, k := range ac.Delete {
+		delete(next, k)
+	}
+	return next
+}
+
+// AlterConfigsProblem says, naming the key, what alterConfigs would
+// refuse in ac as invalid configs; "" for nothing (or for another
+// refusal, such as a topic that is not there).
+func (s *State) AlterConfigsProblem(ac *AlterConfigs) string {
+	if ac.Broker {
+		return brokerConfigProblem(ac.appliedTo(s.brokerConfigs[ac.Name]))
+	}
+	t := s.topics[ac.Name]
+	if t == nil {
+		return ""
+	}
+	return ConfigProblem(ac.appliedTo(t.Configs), t.ReplicationFactor)
+}
+
+// brokerConfigProblem says what is wrong with a broker's configs.
+func brokerConfigProblem(configs map[string]string) string {
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		check, ok := brokerConfigs[k]
+		if !ok {
+			return fmt.Sprintf("unknown broker config %s: those that can be set are %s, in bytes per second", k, strings.Join(BrokerConfigNames(), " and "))
+		}
+		if why := check(configs[k]); why != "" {
+			return fmt.Sprintf("invalid value %q for %s: %s", configs[k], k, why)
+		}
+	}
+	return ""
+}
+
 func (s *State) alterBrokerConfigs(ac *AlterConfigs) Outcome {
 	if ac.Name != "" {
 		id, err := strconv.ParseInt(ac.Name, 10, 32)
@@ -656,22 +689,9 @@ func (s *State) alterBrokerConfigs(ac *AlterConfigs) Outcome {
 			return Outcome{Err: kerr.InvalidRequest}
 		}
 	}
-	next := map[string]string{}
-	if !ac.Replace {
-		for k, v := range s.brokerConfigs[ac.Name] {
-			next[k] = v
-		}
-	}
-	for k, v := range ac.Set {
-		next[k] = v
-	}
-	for _, k := range ac.Delete {
-		delete(next, k)
-	}
-	for k, v := range next {
-		if valid, ok := brokerConfigs[k]; !ok || !valid(v) {
-			return Outcome{Err: kerr.InvalidConfig}
-		}
+	next := ac.appliedTo(s.brokerConfigs[ac.Name])
+	if brokerConfigProblem(next) != "" {
+		return Outcome{Err: kerr.InvalidConfig}
 	}
 	if ac.ValidateOnly {
 		return Outcome{}

@@ -139,7 +139,7 @@ func createTopicMessage(err error, ct *meta.CreateTopic, brokers int) string {
 		}
 		return fmt.Sprintf("replication factor %d is larger than the %d brokers the cluster has", ct.ReplicationFactor, brokers)
 	case kerr.InvalidConfig:
-		return "unknown topic config, or a value out of range (supported: see DescribeConfigs)"
+		return meta.ConfigProblem(ct.Configs, ct.ReplicationFactor)
 	case kerr.InvalidTopicException:
 		return "topic names are 1-249 characters of [a-zA-Z0-9._-]"
 	case kerr.InvalidPartitions:

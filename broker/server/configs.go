@@ -31,16 +31,24 @@ func (srv *Server) alterConfigs(typ kmsg.ConfigResourceType, ac *meta.AlterConfi
 	default:
 		return kerr.InvalidRequest.Code, kmsg.StringPtr("only topic and broker configs can be altered")
 	}
+	// The message names the key and the reason, as Kafka's does; the
+	// metadata, which decides, answers only with the code.
+	var problem string
+	srv.Meta.Read(func(s *meta.State) { problem = s.AlterConfigsProblem(ac) })
+	if problem != "" {
+		return kerr.InvalidConfig.Code, kmsg.StringPtr(problem)
+	}
 	ctx, cancel := context.WithTimeout(srv.ctx, 10*time.Second)
 	defer cancel()
 	out, err := srv.Propose(ctx, &meta.Command{AlterConfigs: ac})
 	switch {
 	case err != nil:
 		return kerr.RequestTimedOut.Code, nil
-	case out.Err == kerr.InvalidConfig && ac.Broker:
-		return kerr.InvalidConfig.Code, kmsg.StringPtr("broker configs that can be set: leader.replication.throttled.rate and follower.replication.throttled.rate, in bytes per second")
 	case out.Err == kerr.InvalidConfig:
-		return kerr.InvalidConfig.Code, kmsg.StringPtr("unknown topic config, or a value out of range (supported: see DescribeConfigs)")
+		// Changed meanwhile: the check above passed on an older state.
+		var again string
+		srv.Meta.Read(func(s *meta.State) { again = s.AlterConfigsProblem(ac) })
+		return kerr.InvalidConfig.Code, kmsg.StringPtr(again)
 	case out.Err == kerr.InvalidRequest && ac.Broker:
 		return kerr.InvalidRequest.Code, kmsg.StringPtr("no broker " + ac.Name)
 	case out.Err != nil:

@@ -166,7 +166,7 @@ func aclList(fs *pflag.FlagSet) runFunc {
 		rows := []aclRow{}
 		for _, r := range results {
 			if r.Err != nil {
-				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+				return refused(r.Err, r.ErrMessage)
 			}
 			for _, d := range r.Described {
 				rows = append(rows, aclRowOf(d))
@@ -220,7 +220,7 @@ func aclRemove(fs *pflag.FlagSet) runFunc {
 		removed := []aclRow{}
 		for _, r := range results {
 			if r.Err != nil {
-				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+				return refused(r.Err, r.ErrMessage)
 			}
 			for _, d := range r.Deleted {
 				if d.Err != nil {

@@ -37,7 +37,7 @@ func noFlags(run runFunc) func(*pflag.FlagSet) runFunc {
 // groups are the commands that only hold others.
 var groups = []struct{ name, short string }{
 	{"topic", "Create, list, describe, alter and delete topics"},
-	{"group", "List, describe and move consumer groups"},
+	{"group", "List, describe, move and delete consumer groups"},
 	{"txn", "List, describe and abort transactions"},
 	{"user", "SCRAM users of SASL listeners"},
 	{"acl", "ACLs of brokers run with --authorizer acl"},
@@ -80,7 +80,15 @@ var specs = []spec{
 		long:    "Show a group's state, members, and committed offset and lag per partition. The lag counts records: transaction markers and aborted records are left out.",
 		example: "  raftka group describe billing", build: noFlags(groupDescribe)},
 	{path: "group seek", args: "GROUP", nargs: oneArg("name one group"), short: "Move a group's committed offsets while it has no members",
-		example: "  raftka group seek billing --to start --topic orders --dry-run", build: groupSeek},
+		long: "Move a group's committed offsets while it has no members: to a position (--to) or by a number of records (--shift), on every topic it committed on, " +
+			"or on the --topic and --partition named. An offset outside a partition's records is refused unless --clamp; a shift stays within them.",
+		example: "  raftka group seek billing --to start --topic orders --dry-run\n  raftka group seek billing --shift -100 --topic orders --partition 0,1\n  raftka group seek billing --to 2026-12-01T00:00:00Z",
+		build:   groupSeek},
+	{path: "group delete", args: "GROUP...", nargs: cobra.MinimumNArgs(1), short: "Delete groups that have no members, with their committed offsets",
+		example: "  raftka group delete billing", build: noFlags(groupDelete)},
+	{path: "group offset-delete", args: "GROUP", nargs: oneArg("name one group"), short: "Delete a group's committed offsets on a topic",
+		long:    "Delete a group's committed offsets on a topic, all its partitions or those named; the group then starts them where its auto.offset.reset says. Refused while a member consumes the topic.",
+		example: "  raftka group offset-delete billing --topic orders --partition 3", build: groupOffsetDelete},
 	{path: "txn list", nargs: cobra.NoArgs, short: "List the transactional ids and their transactions' states", build: txnList},
 	{path: "txn describe", args: "ID...", nargs: cobra.MinimumNArgs(1), short: "Show transactional ids' producer, epoch, state, timeout and open partitions",
 		build: noFlags(txnDescribe)},

@@ -150,6 +150,34 @@ func TestCommandsAgainstRealBrokers(t *testing.T) {
 	if sum := committedSum(); sum != 0 {
 		t.Fatalf("after seeking to the start the offsets sum to %d", sum)
 	}
+	// Past the end: refused, unless clamped; a shift stays within the
+	// records. Then a group of its own: seek commits its offsets, and
+	// they go, then the group does.
+	if code, _, errOut := raftka(t, c, "", "group", "seek", "readers", "--to", "99999"); code != exitFailed || !strings.Contains(errOut, "is outside orders partition") || !strings.Contains(errOut, "--clamp") {
+		t.Errorf("seek past the end: exit %d, %q", code, errOut)
+	}
+	if sum := committedSum(); sum != 0 {
+		t.Fatalf("a refused seek moved the offsets: they sum to %d", sum)
+	}
+	if out := mustRaftka(t, c, "", "group", "seek", "readers", "--to", "99999", "--clamp"); !strings.Contains(out, "clamped") || committedSum() != 4 {
+		t.Fatalf("seek --clamp: %q, offsets summing to %d, want the ends (4)", out, committedSum())
+	}
+	mustRaftka(t, c, "", "group", "seek", "readers", "--shift", "-100")
+	if sum := committedSum(); sum != 0 {
+		t.Fatalf("after shifting back by 100 the offsets sum to %d, want the starts (0)", sum)
+	}
+	mustRaftka(t, c, "", "group", "seek", "readers", "--shift", "1", "--topic", "orders", "--partition", "0,1,2")
+	mustRaftka(t, c, "", "group", "seek", "scratch", "--to", "end", "--topic", "orders")
+	mustRaftka(t, c, "", "group", "offset-delete", "scratch", "--topic", "orders", "--partition", "0")
+	if committed, err := c.Admin().FetchOffsets(ctx, "scratch"); err != nil || len(committed["orders"]) != 2 {
+		t.Fatalf("scratch's offsets after offset-delete of partition 0: %v %v", committed, err)
+	}
+	mustRaftka(t, c, "", "group", "delete", "scratch")
+	if code, _, errOut := raftka(t, c, "", "group", "describe", "scratch"); code != exitFailed || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("describe of a deleted group: exit %d, %q", code, errOut)
+	}
+	mustRaftka(t, c, "", "group", "seek", "readers", "--to", "start")
+
 	// A group with a member is not moved: its own commits would undo it.
 	member := c.Client(kgo.ConsumerGroup("readers"), kgo.ConsumeTopics("orders"))
 	defer member.Close()
@@ -226,6 +254,13 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"topic", "create", "wide", "-r", "3"}, exitFailed, "replication factor 3 is larger than the 1 brokers the cluster has"},
 		{[]string{"topic", "add-partitions", "four", "--partitions", "2"}, exitFailed, "topic four has 4 partitions, and partitions only grow"},
 		{[]string{"group", "describe", "nosuchgroup"}, exitFailed, "group nosuchgroup does not exist"},
+		{[]string{"topic", "alter-config", "four", "--set", "nosuch.key=1"}, exitFailed, "INVALID_CONFIG: unknown topic config nosuch.key"},
+		{[]string{"topic", "alter-config", "four", "--set", "retention.ms=soon"}, exitFailed, `invalid value "soon" for retention.ms: want a whole number of at least -1`},
+		{[]string{"topic", "alter-config", "four", "--set", "min.insync.replicas=2"}, exitFailed, "min.insync.replicas 2 is above the replication factor 1"},
+		{[]string{"topic", "create", "badconfig", "-c", "cleanup.policy=sometimes"}, exitFailed, `invalid value "sometimes" for cleanup.policy: want one of delete, compact`},
+		{[]string{"acl", "list"}, exitFailed, "SECURITY_DISABLED: the brokers run without an authorizer: start them with --authorizer acl"},
+		{[]string{"group", "seek", "g"}, exitUsage, "give --to or --shift"},
+		{[]string{"group", "seek", "g", "--to", "end", "--partition", "1"}, exitUsage, "--partition needs exactly one --topic"},
 	} {
 		code, _, errOut := raftka(t, c, "", tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.says) {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // printTable writes rows under a header, in aligned columns.
@@ -47,6 +50,41 @@ func joinNumbers[T int32 | int64](ns []T) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ",")
+}
+
+// refusal is a broker's refusal as raftka prints it: the code's name, and
+// the broker's message, else Kafka's description of the code, with what
+// to do where raftka knows.
+type refusal struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (r refusal) Error() string { return r.code.Message + ": " + r.msg }
+func (r refusal) Unwrap() error { return r.code }
+
+// hints say what to do about a refusal.
+var hints = map[*kerr.Error]string{
+	kerr.SecurityDisabled: "the brokers run without an authorizer: start them with --authorizer acl " +
+		"(on Kubernetes, set the BrokerCluster's spec.authorization)",
+}
+
+// refused is err, a broker's answer, with the message the broker gave.
+func refused(err error, msg string) error {
+	var code *kerr.Error
+	if !errors.As(err, &code) {
+		if msg == "" {
+			return err
+		}
+		return fmt.Errorf("%w: %s", err, msg)
+	}
+	if msg == "" || msg == code.Message {
+		msg = code.Description
+		if hint, ok := hints[code]; ok {
+			msg = hint
+		}
+	}
+	return refusal{code, msg}
 }
 
 // report prints what a command did: v as JSON with -o json, else the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,7 +118,7 @@ func quotaList(fs *pflag.FlagSet) runFunc {
 func quotaAlter(fs *pflag.FlagSet) runFunc {
 	sel := newQuotaEntityFlags(fs)
 	var sets []string
-	fs.StringArrayVar(&sets, "set", nil, "set a quota, key=value: producer_byte_rate, consumer_byte_rate (bytes/s per broker), request_percentage or controller_mutation_rate (repeat for more)")
+	fs.StringArrayVar(&sets, "set", nil, "set a quota, key=value: producer_byte_rate or consumer_byte_rate, in bytes/s per broker (repeat for more); the brokers refuse the quotas they do not enforce")
 	var deletes []string
 	fs.StringArrayVar(&deletes, "delete", nil, "delete a quota, which then takes its default (repeat for more)")
 	return func(ctx context.Context, e *env, _ []string) error {
@@ -159,7 +158,7 @@ func quotaAlter(fs *pflag.FlagSet) runFunc {
 		}
 		for _, a := range altered {
 			if a.Err != nil {
-				return fmt.Errorf("%w: %s", a.Err, a.ErrMessage)
+				return refused(a.Err, a.ErrMessage)
 			}
 		}
 		return e.report(map[string]any{"entity": entity.String(), "altered": len(ops)}, "altered %d quotas of %s", len(ops), entity)

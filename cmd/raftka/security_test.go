@@ -124,7 +124,8 @@ func TestQuotaCommands(t *testing.T) {
 	if out := mustRaftka(t, c, "", "quota", "list", "--user", "alice"); !strings.Contains(out, "{user=alice}") || strings.Contains(out, "client-id") {
 		t.Errorf("quota list --user alice: %s", out)
 	}
-	if code, _, errOut := raftka(t, c, "", "quota", "alter", "--user", "alice", "--set", "request_percentage=50"); code != exitFailed || !strings.Contains(errOut, "INVALID_REQUEST") {
+	if code, _, errOut := raftka(t, c, "", "quota", "alter", "--user", "alice", "--set", "request_percentage=50"); code != exitFailed ||
+		!strings.Contains(errOut, "INVALID_REQUEST: ") || strings.Contains(errOut, "malformed") || !strings.Contains(errOut, "request_percentage") {
 		t.Errorf("an unenforced quota: exit %d: %s", code, errOut)
 	}
 	if code, _, _ := raftka(t, c, "", "quota", "alter", "--user", "alice", "--default-user", "--delete", "producer_byte_rate"); code != exitUsage {

@@ -46,10 +46,7 @@ func topicCreate(fs *pflag.FlagSet) runFunc {
 			err = resp.Err
 		}
 		if err != nil {
-			if resp.ErrMessage != "" {
-				return fmt.Errorf("%w: %s", err, resp.ErrMessage)
-			}
-			return err
+			return refused(err, resp.ErrMessage)
 		}
 		if e.json {
 			return printJSON(e.out, map[string]any{"topic": resp.Topic, "id": kafkaUUID(resp.ID), "partitions": resp.NumPartitions, "replicationFactor": resp.ReplicationFactor})
@@ -263,7 +260,7 @@ func topicAlterConfig(fs *pflag.FlagSet) runFunc {
 		}
 		for _, r := range resp {
 			if r.Err != nil {
-				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+				return refused(r.Err, r.ErrMessage)
 			}
 		}
 		return e.report(map[string]any{"topic": names[0], "altered": alter}, "altered %d configs of topic %s", len(alter), names[0])
@@ -286,10 +283,7 @@ func topicAddPartitions(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		if r := resp[names[0]]; r.Err != nil {
-			if r.ErrMessage != "" {
-				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
-			}
-			return r.Err
+			return refused(r.Err, r.ErrMessage)
 		}
 		return e.report(map[string]any{"topic": names[0], "partitions": *partitions}, "topic %s has %d partitions", names[0], *partitions)
 	}

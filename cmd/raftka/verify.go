@@ -136,14 +136,25 @@ type topicDetail struct {
 	compacted  bool
 }
 
+// unknownTopicGrace is how long describeTopic asks again about a topic a
+// broker does not know: one that just started may not have caught up
+// with the metadata yet.
+const unknownTopicGrace = 3 * time.Second
+
 func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (topicDetail, error) {
-	details, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		return topicDetail{}, err
+	var d kadm.TopicDetail
+	for deadline := time.Now().Add(unknownTopicGrace); ; time.Sleep(200 * time.Millisecond) {
+		details, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			return topicDetail{}, err
+		}
+		d = details[topic]
+		if !errors.Is(d.Err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
+			break
+		}
 	}
-	d, ok := details[topic]
-	if !ok || d.Err != nil {
-		return topicDetail{}, fmt.Errorf("topic %s: %v", topic, d.Err)
+	if d.Err != nil {
+		return topicDetail{}, fmt.Errorf("topic %s: %w", topic, d.Err)
 	}
 	out := topicDetail{id: d.ID, partitions: d.Partitions.Numbers()}
 	slices.Sort(out.partitions)
