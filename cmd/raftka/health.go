@@ -85,12 +85,9 @@ func clusterHealthCommand(ctx context.Context, e *env, args []string) error {
 	}
 	endpoints := httpEndpoints(ctx, adm, md)
 	for _, r := range registered {
-		b := brokerHealth{ID: r.ID, Fenced: r.Fenced}
-		for _, mb := range md.Brokers {
-			if mb.NodeID == r.ID {
-				b.Address = fmt.Sprintf("%s:%d", mb.Host, mb.Port)
-			}
-		}
+		// A broker that is down is in the registry, with its address,
+		// though not in Metadata's list of brokers.
+		b := brokerHealth{ID: r.ID, Address: r.Address, Fenced: r.Fenced}
 		switch {
 		case qerr != nil:
 		case quorum.Leader == r.ID:

@@ -568,6 +568,9 @@ func TestClusterHealth(t *testing.T) {
 		if b.ID != 2 && (b.SafeToRestart == nil || *b.SafeToRestart) {
 			t.Errorf("broker %d may restart with broker 2 down, its check says: %+v", b.ID, b)
 		}
+		if b.ID == 2 && b.Address != c.Brokers[2].KafkaAddr {
+			t.Errorf("broker 2, down, shown at %q, want its address %s", b.Address, c.Brokers[2].KafkaAddr)
+		}
 	}
 	if !slices.ContainsFunc(h.Problems, func(p string) bool { return strings.Contains(p, "broker 2 does not answer") }) {
 		t.Errorf("problems %q do not name broker 2", h.Problems)

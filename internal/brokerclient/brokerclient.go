@@ -11,10 +11,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -133,6 +135,8 @@ func (c *Clients) Admin(access Access) (*kadm.Client, error) {
 // RegisteredBroker is a broker the cluster's metadata records.
 type RegisteredBroker struct {
 	ID int32
+	// Address is where it serves clients, host:port, as it registered.
+	Address string
 	// Fenced: it does not answer its peers.
 	Fenced bool
 }
@@ -161,7 +165,7 @@ func ReadRegistered(ctx context.Context, r kmsg.Requestor) ([]RegisteredBroker, 
 	}
 	out := make([]RegisteredBroker, 0, len(resp.Brokers))
 	for _, b := range resp.Brokers {
-		out = append(out, RegisteredBroker{ID: b.NodeID, Fenced: b.IsFenced})
+		out = append(out, RegisteredBroker{ID: b.NodeID, Address: net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), Fenced: b.IsFenced})
 	}
 	return out, nil
 }
