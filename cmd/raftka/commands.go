@@ -53,7 +53,7 @@ var specs = []spec{
 	{path: "topic list", nargs: cobra.NoArgs, short: "List the topics, with their partitions and replication factor",
 		example: "  raftka topic list -o json", build: noFlags(topicList)},
 	{path: "topic describe", args: "NAME...", nargs: cobra.MinimumNArgs(1), short: "Show each partition's leader, replicas and in-sync replicas, and the topic's configs",
-		example: "  raftka topic describe orders", build: noFlags(topicDescribe)},
+		example: "  raftka topic describe orders\n  raftka topic describe orders --all", build: topicDescribe},
 	{path: "topic alter-config", args: "NAME", nargs: oneArg("name one topic"), short: "Set or delete a topic's configs",
 		long:    "Set or delete a topic's configs, incrementally: the configs not named keep their values. The brokers refuse an unknown key or a malformed value, and say which.",
 		example: "  raftka topic alter-config orders --set retention.ms=3600000 --delete cleanup.policy",

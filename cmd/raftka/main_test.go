@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +65,10 @@ func TestCommandsAgainstRealBrokers(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "topic", "describe", "orders")), &described); err != nil ||
 		len(described) != 1 || len(described[0].Partitions) != 3 || described[0].Configs["retention.ms"] != "3600000" {
 		t.Fatalf("topic describe: %+v %v", described, err)
+	}
+	if out := mustRaftka(t, c, "", "topic", "describe", "orders", "--all"); !regexp.MustCompile(`retention.ms\s+3600000\s+topic`).MatchString(out) ||
+		!regexp.MustCompile(`cleanup.policy\s+delete\s+default`).MatchString(out) {
+		t.Errorf("topic describe --all shows no config with its source:\n%s", out)
 	}
 	md, err := c.Admin().Metadata(ctx, "orders")
 	id := md.Topics["orders"].ID

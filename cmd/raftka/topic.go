@@ -106,15 +106,21 @@ type topicView struct {
 	ID         string            `json:"id"`
 	Partitions []partitionView   `json:"partitions"`
 	Configs    map[string]string `json:"configs"`
+	// AllConfigs is every config with its source, with --all.
+	AllConfigs []configView `json:"allConfigs,omitempty"`
 	// Growth is the topic's ordered growth, from a broker's HTTP endpoint:
 	// nil if it never had one, or no broker could be asked.
 	Growth *growth.Status `json:"growth,omitempty"`
 }
 
-func topicDescribe(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		return usagef("name at least one topic")
+func topicDescribe(fs *pflag.FlagSet) runFunc {
+	all := fs.BoolP("all", "a", false, "every config with its value and source (topic, default, broker), as kafka-configs.sh --describe --all shows; without it, those set on the topic")
+	return func(ctx context.Context, e *env, args []string) error {
+		return describeTopics(ctx, e, args, *all)
 	}
+}
+
+func describeTopics(ctx context.Context, e *env, args []string, all bool) error {
 	adm, done, err := e.admin(ctx)
 	if err != nil {
 		return err
@@ -147,7 +153,11 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 				if c.Value != nil && c.Source == kmsg.ConfigSourceDynamicTopicConfig { // set on this topic, not a default
 					v.Configs[c.Key] = *c.Value
 				}
+				if all {
+					v.AllConfigs = append(v.AllConfigs, configViewOf(c))
+				}
 			}
+			sort.Slice(v.AllConfigs, func(i, j int) bool { return v.AllConfigs[i].Name < v.AllConfigs[j].Name })
 		}
 		views = append(views, v)
 	}
@@ -168,8 +178,12 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		for _, k := range keys {
-			_, _ = fmt.Fprintf(e.out, "  %s=%s\n", k, v.Configs[k])
+		if !all {
+			for _, k := range keys {
+				_, _ = fmt.Fprintf(e.out, "  %s=%s\n", k, v.Configs[k])
+			}
+		} else if err := printConfigs(e.out, v.AllConfigs); err != nil {
+			return err
 		}
 		var cells [][]string
 		for _, p := range v.Partitions {
@@ -181,6 +195,46 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 		printGrowth(e.out, v.Growth, time.Now())
 	}
 	return nil
+}
+
+// configView is one config as describe --all shows it.
+type configView struct {
+	Name      string `json:"name"`
+	Value     string `json:"value"`
+	Source    string `json:"source"`
+	Sensitive bool   `json:"sensitive,omitempty"`
+}
+
+// configSources name Kafka's config sources as kafka-configs.sh users
+// read them.
+var configSources = map[kmsg.ConfigSource]string{
+	kmsg.ConfigSourceDynamicTopicConfig:         "topic",
+	kmsg.ConfigSourceDynamicBrokerConfig:        "broker",
+	kmsg.ConfigSourceDynamicDefaultBrokerConfig: "cluster",
+	kmsg.ConfigSourceStaticBrokerConfig:         "broker (static)",
+	kmsg.ConfigSourceDefaultConfig:              "default",
+}
+
+func configViewOf(c kadm.Config) configView {
+	v := configView{Name: c.Key, Source: configSources[c.Source], Sensitive: c.Sensitive}
+	if v.Source == "" {
+		v.Source = strings.ToLower(c.Source.String())
+	}
+	if c.Value != nil {
+		v.Value = *c.Value
+	}
+	if c.Sensitive {
+		v.Value = "(sensitive)"
+	}
+	return v
+}
+
+func printConfigs(w io.Writer, configs []configView) error {
+	var cells [][]string
+	for _, c := range configs {
+		cells = append(cells, []string{"  " + c.Name, c.Value, c.Source})
+	}
+	return printTable(w, []string{"  CONFIG", "VALUE", "SOURCE"}, cells)
 }
 
 // topicGrowths asks the brokers' HTTP endpoints, the first that answers,
