@@ -42,7 +42,10 @@ var groups = []struct{ name, short string }{
 	{"user", "SCRAM users of SASL listeners"},
 	{"acl", "ACLs of brokers run with --authorizer acl"},
 	{"quota", "Client quotas of users and client ids"},
-	{"cluster", "The brokers, and the cluster's health"},
+	{"cluster", "The brokers, the cluster's health, and its admin operations"},
+	{"cluster quorum", "The metadata group's members"},
+	{"cluster reassign", "Move partitions' replicas between brokers, as kafka-reassign-partitions.sh does"},
+	{"cluster broker-config", "Broker configs"},
 }
 
 var specs = []spec{
@@ -106,6 +109,34 @@ var specs = []spec{
 	{path: "quota list", nargs: cobra.NoArgs, short: "List client quotas, all or those of an entity", build: quotaList},
 	{path: "quota alter", nargs: cobra.NoArgs, short: "Set or delete an entity's quotas",
 		example: "  raftka quota alter --user alice --set producer_byte_rate=1048576", build: quotaAlter},
+	{path: "cluster delete-records", nargs: cobra.NoArgs, short: "Remove a topic's records below an offset, for good",
+		long:    "Remove a topic's records below an offset (DeleteRecords, as kafka-delete-records.sh and rpk topic trim-prefix do): the partitions' log start moves there, and consumers below it start at it.",
+		example: "  raftka cluster delete-records --topic orders --partition 0 --before 1000\n  raftka cluster delete-records --topic orders --before 168h", build: clusterDeleteRecords},
+	{path: "cluster elect-leaders", nargs: cobra.NoArgs, short: "Move leadership to each partition's preferred replica, or recover a partition unclean",
+		long: "Move each partition's leadership to its first replica (--type preferred, the default), as kafka-leader-election.sh does. " +
+			"--type unclean recovers a partition that lost a quorum of its replicas' data, which Raft never elects a leader in: it restarts it from the most up-to-date survivor and reports what was kept and what is gone.",
+		example: "  raftka cluster elect-leaders\n  raftka cluster elect-leaders --type unclean --topic orders --partition 3", build: clusterElectLeaders},
+	{path: "cluster log-dirs", nargs: cobra.NoArgs, short: "Show where each broker keeps each partition, and its size", build: clusterLogDirs},
+	{path: "cluster unregister", args: "BROKER", nargs: oneArg("name one broker id"), short: "Forget a broker that left the cluster for good",
+		long: "Forget a broker that left the cluster for good (UnregisterBroker). It must be stopped and hold no partition replica: move them first (cluster reassign).", build: noFlags(clusterUnregister)},
+	{path: "cluster quorum describe", nargs: cobra.NoArgs, short: "Show the metadata group's leader, voters and observers", build: noFlags(clusterQuorum)},
+	{path: "cluster quorum add-voter", args: "BROKER", nargs: oneArg("name one broker id"), short: "Make a running broker a voter of the metadata group",
+		build: noFlags(clusterQuorumChange(true))},
+	{path: "cluster quorum remove-voter", args: "BROKER", nargs: oneArg("name one broker id"), short: "Take a broker out of the metadata group's voters",
+		build: noFlags(clusterQuorumChange(false))},
+	{path: "cluster broker-config describe", args: "[BROKER...]", short: "Show broker configs: of the brokers named, or those set for every broker",
+		build: noFlags(clusterBrokerConfigs)},
+	{path: "cluster broker-config alter", args: "[BROKER...]", short: "Set or delete broker configs (the replication throttles): of the brokers named, or of every broker",
+		example: "  raftka cluster broker-config alter --set follower.replication.throttled.rate=10485760", build: clusterAlterBrokerConfigs},
+	{path: "cluster reassign plan", nargs: cobra.NoArgs, short: "Propose a placement of topics' partitions over brokers, in Kafka's reassignment JSON",
+		long:    "Propose a placement of topics' partitions over the brokers named, each partition keeping its replication factor, in Kafka's reassignment JSON (kafka-reassign-partitions.sh --generate). Nothing moves until execute.",
+		example: "  raftka cluster reassign plan --topic orders --broker-ids 1,2,3 > plan.json", build: clusterReassignPlan},
+	{path: "cluster reassign execute", args: "FILE", nargs: oneArg("name the plan's file, or - for stdin"), short: "Start the moves a reassignment plan names",
+		long:    "Start the moves a reassignment plan (Kafka's JSON) names; with --wait, follow them until every one completed. Each move adds the new replicas, lets them catch up, then removes the old.",
+		example: "  raftka cluster reassign execute plan.json --wait", build: clusterReassignExecute},
+	{path: "cluster reassign status", nargs: cobra.NoArgs, short: "List the moves in progress, with the replicas being added and removed", build: noFlags(clusterReassignStatus)},
+	{path: "cluster reassign cancel", args: "FILE", nargs: oneArg("name the plan's file, or - for stdin"), short: "Stop the moves a plan names; the replicas stay where they were",
+		build: noFlags(clusterReassignCancel)},
 	{path: "cluster info", nargs: cobra.NoArgs, short: "Show the brokers, the controller and the cluster id", build: noFlags(clusterInfo)},
 	{path: "cluster health", nargs: cobra.NoArgs, short: "Check that every broker is up and every partition led and in sync",
 		long: "Check that every broker is up and ready, the metadata group led, and every partition led and fully in sync, and show what each broker's /safe-to-restart says. " +
@@ -163,9 +194,10 @@ func newRoot(e *env) (*cobra.Command, *bool) {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	parents := map[string]*cobra.Command{"": root}
 	for _, g := range groups {
-		c := &cobra.Command{Use: g.name, Short: g.short, Args: subcommandArgs, RunE: helpOnly}
+		words := strings.Fields(g.name)
+		c := &cobra.Command{Use: words[len(words)-1], Short: g.short, Args: subcommandArgs, RunE: helpOnly}
 		parents[g.name] = c
-		root.AddCommand(c)
+		parents[strings.Join(words[:len(words)-1], " ")].AddCommand(c)
 	}
 	for _, s := range specs {
 		words := strings.Fields(s.path)

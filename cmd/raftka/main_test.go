@@ -667,3 +667,83 @@ func TestTxnCommands(t *testing.T) {
 		t.Fatalf("read_committed after the abort read %q, want only the record after it", got)
 	}
 }
+
+// The cluster's admin commands against 3 real brokers, each checked in
+// the cluster itself.
+func TestClusterAdminCommands(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	adm := c.Admin()
+	c.CreateTopic("admin", 2, 1, nil)
+	mustRaftka(t, c, "a\nb\nc\n", "produce", "admin")
+	mustRaftka(t, c, "", "cluster", "delete-records", "--topic", "admin", "--before", "end")
+	starts, err := adm.ListStartOffsets(ctx, "admin")
+	ends, err2 := adm.ListEndOffsets(ctx, "admin")
+	if err != nil || err2 != nil {
+		t.Fatal(err, err2)
+	}
+	starts.Each(func(o kadm.ListedOffset) {
+		if end, _ := ends.Lookup("admin", o.Partition); o.Offset != end.Offset {
+			t.Errorf("partition %d starts at %d after delete-records --before end, its end is %d", o.Partition, o.Offset, end.Offset)
+		}
+	})
+
+	var elected []struct {
+		Topic     string
+		Partition int32
+		Error     string
+	}
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "cluster", "elect-leaders", "--topic", "admin")), &elected); err != nil || len(elected) != 2 || elected[0].Error != "" {
+		t.Errorf("elect-leaders: %+v %v", elected, err)
+	}
+	var dirs []struct {
+		Broker    int32
+		Topic     string
+		Partition int32
+	}
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "cluster", "log-dirs", "--topic", "admin")), &dirs); err != nil || len(dirs) != 2 {
+		t.Errorf("log-dirs of a topic of 2 partitions of 1 replica: %+v %v", dirs, err)
+	}
+	var quorum struct {
+		Leader int32
+		Voters []int32
+	}
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "cluster", "quorum", "describe")), &quorum); err != nil || quorum.Leader < 0 || len(quorum.Voters) != 3 {
+		t.Errorf("quorum describe: %+v %v", quorum, err)
+	}
+
+	mustRaftka(t, c, "", "cluster", "broker-config", "alter", "--set", "follower.replication.throttled.rate=1048576")
+	if out := mustRaftka(t, c, "", "cluster", "broker-config", "describe"); !regexp.MustCompile(`follower.replication.throttled.rate\s+1048576`).MatchString(out) {
+		t.Errorf("broker-config describe after alter: %s", out)
+	}
+	if code, _, errOut := raftka(t, c, "", "cluster", "broker-config", "alter", "--set", "bogus=1"); code != exitFailed || !strings.Contains(errOut, "unknown broker config bogus") {
+		t.Errorf("alter of an unknown broker config: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := raftka(t, c, "", "cluster", "unregister", "1"); code != exitFailed || errOut == "" {
+		t.Errorf("unregister of a running broker: exit %d, %q", code, errOut)
+	}
+	if code, _, _ := raftka(t, c, "", "cluster", "elect-leaders", "--type", "unclean"); code != exitUsage {
+		t.Errorf("an unclean election of every partition: exit %d, want %d", code, exitUsage)
+	}
+
+	// A plan onto broker 2 alone, executed and followed to the end.
+	planned := mustRaftka(t, c, "", "cluster", "reassign", "plan", "--topic", "admin", "--broker-ids", "2")
+	var plan reassignment
+	if err := json.Unmarshal([]byte(planned), &plan); err != nil || len(plan.Partitions) != 2 || !slices.Equal(plan.Partitions[1].Replicas, []int32{2}) {
+		t.Fatalf("plan: %s %v", planned, err)
+	}
+	mustRaftka(t, c, planned, "cluster", "reassign", "execute", "-", "--wait", "--timeout", "2m")
+	details, err := adm.ListTopics(ctx, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range details["admin"].Partitions {
+		if !slices.Equal(p.Replicas, []int32{2}) {
+			t.Errorf("partition %d on %v after the reassignment, want [2]", p.Partition, p.Replicas)
+		}
+	}
+	if out := mustRaftka(t, c, "", "cluster", "reassign", "status"); !strings.Contains(out, "no partition is moving") {
+		t.Errorf("status after the moves: %s", out)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -177,9 +178,15 @@ func (c *Clients) Unregister(ctx context.Context, access Access, id int32) error
 	if err != nil {
 		return err
 	}
+	return Unregister(ctx, cl, id)
+}
+
+// Unregister is (*Clients).Unregister through a client of the caller's
+// own.
+func Unregister(ctx context.Context, r kmsg.Requestor, id int32) error {
 	req := kmsg.NewPtrUnregisterBrokerRequest()
 	req.BrokerID = id
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -242,9 +249,14 @@ func (c *Clients) AddVoter(ctx context.Context, access Access, id int32) error {
 	if err != nil {
 		return err
 	}
+	return AddVoter(ctx, cl, id)
+}
+
+// AddVoter is (*Clients).AddVoter through a client of the caller's own.
+func AddVoter(ctx context.Context, r kmsg.Requestor, id int32) error {
 	req := kmsg.NewPtrAddRaftVoterRequest()
 	req.VoterID = id
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -258,9 +270,15 @@ func (c *Clients) RemoveVoter(ctx context.Context, access Access, id int32) erro
 	if err != nil {
 		return err
 	}
+	return RemoveVoter(ctx, cl, id)
+}
+
+// RemoveVoter is (*Clients).RemoveVoter through a client of the caller's
+// own.
+func RemoveVoter(ctx context.Context, r kmsg.Requestor, id int32) error {
 	req := kmsg.NewPtrRemoveRaftVoterRequest()
 	req.VoterID = id
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -270,11 +288,23 @@ func (c *Clients) RemoveVoter(ctx context.Context, access Access, id int32) erro
 // errorWithMessage is a Kafka error code with the broker's explanation.
 func errorWithMessage(code int16, msg *string) error {
 	err := kerr.ErrorForCode(code)
-	if err != nil && msg != nil {
-		return fmt.Errorf("%w: %s", err, *msg)
+	var known *kerr.Error
+	if err == nil || msg == nil || *msg == "" || !errors.As(err, &known) {
+		return err
 	}
-	return err
+	return &CodeError{Code: known, Message: *msg}
 }
+
+// CodeError is a broker's refusal: the code, and what the broker said of
+// it, printed as "CODE: message" rather than with Kafka's general
+// description of the code.
+type CodeError struct {
+	Code    *kerr.Error
+	Message string
+}
+
+func (e *CodeError) Error() string { return e.Code.Message + ": " + e.Message }
+func (e *CodeError) Unwrap() error { return e.Code }
 
 func (c *Clients) client(access Access) (*kgo.Client, error) {
 	addrs, key := access.key()
