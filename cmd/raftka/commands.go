@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 
@@ -44,6 +46,7 @@ var groups = []struct{ name, short string }{
 	{"quota", "Client quotas of users and client ids"},
 	{"cluster", "The brokers, the cluster's health, and its admin operations"},
 	{"cluster quorum", "The metadata group's members"},
+	{"profile", "Named clusters with their brokers and credentials, as rpk's profiles"},
 	{"cluster reassign", "Move partitions' replicas between brokers, as kafka-reassign-partitions.sh does"},
 	{"cluster broker-config", "Broker configs"},
 }
@@ -137,6 +140,14 @@ var specs = []spec{
 	{path: "cluster reassign status", nargs: cobra.NoArgs, short: "List the moves in progress, with the replicas being added and removed", build: noFlags(clusterReassignStatus)},
 	{path: "cluster reassign cancel", args: "FILE", nargs: oneArg("name the plan's file, or - for stdin"), short: "Stop the moves a plan names; the replicas stay where they were",
 		build: noFlags(clusterReassignCancel)},
+	{path: "profile create", args: "NAME", nargs: oneArg("name the profile"), short: "Save the brokers and security settings given (flags, environment) as a profile",
+		long: "Save the brokers and security settings this command is given, by its global flags or the RAFTKA_* environment, as a named profile in $RAFTKA_CONFIG " +
+			"(else ~/.config/raftka/profiles.yaml), and make it the current one. The password is kept only with --store-password, in a file only you may read; else name the variable to read it from with --password-env.",
+		example: "  raftka -b kafka-0:9093 --security-protocol SASL_SSL --username alice --ca-file ca.pem profile create prod --password-env PROD_PASSWORD\n  raftka topic list                  # with the current profile\n  raftka --profile dev topic list",
+		build:   profileCreate},
+	{path: "profile list", nargs: cobra.NoArgs, short: "List the profiles; * marks the current one", build: noFlags(profileList)},
+	{path: "profile use", args: "NAME", nargs: oneArg("name the profile"), short: "Make a profile the current one", build: noFlags(profileChange(false))},
+	{path: "profile delete", args: "NAME", nargs: oneArg("name the profile"), short: "Delete a profile", build: noFlags(profileChange(true))},
 	{path: "cluster info", nargs: cobra.NoArgs, short: "Show the brokers, the controller and the cluster id", build: noFlags(clusterInfo)},
 	{path: "cluster health", nargs: cobra.NoArgs, short: "Check that every broker is up and every partition led and in sync",
 		long: "Check that every broker is up and ready, the metadata group led, and every partition led and fully in sync, and show what each broker's /safe-to-restart says. " +
@@ -158,8 +169,7 @@ func oneArg(what string) cobra.PositionalArgs {
 // run began, so that run can tell cobra's refusals from the cluster's.
 func newRoot(e *env) (*cobra.Command, *bool) {
 	ran := new(bool)
-	var brokers, output string
-	sec := &clientsecurity.Settings{}
+	g := &globals{}
 	root := &cobra.Command{
 		Use:   "raftka",
 		Short: "Raftka's command-line tool: topics, records, consumer groups, transactions, users, ACLs, quotas and the cluster",
@@ -173,32 +183,28 @@ func newRoot(e *env) (*cobra.Command, *bool) {
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			// The environment fills what the flags left unset; it is not
-			// their default, which help would print, password and all.
-			fromEnv := securityFlags(securityFromEnv())
-			for i, f := range securityFlags(sec) {
-				if !cmd.Flags().Changed(f.name) {
-					*f.target = *fromEnv[i].target
-				}
-			}
-			return e.setUp(brokers, output, sec)
+			return e.setUp(cmd, g, true)
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	pf := root.PersistentFlags()
-	pf.StringVarP(&brokers, "brokers", "b", envOr("RAFTKA_BROKERS", "127.0.0.1:9092"), "the brokers to bootstrap from, host:port,...")
-	pf.StringVarP(&output, "output", "o", "table", "table or json")
-	for _, f := range securityFlags(sec) {
+	pf.StringVarP(&g.brokers, "brokers", "b", defaultBrokers, "the brokers to bootstrap from, host:port,... ($RAFTKA_BROKERS, else the profile's)")
+	pf.StringVarP(&g.output, "output", "o", "table", "table or json")
+	pf.StringVar(&g.profile, "profile", "", "the profile to take the brokers and security settings from ($RAFTKA_PROFILE, else the current one; raftka profile)")
+	for _, f := range securityFlags(&g.sec) {
 		pf.StringVar(f.target, f.name, "", f.usage+" ($RAFTKA_"+strings.ToUpper(strings.ReplaceAll(f.name, "-", "_"))+")")
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	parents := map[string]*cobra.Command{"": root}
-	for _, g := range groups {
-		words := strings.Fields(g.name)
-		c := &cobra.Command{Use: words[len(words)-1], Short: g.short, Args: subcommandArgs, RunE: helpOnly}
-		parents[g.name] = c
+	for _, group := range groups {
+		words := strings.Fields(group.name)
+		c := &cobra.Command{Use: words[len(words)-1], Short: group.short, Args: subcommandArgs, RunE: helpOnly}
+		parents[group.name] = c
 		parents[strings.Join(words[:len(words)-1], " ")].AddCommand(c)
 	}
+	// The profile commands run without one: a profile being made, or the
+	// current one being deleted, is not the one to connect with.
+	parents["profile"].PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return e.setUp(cmd, g, false) }
 	for _, s := range specs {
 		words := strings.Fields(s.path)
 		parent := parents[strings.Join(words[:len(words)-1], " ")]
@@ -235,18 +241,54 @@ func subcommandArgs(cmd *cobra.Command, args []string) error {
 // helpOnly is what a group runs without a command: its help.
 func helpOnly(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 
-// setUp checks the global flags and fills e from them.
-func (e *env) setUp(brokers, output string, sec *clientsecurity.Settings) error {
-	if output != "table" && output != "json" {
-		return usagef("-o %s: want table or json", output)
+// globals are the global flags' values.
+type globals struct {
+	brokers, output, profile string
+	sec                      clientsecurity.Settings
+}
+
+const defaultBrokers = "127.0.0.1:9092"
+
+// setUp fills e from the global flags, else the environment, else the
+// profile (unless withProfile is false: the profile commands), else the
+// defaults, and checks them. The environment is not the flags' default,
+// which help would print, password and all.
+func (e *env) setUp(cmd *cobra.Command, g *globals, withProfile bool) error {
+	if g.output != "table" && g.output != "json" {
+		return usagef("-o %s: want table or json", g.output)
 	}
-	e.json = output == "json"
+	e.json = g.output == "json"
+	var fromProfile clientsecurity.Settings
+	brokers := ""
+	if withProfile {
+		p, err := activeProfile(g.profile)
+		if err != nil {
+			return err
+		}
+		if p != nil {
+			brokers, fromProfile = p.settings()
+		}
+	}
+	changed := cmd.Flags().Changed
+	if changed("brokers") {
+		brokers = g.brokers
+	} else if v := os.Getenv("RAFTKA_BROKERS"); v != "" {
+		brokers = v
+	} else if brokers == "" {
+		brokers = defaultBrokers
+	}
+	env, profiled := securityFlags(securityFromEnv()), securityFlags(&fromProfile)
+	for i, f := range securityFlags(&g.sec) {
+		if !changed(f.name) {
+			*f.target = cmp.Or(*env[i].target, *profiled[i].target)
+		}
+	}
 	list, err := parseBrokers(brokers)
 	if err != nil {
 		return err
 	}
-	e.brokers = list
-	if e.connect, err = sec.ClientOpts(); err != nil {
+	e.brokers, e.security = list, g.sec
+	if e.connect, err = g.sec.ClientOpts(); err != nil {
 		return usagef("%v", err)
 	}
 	return nil

@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/raftka/raftka/internal/clientsecurity"
 )
 
 // Exit codes: 0 done, 1 the cluster refused or failed, 2 a usage error.
@@ -32,12 +34,14 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // streams.
 type env struct {
 	brokers []string
-	// connect are the client options of the brokers' listener (security).
-	connect []kgo.Opt
-	json    bool
-	in      io.Reader
-	out     io.Writer
-	errOut  io.Writer
+	// security and connect are the settings of the brokers' listener, and
+	// the client options they make.
+	security clientsecurity.Settings
+	connect  []kgo.Opt
+	json     bool
+	in       io.Reader
+	out      io.Writer
+	errOut   io.Writer
 }
 
 func main() {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -745,5 +746,43 @@ func TestClusterAdminCommands(t *testing.T) {
 	}
 	if out := mustRaftka(t, c, "", "cluster", "reassign", "status"); !strings.Contains(out, "no partition is moving") {
 		t.Errorf("status after the moves: %s", out)
+	}
+}
+
+// A profile saves the brokers a command was given; later commands take
+// them from it, a flag still wins, and the file is readable by its owner
+// only.
+func TestProfiles(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1})
+	path := t.TempDir() + "/profiles.yaml"
+	t.Setenv("RAFTKA_CONFIG", path)
+	t.Setenv("RAFTKA_BROKERS", "")
+	c.CreateTopic("profiled", 1, 1, nil)
+	plain := func(args ...string) (int, string, string) {
+		var o, e bytes.Buffer
+		code := run(args, strings.NewReader(""), &o, &e)
+		return code, o.String(), e.String()
+	}
+	mustRaftka(t, c, "", "profile", "create", "local")
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("profiles file: %v %v, want mode 0600", info, err)
+	}
+	if code, out, errOut := plain("topic", "list"); code != 0 || !strings.Contains(out, "profiled") {
+		t.Errorf("topic list with the current profile: exit %d, %q %q", code, out, errOut)
+	}
+	if code, _, errOut := plain("-b", "127.0.0.1:1", "topic", "list"); code != exitFailed || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Errorf("a flag over the profile: exit %d, %q", code, errOut)
+	}
+	if code, out, _ := plain("profile", "list"); code != 0 || !regexp.MustCompile(`\*\s+local\s+`+regexp.QuoteMeta(c.Bootstrap()[0])).MatchString(out) {
+		t.Errorf("profile list: exit %d, %q", code, out)
+	}
+	if code, _, errOut := plain("--profile", "nosuch", "topic", "list"); code != exitUsage || !strings.Contains(errOut, `no profile "nosuch"`) {
+		t.Errorf("an unknown profile: exit %d, %q", code, errOut)
+	}
+	if code, _, _ := plain("profile", "delete", "local"); code != 0 {
+		t.Fatalf("profile delete: exit %d", code)
+	}
+	if code, out, _ := plain("-o", "json", "profile", "list"); code != 0 || strings.Contains(out, "local") {
+		t.Errorf("profile list after the delete: exit %d, %q", code, out)
 	}
 }

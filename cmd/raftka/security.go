@@ -33,11 +33,3 @@ func securityFlags(s *clientsecurity.Settings) []securityFlag {
 		{"key-file", &s.KeyFile, "PEM file of the client certificate's key, for mTLS"},
 	}
 }
-
-// envOr is the environment variable name, or deflt where it is unset.
-func envOr(name, deflt string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return deflt
-}
