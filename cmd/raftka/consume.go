@@ -5,7 +5,10 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -58,17 +61,21 @@ func consume(fs *pflag.FlagSet) runFunc {
 	from := fs.String("from", "start", "where to start: "+positionForms)
 	count := fs.IntP("count", "n", 0, "stop after N records; 0 is no limit")
 	group := fs.StringP("group", "g", "", "consume as a member of this consumer group, committing offsets; runs until Ctrl-C")
-	format := fs.StringP("format", "f", "text", "text (each value on a line) or json (every field, one record a line; -o json gives the same)")
+	var partitions []int32
+	fs.Int32SliceVarP(&partitions, "partition", "p", nil, "only these partitions (comma-separated or repeated); not with --group")
+	format := fs.StringP("format", "f", "text", "text (each value on a line), json (every field, one record a line; -o json gives the same), "+
+		"or a template: %t topic, %p partition, %o offset, %k key, %v value, %T timestamp (ms), %h headers, %% a percent sign, \\n and \\t")
 	exit := fs.BoolP("exit", "e", false, "stop at the end of each partition as it was at the start")
 	return func(ctx context.Context, e *env, topics []string) error {
-		if len(topics) != 1 {
-			return usagef("name one topic")
-		}
-		if *format != "text" && *format != "json" {
-			return usagef("--format %s: want text or json", *format)
-		}
 		if e.json {
 			*format = "json"
+		}
+		printOne, err := recordPrinter(e, *format)
+		if err != nil {
+			return err
+		}
+		if *group != "" && len(partitions) > 0 {
+			return usagef("--partition and --group: a group's members are given their partitions")
 		}
 		topic := topics[0]
 		start, err := parsePosition("--from", *from)
@@ -76,6 +83,13 @@ func consume(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start.kgoOffset())}
+		if len(partitions) > 0 {
+			chosen := map[int32]kgo.Offset{}
+			for _, p := range partitions {
+				chosen[p] = start.kgoOffset()
+			}
+			opts = []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: chosen})}
+		}
 		if *group != "" {
 			opts = append(opts, kgo.ConsumerGroup(*group), kgo.DisableAutoCommit())
 			opts = append(opts, groupProgress(e.errOut, *group)...)
@@ -98,38 +112,48 @@ func consume(fs *pflag.FlagSet) runFunc {
 			if left, err = endsToReach(ctx, kadm.NewClient(cl), topic, *group, start); err != nil {
 				return err
 			}
-		}
-		printed := 0
-		for (*count == 0 || printed < *count) && (left == nil || len(left) > 0) {
-			fetches := cl.PollFetches(ctx)
-			if ctx.Err() != nil {
-				return nil // interrupted: what was printed stands
+			if len(partitions) > 0 {
+				maps.DeleteFunc(left, func(p int32, _ int64) bool { return !slices.Contains(partitions, p) })
 			}
-			if err := fetches.Err(); err != nil {
+		}
+		return consumeUntil(ctx, cl, printOne, *count, left, *group)
+	}
+}
+
+// consumeUntil prints records until count of them (0: no limit), or until
+// every partition of left reached its offset (left nil: no end), and
+// commits them for group.
+func consumeUntil(ctx context.Context, cl *kgo.Client, print func(*kgo.Record) error, count int, left map[int32]int64, group string) error {
+	printed := 0
+	for (count == 0 || printed < count) && (left == nil || len(left) > 0) {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil // interrupted: what was printed stands
+		}
+		if err := fetches.Err(); err != nil {
+			return err
+		}
+		var done []*kgo.Record
+		for _, r := range fetches.Records() {
+			if count > 0 && printed >= count {
+				break
+			}
+			if err := print(r); err != nil {
 				return err
 			}
-			var done []*kgo.Record
-			for _, r := range fetches.Records() {
-				if *count > 0 && printed >= *count {
-					break
-				}
-				if err := printRecord(e, r, *format); err != nil {
-					return err
-				}
-				printed++
-				done = append(done, r)
-				if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
-					delete(left, r.Partition)
-				}
-			}
-			if *group != "" && len(done) > 0 {
-				if err := cl.CommitRecords(ctx, done...); err != nil {
-					return fmt.Errorf("commit group %s's offsets: %w", *group, err)
-				}
+			printed++
+			done = append(done, r)
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
 			}
 		}
-		return nil
+		if group != "" && len(done) > 0 {
+			if err := cl.CommitRecords(ctx, done...); err != nil {
+				return fmt.Errorf("commit group %s's offsets: %w", group, err)
+			}
+		}
 	}
+	return nil
 }
 
 // groupProgress are the client options that report on stderr what a
@@ -184,11 +208,67 @@ func endsToReach(ctx context.Context, adm *kadm.Client, topic, group string, sta
 	return left, nil
 }
 
-func printRecord(e *env, r *kgo.Record, format string) error {
-	if format == "text" {
-		_, err := fmt.Fprintf(e.out, "%s\n", r.Value)
-		return err
+// recordPrinter prints records as format says: text, json, or a template.
+func recordPrinter(e *env, format string) (func(*kgo.Record) error, error) {
+	switch {
+	case format == "text":
+		return func(r *kgo.Record) error {
+			_, err := fmt.Fprintf(e.out, "%s\n", r.Value)
+			return err
+		}, nil
+	case format == "json":
+		return func(r *kgo.Record) error { return printJSONLine(e, recordOfJSON(r)) }, nil
+	case !strings.Contains(format, "%"):
+		return nil, usagef("--format %s: want text, json, or a template with %%v, %%k, ... in it", format)
 	}
+	template := strings.NewReplacer(`\n`, "\n", `\t`, "\t").Replace(format)
+	return func(r *kgo.Record) error {
+		_, err := io.WriteString(e.out, expand(template, r))
+		return err
+	}, nil
+}
+
+// expand fills a --format template with r's fields, as kcat's -f does.
+func expand(template string, r *kgo.Record) string {
+	var b strings.Builder
+	for i := 0; i < len(template); i++ {
+		if template[i] != '%' || i+1 == len(template) {
+			b.WriteByte(template[i])
+			continue
+		}
+		i++
+		switch template[i] {
+		case 't':
+			b.WriteString(r.Topic)
+		case 'p':
+			b.WriteString(strconv.Itoa(int(r.Partition)))
+		case 'o':
+			b.WriteString(strconv.FormatInt(r.Offset, 10))
+		case 'k':
+			b.Write(r.Key)
+		case 'v':
+			b.Write(r.Value)
+		case 'T':
+			b.WriteString(strconv.FormatInt(r.Timestamp.UnixMilli(), 10))
+		case 'h':
+			for j, h := range r.Headers {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(h.Key + "=" + string(h.Value))
+			}
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(template[i])
+		}
+	}
+	return b.String()
+}
+
+// recordOfJSON is r as consume's JSON shows it.
+func recordOfJSON(r *kgo.Record) consumed {
 	c := consumed{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
 	c.Key, c.KeyEncoding = jsonBytes(r.Key)
 	c.Value, c.ValueEncoding = jsonBytes(r.Value)
@@ -196,5 +276,5 @@ func printRecord(e *env, r *kgo.Record, format string) error {
 		v, enc := jsonBytes(h.Value)
 		c.Headers = append(c.Headers, headerOfJSON{Key: h.Key, Value: v, ValueEncoding: enc})
 	}
-	return printJSONLine(e, c)
+	return c
 }

@@ -368,6 +368,19 @@ func TestNoSilentHangs(t *testing.T) {
 		t.Errorf("--from -1 printed %q, want the last record (a tombstone) only", out)
 	}
 
+	c.CreateTopic("three", 3, 3, nil)
+	mustRaftka(t, c, "a:1\nb:\n", "produce", "three", "-k", ":", "--partition", "2", "--tombstone", "--compression", "zstd")
+	if out := mustRaftka(t, c, "", "consume", "three", "--partition", "2", "--exit", "--format", `%k=%v@%p/%o\n`); out != "a=1@2/0\nb=@2/1\n" {
+		t.Errorf("consume --partition 2 --format: %q", out)
+	}
+	if out := mustRaftka(t, c, "", "consume", "three", "--partition", "0,1", "--exit"); out != "" {
+		t.Errorf("consume of the empty partitions 0 and 1 printed %q", out)
+	}
+	var last consumed
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "consume", "three", "--from", "-1", "--partition", "2", "--exit")), &last); err != nil || last.Value != nil || *last.Key != "b" {
+		t.Errorf("produce --tombstone wrote %+v (%v), want b with a null value", last, err)
+	}
+
 	code, out, errOut := raftkaWithin(t, c, 60*time.Second, "", "consume", "records", "--group", "watchers", "--exit")
 	if code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(errOut, "joining group watchers on records") ||
 		!strings.Contains(errOut, "group watchers assigned records partitions 0") {

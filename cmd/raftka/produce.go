@@ -30,6 +30,9 @@ func produce(fs *pflag.FlagSet) runFunc {
 	numbered := fs.Bool("numbered", false, "write numbered records that raftka verify checks for loss and duplicates, one per line of stdin")
 	producerName := fs.String("producer", "", "with --numbered, the name that numbers this producer's records apart from others'")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up on a record not acknowledged within this, as Kafka's delivery.timeout.ms; 0 waits for ever")
+	partition := fs.Int32P("partition", "p", -1, "write every record to this partition; -1 places them by key (murmur2, as Kafka's clients do)")
+	tombstone := fs.BoolP("tombstone", "Z", false, "produce an empty value as null: a tombstone, which compaction deletes the key for")
+	compression := fs.String("compression", "none", "none, gzip, snappy, lz4 or zstd")
 	return func(ctx context.Context, e *env, topics []string) error {
 		if len(topics) != 1 {
 			return usagef("name one topic")
@@ -54,7 +57,17 @@ func produce(fs *pflag.FlagSet) runFunc {
 		default:
 			return usagef("--acks %s: want all, leader or none", *acks)
 		}
-		if *numbered {
+		codecs := map[string]kgo.CompressionCodec{"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(),
+			"snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}
+		codec, ok := codecs[*compression]
+		if !ok {
+			return usagef("--compression %s: want none, gzip, snappy, lz4 or zstd", *compression)
+		}
+		opts = append(opts, kgo.ProducerBatchCompression(codec))
+		if *numbered && *partition >= 0 {
+			return usagef("--numbered places its records itself: it takes no --partition")
+		}
+		if *numbered || *partition >= 0 {
 			opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		}
 		if *timeout < 0 {
@@ -97,6 +110,10 @@ func produce(fs *pflag.FlagSet) runFunc {
 				}
 			}
 			r.Headers = slices.Clone(hdrs)
+			if *tombstone && len(r.Value) == 0 {
+				r.Value = nil
+			}
+			r.Partition = *partition
 			if numbers != nil {
 				numbers.stamp(r)
 			}
