@@ -66,18 +66,23 @@ ready() {
   [[ $status == 200 ]]
 }
 
+# wait_one_ready waits for broker $1 to answer /readyz, until $2 (seconds
+# since the script began; default RAFTKA_START_TIMEOUT from now).
+wait_one_ready() {
+  local i=$1 deadline=${2:-$((SECONDS + ${RAFTKA_START_TIMEOUT:-60}))}
+  until ready "$i"; do
+    if ! pid_of "$i" >/dev/null; then
+      echo "broker $i exited; last log lines:" >&2; tail -n 20 "$dir/broker-$i/log" >&2; return 1
+    fi
+    if ((SECONDS > deadline)); then echo "broker $i not ready in time" >&2; return 1; fi
+    sleep 0.2
+  done
+}
+
 wait_ready() {
   local n; n=$(count)
   local deadline=$((SECONDS + ${RAFTKA_START_TIMEOUT:-60})) i
-  for ((i = 0; i < n; i++)); do
-    until ready "$i"; do
-      if ! pid_of "$i" >/dev/null; then
-        echo "broker $i exited; last log lines:" >&2; tail -n 20 "$dir/broker-$i/log" >&2; return 1
-      fi
-      if ((SECONDS > deadline)); then echo "broker $i not ready in time" >&2; return 1; fi
-      sleep 0.2
-    done
-  done
+  for ((i = 0; i < n; i++)); do wait_one_ready "$i" "$deadline" || return 1; done
 }
 
 cmd_start() {
@@ -138,7 +143,7 @@ The cluster is up. In another terminal:
   bin/raftka topic create orders --partitions 3 --replication-factor 3
   printf 'one\ntwo\nthree\n' | bin/raftka produce orders
   bin/raftka consume orders --exit
-  bin/raftka cluster info        # bin/raftka help lists every command
+  bin/raftka cluster info        # bin/raftka --help lists every command
 Any Kafka client works too, e.g. kcat -L -b $(bootstrap)
 
 Ctrl-C stops the cluster. Logs: $dir/broker-*/log
@@ -146,7 +151,7 @@ EOF
     while true; do sleep 1; done ;;
   stop) cmd_stop ;;
   kill) cmd_kill "${2:?broker index}" ;;
-  restart) start_one "${2:?broker index}"; echo "broker $2 started" ;;
+  restart) start_one "${2:?broker index}"; wait_one_ready "$2"; echo "broker $2 ready" ;;
   status) cmd_status ;;
   bootstrap) bootstrap ;;
   *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;

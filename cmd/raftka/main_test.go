@@ -760,6 +760,44 @@ func TestClusterAdminCommands(t *testing.T) {
 	if out := mustRaftka(t, c, "", "cluster", "reassign", "status"); !strings.Contains(out, "no partition is moving") {
 		t.Errorf("status after the moves: %s", out)
 	}
+
+	// A voter out of the metadata group and back in.
+	voters := func() []int32 {
+		var q struct{ Voters []int32 }
+		if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "cluster", "quorum", "describe")), &q); err != nil {
+			t.Fatal(err)
+		}
+		return q.Voters
+	}
+	if code, _, errOut := raftka(t, c, "", "cluster", "quorum", "remove-voter", "2"); code != exitFailed || !strings.Contains(errOut, "broker 2 hosts partition replicas") {
+		t.Errorf("remove-voter of the broker holding the replicas: exit %d, %q", code, errOut)
+	}
+	mustRaftka(t, c, "", "cluster", "quorum", "remove-voter", "1")
+	if v := voters(); !slices.Equal(v, []int32{0, 2}) {
+		t.Errorf("voters after remove-voter 1: %v", v)
+	}
+	if code, _, errOut := raftka(t, c, "", "cluster", "quorum", "add-voter", "7"); code != exitFailed || errOut == "" {
+		t.Errorf("add-voter of a broker that is not there: exit %d, %q", code, errOut)
+	}
+	// Broker 1 left the metadata group and holds no replica: once
+	// stopped, the cluster forgets it.
+	c.Stop(1)
+	c.WaitExit(1, 30*time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, _, errOut := raftka(t, c, "", "cluster", "unregister", "1")
+		if code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("unregister of the stopped broker 1: exit %d, %q", code, errOut)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	var info struct{ Brokers []struct{ ID int32 } }
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "cluster", "info")), &info); err != nil || len(info.Brokers) != 2 {
+		t.Errorf("brokers after unregister 1: %+v %v", info, err)
+	}
 }
 
 // A profile saves the brokers a command was given; later commands take
