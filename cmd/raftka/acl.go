@@ -151,6 +151,17 @@ func (e *env) printACLs(rows []aclRow) error {
 	return printTable(e.out, []string{"PERMISSION", "PRINCIPAL", "OPERATION", "RESOURCE", "NAME", "PATTERN", "HOST"}, cells)
 }
 
+// printACLChanges prints the ACLs added or removed, one a line.
+func (e *env) printACLChanges(verb string, rows []aclRow) error {
+	if e.json {
+		return printJSON(e.out, rows)
+	}
+	for _, r := range rows {
+		_, _ = fmt.Fprintf(e.out, "%s %s %s %s on %s %s (%s)\n", verb, r.Permission, r.Principal, r.Operation, r.Resource, r.Name, r.Pattern)
+	}
+	return nil
+}
+
 func aclList(fs *pflag.FlagSet) runFunc {
 	f := newACLFlags(fs)
 	return func(ctx context.Context, e *env, _ []string) error {
@@ -194,14 +205,8 @@ func aclAdd(fs *pflag.FlagSet) runFunc {
 				return fmt.Errorf("%s %s on %s %s: %w", r.Principal, r.Operation, r.Type, r.Name, r.Err)
 			}
 			added = append(added, aclRow{r.Principal, r.Host, r.Type.String(), r.Name, r.Pattern.String(), r.Operation.String(), r.Permission.String()})
-			if !e.json {
-				_, _ = fmt.Fprintf(e.out, "added %s %s %s on %s %s (%s)\n", r.Permission, r.Principal, r.Operation, r.Type, r.Name, r.Pattern)
-			}
 		}
-		if e.json {
-			return printJSON(e.out, added)
-		}
-		return nil
+		return e.printACLChanges("added", added)
 	}
 }
 
@@ -227,17 +232,11 @@ func aclRemove(fs *pflag.FlagSet) runFunc {
 					return d.Err
 				}
 				removed = append(removed, aclRow{d.Principal, d.Host, d.Type.String(), d.Name, d.Pattern.String(), d.Operation.String(), d.Permission.String()})
-				if !e.json {
-					_, _ = fmt.Fprintf(e.out, "removed %s %s %s on %s %s (%s)\n", d.Permission, d.Principal, d.Operation, d.Type, d.Name, d.Pattern)
-				}
 			}
 		}
 		if len(removed) == 0 {
 			return fmt.Errorf("no ACL matched")
 		}
-		if e.json {
-			return printJSON(e.out, removed)
-		}
-		return nil
+		return e.printACLChanges("removed", removed)
 	}
 }

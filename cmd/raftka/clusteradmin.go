@@ -367,16 +367,9 @@ func clusterAlterBrokerConfigs(fs *pflag.FlagSet) runFunc {
 			}
 			ids = append(ids, id)
 		}
-		kv, err := keyValues(sets)
+		alter, err := alterOps(sets, deletes)
 		if err != nil {
 			return err
-		}
-		var alter []kadm.AlterConfig
-		for k, v := range kv {
-			alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
-		}
-		for _, k := range deletes {
-			alter = append(alter, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 		}
 		adm, done, err := e.admin(ctx)
 		if err != nil {

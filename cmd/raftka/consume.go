@@ -177,7 +177,7 @@ func groupProgress(w io.Writer, group string) []kgo.Opt {
 // where the consumer starts (the group's committed offset, else start),
 // the end offset it had now.
 func endsToReach(ctx context.Context, adm *kadm.Client, topic, group string, start position) (map[int32]int64, error) {
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	ends, err := listSettled(ctx, func() (kadm.ListedOffsets, error) { return adm.ListEndOffsets(ctx, topic) })
 	if err != nil {
 		return nil, err
 	}

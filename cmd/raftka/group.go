@@ -237,17 +237,11 @@ func (s seek) plan(ctx context.Context, adm *kadm.Client) ([]move, error) {
 		}
 	}
 	sort.Strings(topics)
-	starts, err := adm.ListStartOffsets(ctx, topics...)
-	if err == nil {
-		err = starts.Error()
-	}
+	starts, err := listSettled(ctx, func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, topics...) })
 	if err != nil {
 		return nil, err
 	}
-	ends, err := adm.ListEndOffsets(ctx, topics...)
-	if err == nil {
-		err = ends.Error()
-	}
+	ends, err := listSettled(ctx, func() (kadm.ListedOffsets, error) { return adm.ListEndOffsets(ctx, topics...) })
 	if err != nil {
 		return nil, err
 	}

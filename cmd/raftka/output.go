@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -41,6 +42,23 @@ func keyValues(list []string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// alterOps are --set key=value and --delete key as kadm's incremental
+// config changes.
+func alterOps(sets, deletes []string) ([]kadm.AlterConfig, error) {
+	kv, err := keyValues(sets)
+	if err != nil {
+		return nil, err
+	}
+	var alter []kadm.AlterConfig
+	for k, v := range kv {
+		alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+	}
+	for _, k := range deletes {
+		alter = append(alter, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	return alter, nil
 }
 
 // joinNumbers lists broker ids or offsets, comma-separated.

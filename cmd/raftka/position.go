@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -75,37 +77,56 @@ func (p position) kgoOffset() kgo.Offset {
 // resolve gives the position's offset in each partition of the topics,
 // as the brokers list them now.
 func (p position) resolve(ctx context.Context, adm *kadm.Client, topics ...string) (kadm.ListedOffsets, error) {
-	var listed kadm.ListedOffsets
-	var err error
 	switch p.kind {
 	case atStart:
-		listed, err = adm.ListStartOffsets(ctx, topics...)
-	case atEnd:
-		listed, err = adm.ListEndOffsets(ctx, topics...)
-	case atOffset:
-		if listed, err = adm.ListEndOffsets(ctx, topics...); err == nil {
-			listed.Each(func(o kadm.ListedOffset) {
-				o.Offset = min(p.offset, o.Offset)
-				listed[o.Topic][o.Partition] = o
-			})
-		}
-	case atFromEnd:
-		var starts kadm.ListedOffsets
-		if starts, err = adm.ListStartOffsets(ctx, topics...); err == nil {
-			listed, err = adm.ListEndOffsets(ctx, topics...)
-		}
-		if err == nil {
-			listed.Each(func(o kadm.ListedOffset) {
-				first, _ := starts.Lookup(o.Topic, o.Partition)
-				o.Offset = max(o.Offset-p.offset, first.Offset)
-				listed[o.Topic][o.Partition] = o
-			})
-		}
+		return listSettled(ctx, func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, topics...) })
 	case atTime:
-		listed, err = adm.ListOffsetsAfterMilli(ctx, p.at.UnixMilli(), topics...)
+		return listSettled(ctx, func() (kadm.ListedOffsets, error) { return adm.ListOffsetsAfterMilli(ctx, p.at.UnixMilli(), topics...) })
 	}
-	if err != nil {
-		return nil, err
+	ends, err := listSettled(ctx, func() (kadm.ListedOffsets, error) { return adm.ListEndOffsets(ctx, topics...) })
+	if err != nil || p.kind == atEnd {
+		return ends, err
 	}
-	return listed, listed.Error()
+	var starts kadm.ListedOffsets
+	if p.kind == atFromEnd {
+		if starts, err = listSettled(ctx, func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, topics...) }); err != nil {
+			return nil, err
+		}
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if p.kind == atOffset {
+			o.Offset = min(p.offset, o.Offset) // capped at the end
+		} else {
+			first, _ := starts.Lookup(o.Topic, o.Partition)
+			o.Offset = max(o.Offset-p.offset, first.Offset)
+		}
+		ends[o.Topic][o.Partition] = o
+	})
+	return ends, nil
+}
+
+// settleTime bounds how long a listing waits out a refusal that passes:
+// a partition without a leader for a moment (a topic just made, an
+// election).
+const settleTime = 10 * time.Second
+
+// listSettled runs list until it answers without a retriable error, for
+// up to settleTime.
+func listSettled(ctx context.Context, list func() (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
+	deadline := time.Now().Add(settleTime)
+	for {
+		listed, err := list()
+		if err == nil {
+			err = listed.Error()
+		}
+		var code *kerr.Error
+		if err == nil || !errors.As(err, &code) || !code.Retriable || time.Now().After(deadline) {
+			return listed, err
+		}
+		select {
+		case <-ctx.Done():
+			return listed, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -103,22 +103,11 @@ func clusterReassignExecute(fs *pflag.FlagSet) runFunc {
 	wait := fs.Bool("wait", false, "follow the moves until every one completed, printing their progress on stderr")
 	timeout := fs.Duration("timeout", 30*time.Minute, "with --wait, how long to follow them")
 	return func(ctx context.Context, e *env, args []string) error {
-		plan, err := readReassignment(e, args[0])
-		if err != nil {
-			return err
-		}
-		adm, done, err := e.admin(ctx)
+		plan, adm, done, err := applyPlan(ctx, e, args[0], false)
 		if err != nil {
 			return err
 		}
 		defer done()
-		req := kadm.AlterPartitionAssignmentsReq{}
-		for _, p := range plan.Partitions {
-			req.Assign(p.Topic, p.Partition, p.Replicas)
-		}
-		if err := alterAssignments(ctx, adm, req); err != nil {
-			return err
-		}
 		_, _ = fmt.Fprintf(e.errOut, "raftka cluster reassign: started moving %s\n", plural(len(plan.Partitions), "partition"))
 		if !*wait {
 			return e.report(map[string]any{"started": len(plan.Partitions)}, "started; raftka cluster reassign status follows the moves")
@@ -167,36 +156,47 @@ func movesLeft(ctx context.Context, adm *kadm.Client, plan reassignment) (int, e
 // clusterReassignCancel stops the moves a plan names; the replicas stay
 // where they were.
 func clusterReassignCancel(ctx context.Context, e *env, args []string) error {
-	plan, err := readReassignment(e, args[0])
-	if err != nil {
-		return err
-	}
-	adm, done, err := e.admin(ctx)
+	plan, _, done, err := applyPlan(ctx, e, args[0], true)
 	if err != nil {
 		return err
 	}
 	defer done()
-	req := kadm.AlterPartitionAssignmentsReq{}
-	for _, p := range plan.Partitions {
-		req.CancelAssign(p.Topic, p.Partition)
-	}
-	if err := alterAssignments(ctx, adm, req); err != nil {
-		return err
-	}
 	return e.report(map[string]any{"cancelled": len(plan.Partitions)}, "cancelled the moves of %s", plural(len(plan.Partitions), "partition"))
 }
 
-func alterAssignments(ctx context.Context, adm *kadm.Client, req kadm.AlterPartitionAssignmentsReq) error {
-	resp, err := adm.AlterPartitionAssignments(ctx, req)
+// applyPlan reads the plan at path and starts its moves, or cancels them;
+// done closes the client.
+func applyPlan(ctx context.Context, e *env, path string, cancel bool) (reassignment, *kadm.Client, func(), error) {
+	plan, err := readReassignment(e, path)
 	if err != nil {
-		return err
+		return plan, nil, nil, err
 	}
-	for _, r := range resp.Sorted() {
-		if r.Err != nil {
-			return fmt.Errorf("%s partition %d: %w", r.Topic, r.Partition, refused(r.Err, r.ErrMessage))
+	adm, done, err := e.admin(ctx)
+	if err != nil {
+		return plan, nil, nil, err
+	}
+	req := kadm.AlterPartitionAssignmentsReq{}
+	for _, p := range plan.Partitions {
+		if cancel {
+			req.CancelAssign(p.Topic, p.Partition)
+		} else {
+			req.Assign(p.Topic, p.Partition, p.Replicas)
 		}
 	}
-	return nil
+	resp, err := adm.AlterPartitionAssignments(ctx, req)
+	if err == nil {
+		for _, r := range resp.Sorted() {
+			if r.Err != nil {
+				err = fmt.Errorf("%s partition %d: %w", r.Topic, r.Partition, refused(r.Err, r.ErrMessage))
+				break
+			}
+		}
+	}
+	if err != nil {
+		done()
+		return plan, nil, nil, err
+	}
+	return plan, adm, done, nil
 }
 
 // clusterReassignStatus lists the moves in progress.

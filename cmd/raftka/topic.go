@@ -292,16 +292,9 @@ func topicAlterConfig(fs *pflag.FlagSet) runFunc {
 		if len(names) != 1 || len(sets)+len(deletes) == 0 {
 			return usagef("name one topic and at least one --set or --delete")
 		}
-		kv, err := keyValues(sets)
+		alter, err := alterOps(sets, deletes)
 		if err != nil {
 			return err
-		}
-		var alter []kadm.AlterConfig
-		for k, v := range kv {
-			alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
-		}
-		for _, k := range deletes {
-			alter = append(alter, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 		}
 		adm, done, err := e.admin(ctx)
 		if err != nil {
