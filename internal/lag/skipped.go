@@ -19,8 +19,12 @@ import (
 const MaxExact = 1000
 
 // partitionMaxBytes bounds what one span's read returns; whatever it does
-// not reach is counted as records, so a lag is never under-reported.
-const partitionMaxBytes = 1 << 20
+// not reach is counted as records, so a lag is never under-reported. It
+// is small because exactness matters where a lag is a few records and
+// the markers after them (a group that read everything, whose lag must
+// read 0), and because a topic without transactions gains nothing from
+// the read: at every sync it costs at most this per lagging partition.
+const partitionMaxBytes = 64 << 10
 
 // Span is a group's unread offsets of one partition, [From, End).
 type Span struct {
@@ -37,15 +41,16 @@ type Span struct {
 func Skipped(ctx context.Context, cl *kgo.Client, spans []Span) map[string]map[int32]int64 {
 	out := map[string]map[int32]int64{}
 	var topics []string
-	byTopic := map[string][]Span{}
+	byTopic := map[string]map[int32]Span{}
 	for _, s := range spans {
 		if s.End-s.From <= 0 || s.End-s.From > MaxExact {
 			continue
 		}
 		if byTopic[s.Topic] == nil {
 			topics = append(topics, s.Topic)
+			byTopic[s.Topic] = map[int32]Span{}
 		}
-		byTopic[s.Topic] = append(byTopic[s.Topic], s)
+		byTopic[s.Topic][s.Partition] = s
 	}
 	if len(topics) == 0 {
 		return out
@@ -69,7 +74,7 @@ func Skipped(ctx context.Context, cl *kgo.Client, spans []Span) map[string]map[i
 				name = names[t.TopicID]
 			}
 			for _, p := range t.Partitions {
-				if s, ok := spanOf(byTopic[name], p.Partition); ok && p.ErrorCode == 0 {
+				if s, ok := byTopic[name][p.Partition]; ok && p.ErrorCode == 0 {
 					if out[name] == nil {
 						out[name] = map[int32]int64{}
 					}
@@ -82,7 +87,7 @@ func Skipped(ctx context.Context, cl *kgo.Client, spans []Span) map[string]map[i
 }
 
 // fetchesByLeader builds one read_committed Fetch per leader for the spans.
-func fetchesByLeader(meta kadm.Metadata, byTopic map[string][]Span) map[int32]*kmsg.FetchRequest {
+func fetchesByLeader(meta kadm.Metadata, byTopic map[string]map[int32]Span) map[int32]*kmsg.FetchRequest {
 	reqs := map[int32]*kmsg.FetchRequest{}
 	for topic, spans := range byTopic {
 		td, ok := meta.Topics[topic]
@@ -113,15 +118,6 @@ func fetchesByLeader(meta kadm.Metadata, byTopic map[string][]Span) map[int32]*k
 		}
 	}
 	return reqs
-}
-
-func spanOf(spans []Span, partition int32) (Span, bool) {
-	for _, s := range spans {
-		if s.Partition == partition {
-			return s, true
-		}
-	}
-	return Span{}, false
 }
 
 // skippedIn counts the offsets of s, in the batches a read_committed
