@@ -96,19 +96,14 @@ func franzProducer(opts ...kgo.Opt) keyedProducer {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			seqs := map[string]int{}
-			tick := time.NewTicker(time.Second / 600)
-			defer tick.Stop()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
+			records := newKeyedRecords()
+			defer records.close()
+			for {
+				key, seq, stopped := records.next(stop)
+				if stopped {
 					_ = producer.Flush(ctx) // what did not flush was not acknowledged, and is not checked
 					return
-				case <-tick.C:
 				}
-				key := "key-" + strconv.Itoa(i%64)
-				seq := seqs[key]
-				seqs[key]++
 				producer.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(strconv.Itoa(seq))}, func(r *kgo.Record, err error) {
 					if err == nil {
 						check.Ack(key, seq)
@@ -119,6 +114,35 @@ func franzProducer(opts ...kgo.Opt) keyedProducer {
 		return done
 	}
 }
+
+// keyedRecords paces the scenarios' records: 600 a second over 64 keys,
+// each key's values numbering its records from 0.
+type keyedRecords struct {
+	seqs map[string]int
+	i    int
+	tick *time.Ticker
+}
+
+func newKeyedRecords() *keyedRecords {
+	return &keyedRecords{seqs: map[string]int{}, tick: time.NewTicker(time.Second / 600)}
+}
+
+// next waits for the pace, or for stop (then at once, stopped), and gives
+// the next key and its number.
+func (k *keyedRecords) next(stop <-chan struct{}) (key string, seq int, stopped bool) {
+	select {
+	case <-stop:
+		stopped = true
+	case <-k.tick.C:
+	}
+	key = "key-" + strconv.Itoa(k.i%64)
+	k.i++
+	seq = k.seqs[key]
+	k.seqs[key]++
+	return key, seq, stopped
+}
+
+func (k *keyedRecords) close() { k.tick.Stop() }
 
 // librdkafkaProducer: librdkafka through Debian's python3-confluent-kafka
 // (testdata/confluent-kafka/growth_producer.py), with its default

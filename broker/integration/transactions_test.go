@@ -651,26 +651,19 @@ func txnKeyedProducer(abortEvery int, aborted map[string][]int) keyedProducer {
 		go func() {
 			defer close(done)
 			defer producer.Close()
-			seqs := map[string]int{}
-			tick := time.NewTicker(time.Second / 600)
-			defer tick.Stop()
-			for n, i := 0, 0; ; n++ {
+			records := newKeyedRecords()
+			defer records.close()
+			for n := 0; ; n++ {
 				if err := producer.BeginTransaction(); err != nil {
 					t.Errorf("begin: %v", err)
 					return
 				}
 				var written []kgo.Record
-				for range 30 {
-					select {
-					case <-stop:
-					case <-tick.C:
-					}
-					key := "key-" + strconv.Itoa(i%64)
-					i++
-					written = append(written, kgo.Record{Key: []byte(key), Value: []byte(strconv.Itoa(seqs[key]))})
-					seqs[key]++
-					r := written[len(written)-1]
-					producer.Produce(ctx, &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value}, nil)
+				for range 30 { // after stop too: the transaction is ended whole
+					key, seq, _ := records.next(stop)
+					r := kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(strconv.Itoa(seq))}
+					written = append(written, r)
+					producer.Produce(ctx, &r, nil)
 				}
 				commit := n%abortEvery != abortEvery-1
 				if err := producer.Flush(ctx); err != nil {
