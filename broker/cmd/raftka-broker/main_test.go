@@ -1,7 +1,11 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/raftka/raftka/broker/security"
@@ -58,5 +62,24 @@ func TestListenerClientAuth(t *testing.T) {
 		if err := parseListenerClientAuth(bad, listeners, shared, map[string]security.TLSConfig{}); err == nil {
 			t.Errorf("%q was taken", bad)
 		}
+	}
+}
+
+// --help is an answer, exit 0 with the flags on stdout; a flag the broker
+// does not know is a mistake in the command line (exit 2), with its
+// name, as the raftka tool answers.
+func TestHelpAndUnknownFlags(t *testing.T) {
+	if bin := os.Getenv("RAFTKA_BROKER_BIN"); bin != "" {
+		out, err := exec.Command(bin, "--help").Output()
+		if err != nil || !strings.Contains(string(out), "Usage: raftka-broker [flags]") || !strings.Contains(string(out), "-data-dir") {
+			t.Errorf("raftka-broker --help: %v, stdout %q", err, out)
+		}
+		var exit *exec.ExitError
+		if err := exec.Command(bin, "--no-such-flag").Run(); !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Errorf("raftka-broker --no-such-flag: %v, want exit 2", err)
+		}
+	}
+	if err := run([]string{"--no-such-flag"}); !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "no-such-flag") {
+		t.Errorf("run(--no-such-flag) = %v, want a usage error naming it", err)
 	}
 }
