@@ -247,6 +247,8 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"topic", "frobnicate"}, exitUsage, "unknown command"},
 		{[]string{"topic", "create"}, exitUsage, "name one topic\nRun 'raftka topic create --help' for usage."},
 		{[]string{"topic", "create", "x", "--partitions", "many"}, exitUsage, `invalid argument "many" for "-p, --partitions" flag`},
+		{[]string{"topic", "create", "x", "--partitions", "-2"}, exitUsage, "--partitions -2: want 1 or more, or -1 for the brokers' num.partitions"},
+		{[]string{"topic", "create", "x", "-r", "0"}, exitUsage, "--replication-factor 0: want 1 or more"},
 		{[]string{"topic", "list", "extra"}, exitUsage, `unknown command "extra" for "raftka topic list"`},
 		{[]string{"-b", "127.0.0.1:abc", "topic", "list"}, exitUsage, "-b 127.0.0.1:abc: the port must be a number from 1 to 65535"},
 		{[]string{"-b", "", "topic", "list"}, exitUsage, "name at least one broker"},

@@ -27,6 +27,13 @@ func topicCreate(fs *pflag.FlagSet) runFunc {
 		if len(names) != 1 {
 			return usagef("name one topic")
 		}
+		// -1 is Kafka's "broker default"; no other count below 1 means anything.
+		if *partitions == 0 || *partitions < -1 {
+			return usagef("--partitions %d: want 1 or more, or -1 for the brokers' num.partitions", *partitions)
+		}
+		if *rf == 0 || *rf < -1 {
+			return usagef("--replication-factor %d: want 1 or more, or -1 for the brokers' default.replication.factor", *rf)
+		}
 		cfg, err := keyValues(configs)
 		if err != nil {
 			return err
