@@ -151,13 +151,17 @@ func clusterElectLeaders(fs *pflag.FlagSet) runFunc {
 		failed := 0
 		for _, ps := range results {
 			for _, r := range ps {
-				rw := row{Topic: r.Topic, Partition: r.Partition, Report: r.ErrMessage}
+				rw := row{Topic: r.Topic, Partition: r.Partition}
 				switch {
+				case errors.Is(r.Err, kerr.ElectionNotNeeded) && *how == "unclean":
+					rw.Report = "not needed: " + cmp.Or(r.ErrMessage, "it has a leader, nothing to recover")
 				case errors.Is(r.Err, kerr.ElectionNotNeeded):
-					rw.Report = "(the preferred replica leads already)"
+					rw.Report = "not needed: " + cmp.Or(r.ErrMessage, "the preferred replica leads already")
 				case r.Err != nil:
-					rw.Error, rw.Report = refused(r.Err, r.ErrMessage).Error(), ""
+					rw.Error = refused(r.Err, r.ErrMessage).Error()
 					failed++
+				case r.ErrMessage != "":
+					rw.Report = "recovered: " + r.ErrMessage // an unclean election's report
 				}
 				rows = append(rows, rw)
 			}
@@ -172,7 +176,7 @@ func clusterElectLeaders(fs *pflag.FlagSet) runFunc {
 		} else {
 			var cells [][]string
 			for _, r := range rows {
-				cells = append(cells, []string{r.Topic, strconv.Itoa(int(r.Partition)), cmp.Or(r.Error, "elected "+r.Report)})
+				cells = append(cells, []string{r.Topic, strconv.Itoa(int(r.Partition)), cmp.Or(r.Error, r.Report, "elected")})
 			}
 			if err := printTable(e.out, []string{"TOPIC", "PARTITION", "RESULT"}, cells); err != nil {
 				return err

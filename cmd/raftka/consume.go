@@ -59,6 +59,7 @@ func jsonBytes(b []byte) (*string, string) {
 // when it started.
 func consume(fs *pflag.FlagSet) runFunc {
 	from := fs.String("from", "start", "where to start: "+positionForms)
+	fs.StringVar(from, "offset", "start", "the same as --from (rpk's name)")
 	count := fs.IntP("count", "n", 0, "stop after N records; 0 is no limit")
 	group := fs.StringP("group", "g", "", "consume as a member of this consumer group, committing offsets; runs until Ctrl-C")
 	var partitions []int32

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -195,8 +197,18 @@ func TestCommandsAgainstRealBrokers(t *testing.T) {
 	}
 	member.Close()
 
-	mustRaftka(t, c, "", "topic", "add-partitions", "orders", "--partitions", "4")
-	mustRaftka(t, c, "", "topic", "alter-config", "orders", "--set", "retention.bytes=1048576", "--delete", "retention.ms")
+	var grown struct {
+		Topic      string
+		Partitions int
+	}
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "topic", "add-partitions", "orders", "--partitions", "4")), &grown); err != nil || grown.Partitions != 4 {
+		t.Errorf("add-partitions -o json: %+v %v", grown, err)
+	}
+	var altered struct{ Set, Deleted []string }
+	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "topic", "alter-config", "orders", "--set", "retention.bytes=1048576", "--delete", "retention.ms")), &altered); err != nil ||
+		!slices.Equal(altered.Set, []string{"retention.bytes=1048576"}) || !slices.Equal(altered.Deleted, []string{"retention.ms"}) {
+		t.Errorf("alter-config -o json: %+v %v", altered, err)
+	}
 	described = nil
 	if err := json.Unmarshal([]byte(mustRaftka(t, c, "", "-o", "json", "topic", "describe", "orders")), &described); err != nil ||
 		len(described[0].Partitions) != 4 || described[0].Configs["retention.bytes"] != "1048576" || described[0].Configs["retention.ms"] != "" {
@@ -426,6 +438,30 @@ func TestHelp(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Every command that runs has a summary, a description and an example,
+// and every flag a description.
+func TestEveryCommandHasHelp(t *testing.T) {
+	root, _ := newRoot(&env{})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if !c.Runnable() || c.HasSubCommands() || c.Name() == "help" || strings.HasPrefix(c.CommandPath(), "raftka completion") {
+			return
+		}
+		if c.Short == "" || c.Long == "" || c.Example == "" {
+			t.Errorf("%s: summary %q, description %q, example %q", c.CommandPath(), c.Short, c.Long, c.Example)
+		}
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Usage == "" {
+				t.Errorf("%s --%s has no description", c.CommandPath(), f.Name)
+			}
+		})
+	}
+	walk(root)
 }
 
 // verify against real brokers: its own numbered run reads back every
@@ -741,6 +777,11 @@ func TestClusterAdminCommands(t *testing.T) {
 	}
 	if code, _, _ := raftka(t, c, "", "cluster", "elect-leaders", "--type", "unclean"); code != exitUsage {
 		t.Errorf("an unclean election of every partition: exit %d, want %d", code, exitUsage)
+	}
+	// A partition that has a leader is not recovered, and the report says so.
+	if code, out, _ := raftka(t, c, "", "cluster", "elect-leaders", "--type", "unclean", "--topic", "admin", "--partition", "0"); code != 0 ||
+		!regexp.MustCompile(`admin\s+0\s+not needed: \S`).MatchString(out) || strings.Contains(out, "preferred") {
+		t.Errorf("an unclean election of a healthy partition: exit %d, %q", code, out)
 	}
 
 	// A plan onto broker 2 alone, executed and followed to the end.

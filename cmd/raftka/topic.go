@@ -317,7 +317,7 @@ func topicAlterConfig(fs *pflag.FlagSet) runFunc {
 				return refused(r.Err, r.ErrMessage)
 			}
 		}
-		return e.report(map[string]any{"topic": names[0], "altered": alter}, "altered %d configs of topic %s", len(alter), names[0])
+		return e.report(map[string]any{"topic": names[0], "set": sets, "deleted": deletes}, "altered %d configs of topic %s", len(alter), names[0])
 	}
 }
 
