@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/internal/brokerclient"
 )
@@ -247,21 +248,27 @@ func brokerID(arg string) (int32, error) {
 	return int32(id), nil
 }
 
-// clusterUnregister forgets a broker that left for good.
-func clusterUnregister(ctx context.Context, e *env, args []string) error {
-	id, err := brokerID(args[0])
-	if err != nil {
-		return err
+// brokerCall is one request about one broker, named by the command's
+// argument: what unregister and the voter changes send.
+type brokerCall func(ctx context.Context, r kmsg.Requestor, id int32) error
+
+// onBroker runs call for the broker args[0] names and reports done.
+func onBroker(call brokerCall, done string) runFunc {
+	return func(ctx context.Context, e *env, args []string) error {
+		id, err := brokerID(args[0])
+		if err != nil {
+			return err
+		}
+		cl, err := e.client(ctx)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		if err := call(ctx, cl, id); err != nil {
+			return err
+		}
+		return e.report(map[string]any{"broker": id, "done": fmt.Sprintf(done, id)}, done, id)
 	}
-	cl, err := e.client(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	if err := brokerclient.Unregister(ctx, cl, id); err != nil {
-		return err
-	}
-	return e.report(map[string]any{"unregistered": id}, "unregistered broker %d", id)
 }
 
 // clusterQuorum shows the metadata group's leader, voters and observers
@@ -281,29 +288,6 @@ func clusterQuorum(ctx context.Context, e *env, _ []string) error {
 	}
 	return printTable(e.out, []string{"LEADER", "VOTERS", "OBSERVERS"},
 		[][]string{{strconv.Itoa(int(q.Leader)), joinNumbers(q.Voters), joinNumbers(q.Observers)}})
-}
-
-// clusterQuorumChange makes a broker a metadata voter, or takes it out.
-func clusterQuorumChange(add bool) runFunc {
-	return func(ctx context.Context, e *env, args []string) error {
-		id, err := brokerID(args[0])
-		if err != nil {
-			return err
-		}
-		cl, err := e.client(ctx)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		change, verb := brokerclient.RemoveVoter, "removed broker %d from the metadata voters"
-		if add {
-			change, verb = brokerclient.AddVoter, "added broker %d to the metadata voters"
-		}
-		if err := change(ctx, cl, id); err != nil {
-			return err
-		}
-		return e.report(map[string]any{"broker": id, "voter": add}, verb, id)
-	}
 }
 
 // clusterBrokerConfigs shows broker configs: one broker's, or with no id

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/raftka/raftka/internal/brokerclient"
 	"github.com/raftka/raftka/internal/clientsecurity"
 )
 
@@ -121,12 +122,12 @@ var specs = []spec{
 		example: "  raftka cluster elect-leaders\n  raftka cluster elect-leaders --type unclean --topic orders --partition 3", build: clusterElectLeaders},
 	{path: "cluster log-dirs", nargs: cobra.NoArgs, short: "Show where each broker keeps each partition, and its size", example: "  raftka cluster log-dirs --topic orders", build: clusterLogDirs},
 	{path: "cluster unregister", args: "BROKER", nargs: oneArg("name one broker id"), short: "Forget a broker that left the cluster for good",
-		long: "Forget a broker that left the cluster for good (UnregisterBroker). It must be stopped and hold no partition replica: move them first (cluster reassign).", example: "  raftka cluster unregister 4", build: noFlags(clusterUnregister)},
+		long: "Forget a broker that left the cluster for good (UnregisterBroker). It must be stopped and hold no partition replica: move them first (cluster reassign).", example: "  raftka cluster unregister 4", build: noFlags(onBroker(brokerclient.Unregister, "unregistered broker %d"))},
 	{path: "cluster quorum describe", nargs: cobra.NoArgs, short: "Show the metadata group's leader, voters and observers", example: "  raftka cluster quorum describe", build: noFlags(clusterQuorum)},
 	{path: "cluster quorum add-voter", args: "BROKER", nargs: oneArg("name one broker id"), short: "Make a running broker a voter of the metadata group",
-		example: "  raftka cluster quorum add-voter 3", build: noFlags(clusterQuorumChange(true))},
+		example: "  raftka cluster quorum add-voter 3", build: noFlags(onBroker(brokerclient.AddVoter, "added broker %d to the metadata voters"))},
 	{path: "cluster quorum remove-voter", args: "BROKER", nargs: oneArg("name one broker id"), short: "Take a broker out of the metadata group's voters",
-		example: "  raftka cluster quorum remove-voter 3", build: noFlags(clusterQuorumChange(false))},
+		example: "  raftka cluster quorum remove-voter 3", build: noFlags(onBroker(brokerclient.RemoveVoter, "removed broker %d from the metadata voters"))},
 	{path: "cluster broker-config describe", args: "[BROKER...]", short: "Show broker configs: of the brokers named, or those set for every broker",
 		example: "  raftka cluster broker-config describe 0", build: noFlags(clusterBrokerConfigs)},
 	{path: "cluster broker-config alter", args: "[BROKER...]", short: "Set or delete broker configs (the replication throttles): of the brokers named, or of every broker",
