@@ -31,7 +31,10 @@ func handleTxnOffsetCommit(srv *Server, r *request) (kmsg.Response, error) {
 	}
 	now := time.Now().UnixMilli()
 	commit := &meta.TxnCommitOffsets{ID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch, Group: req.Group,
-		Offsets: map[string]map[int32]meta.GroupOffset{}, AddGroup: req.Version >= 5 && srv.transactionVersion() >= 2, NowMs: now}
+		Offsets: map[string]map[int32]meta.GroupOffset{}, AddGroup: req.Version >= 5 && srv.transactionVersion() >= 2}
+	if commit.AddGroup {
+		commit.NowMs = now // only the transaction it may begin reads it
+	}
 	codes := map[string]map[int32]int16{}
 	for _, t := range req.Topics {
 		codes[t.Topic] = map[int32]int16{}
