@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
@@ -505,6 +506,10 @@ func (s *State) TxnHolds(id string, producerID int64, epoch int16, topic string,
 	return nil
 }
 
+// ErrEpochAhead is TxnWrite's answer to an epoch newer than the replica
+// knows: the coordinator gave it, and the replica lags.
+var ErrEpochAhead = fmt.Errorf("%w: newer than this replica applied", kerr.InvalidProducerEpoch)
+
 // TxnWrite is what a partition leader learns of a transactional batch
 // from the coordinator's state: the sequence number of the transaction it
 // belongs to, or why it is refused.
@@ -515,9 +520,10 @@ func (s *State) TxnWrite(producerID int64, epoch int16, topic string, partition 
 	}
 	t := s.transactions[id]
 	switch {
-	case epoch != t.Epoch:
-		// Older: fenced. Newer: this replica lags the coordinator.
-		return 0, kerr.InvalidProducerEpoch
+	case epoch > t.Epoch:
+		return 0, ErrEpochAhead
+	case epoch < t.Epoch:
+		return 0, kerr.InvalidProducerEpoch // fenced
 	case !t.Open():
 		return 0, kerr.InvalidTxnState
 	}

@@ -132,8 +132,14 @@ func TestInitFencesAndAbortsTheOpenTransaction(t *testing.T) {
 	if e := s.EndingTransactions(); len(e) != 1 || e[0].Commit || e[0].Epoch != 1 {
 		t.Fatalf("the abort's markers: %+v, want an abort at epoch 1", e)
 	}
-	if _, err := s.TxnWrite(1000, 0, "out", 0); !errors.Is(err, kerr.InvalidProducerEpoch) {
-		t.Fatalf("a fenced producer's write: %v", err)
+	if _, err := s.TxnWrite(1000, 0, "out", 0); !errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, ErrEpochAhead) {
+		t.Fatalf("a fenced producer's write: %v, want INVALID_PRODUCER_EPOCH, not an epoch ahead", err)
+	}
+	// An epoch past the replica's: the replica lags, and a partition
+	// leader may propose the add at once (Produce v12); answered to a
+	// client, it is still INVALID_PRODUCER_EPOCH.
+	if _, err := s.TxnWrite(1000, 2, "out", 0); !errors.Is(err, ErrEpochAhead) || !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("a write at an epoch this replica has not applied: %v", err)
 	}
 	runTxnSteps(t, s, []txnStep{
 		{name: "aborted", cmd: written(1, "out", 0), state: TxnCompleteAbort},

@@ -24,7 +24,8 @@ const txnBarrierTimeout = 5 * time.Second
 // once the metadata group committed it; this broker's replica may not
 // have applied it yet, so a refusal first waits for a read barrier.
 // Produce v12 under transaction.version 2 (KIP-890 part 2) adds the
-// partition to the transaction itself, beginning it if none is open.
+// partition to the transaction itself, beginning it if none is open; the
+// add needs no barrier.
 func (srv *Server) txnSeq(r *request, req *kmsg.ProduceRequest, topic string, index int32, batches [][]byte) (int64, *kerr.Error) {
 	if err := r.onTxn(srv, *req.TransactionID); err != nil {
 		return 0, err
@@ -40,17 +41,30 @@ func (srv *Server) txnSeq(r *request, req *kmsg.ProduceRequest, topic string, in
 		return seq, err
 	}
 	seq, err := check()
-	if err != nil {
+	implicit := req.Version >= 12 && srv.transactionVersion() >= 2
+	switch {
+	case implicit && (errors.Is(err, kerr.InvalidTxnState) || errors.Is(err, meta.ErrEpochAhead)):
+		// The add is proposed at once, with no read barrier before or
+		// after: the metadata group decides it after everything committed
+		// before it (an epoch this replica has not applied yet too), and
+		// the proposal returns once this replica applied it. Two barriers
+		// per partition were most of a small transaction's time
+		// (docs/benchmarks.md, "Transactions").
+		aerr := srv.addImplicitly(*req.TransactionID, pid, epoch, topic, index)
+		if seq, err = check(); aerr != nil && errors.Is(err, kerr.InvalidTxnState) {
+			return 0, aerr
+		}
+	case err != nil:
 		if berr := srv.metaBarrier(); berr != nil {
 			return 0, berr
 		}
 		seq, err = check()
-	}
-	if errors.Is(err, kerr.InvalidTxnState) && req.Version >= 12 && srv.transactionVersion() >= 2 {
-		if aerr := srv.addImplicitly(*req.TransactionID, pid, epoch, topic, index); aerr != nil {
-			return 0, aerr
+		if errors.Is(err, kerr.InvalidTxnState) && implicit {
+			if aerr := srv.addImplicitly(*req.TransactionID, pid, epoch, topic, index); aerr != nil {
+				return 0, aerr
+			}
+			seq, err = check()
 		}
-		seq, err = check()
 	}
 	var ke *kerr.Error
 	if err != nil && errors.As(err, &ke) {
@@ -109,8 +123,9 @@ func (bs *barriers) wait(run func() *kerr.Error) *kerr.Error {
 }
 
 // addImplicitly adds a partition to the producer's transaction for a
-// Produce v12, as the coordinator's AddPartitionsToTxn would, and waits
-// for this broker's replica to apply it.
+// Produce v12, as the coordinator's AddPartitionsToTxn would. The
+// proposal returns once this broker's replica applied it, so the
+// replica's state then holds the add and everything before it.
 func (srv *Server) addImplicitly(id string, pid int64, epoch int16, topic string, index int32) *kerr.Error {
 	cmd := &meta.Command{AddToTxn: &meta.AddToTxn{ID: id, ProducerID: pid, Epoch: epoch,
 		Partitions: map[string][]int32{topic: {index}}, NowMs: time.Now().UnixMilli()}}
@@ -127,8 +142,5 @@ func (srv *Server) addImplicitly(id string, pid int64, epoch int16, topic string
 		}
 		return out, nil
 	})
-	if err != nil {
-		return err
-	}
-	return srv.metaBarrier()
+	return err
 }

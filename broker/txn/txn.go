@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/raftka/raftka/broker/internal/wait"
@@ -97,32 +98,59 @@ func markersToWrite(d Deps) (todo []pendingMarker, gone []meta.WrittenMarker) {
 	return todo, gone
 }
 
-// writeMarkers writes each pending marker through its partition's Raft
-// group, then reports the ones written in one metadata command. A marker
-// written twice (a report lost, a leader changed) is recognised by the
-// partition and answered as the first.
+// writeMarkers writes the pending markers through their partitions' Raft
+// groups, all at once, then reports the ones written in one metadata
+// command. Written one after another, a pass took a partition commit per
+// marker, and every transaction that ended meanwhile waited for the next
+// pass: the producers' next transactions waited on it (docs/benchmarks.md,
+// "Transactions"). A marker written twice (a report lost, a leader
+// changed) is recognised by the partition and answered as the first.
 func writeMarkers(ctx context.Context, d Deps) {
 	todo, written := markersToWrite(d)
+	var (
+		mu      sync.Mutex
+		writers sync.WaitGroup
+		slots   = make(chan struct{}, maxMarkerWrites)
+	)
 	for _, m := range todo {
-		batch := partition.MarkerBatch(m.txn.ProducerID, m.txn.Epoch, m.txn.Seq, m.txn.Commit, 0, d.Now().UnixMilli())
-		pctx, cancel := context.WithTimeout(ctx, proposeTimeout)
-		res, err := d.Partitions.Propose(pctx, m.shard, partition.WriteMarkerCommand(d.Partitions.Term(m.shard), batch))
-		cancel()
-		if err == nil {
-			err = res.Err
-		}
-		if err != nil {
-			d.Log.Debug("transaction marker not written, tried again", "transactional_id", m.txn.ID, "topic", m.topic, "partition", m.index, "err", err)
-			continue
-		}
-		written = append(written, meta.WrittenMarker{ID: m.txn.ID, Seq: m.txn.Seq, Topic: m.topic, Partition: m.index})
+		slots <- struct{}{}
+		writers.Go(func() {
+			defer func() { <-slots }()
+			if writeMarker(ctx, d, m) {
+				mu.Lock()
+				written = append(written, meta.WrittenMarker{ID: m.txn.ID, Seq: m.txn.Seq, Topic: m.topic, Partition: m.index})
+				mu.Unlock()
+			}
+		})
 	}
+	writers.Wait()
 	if len(written) == 0 {
 		return
 	}
 	if _, err := propose(ctx, d, &meta.Command{MarkersWritten: &meta.MarkersWritten{Markers: written}}); err != nil {
 		d.Log.Debug("transaction markers not reported, tried again", "markers", len(written), "err", err)
 	}
+}
+
+// maxMarkerWrites bounds the proposals of one pass in flight: after a
+// coordinator's failover, thousands of markers may be pending.
+const maxMarkerWrites = 256
+
+// writeMarker writes one marker through its partition's group; false if
+// it was not, to be tried again on a later pass.
+func writeMarker(ctx context.Context, d Deps, m pendingMarker) bool {
+	batch := partition.MarkerBatch(m.txn.ProducerID, m.txn.Epoch, m.txn.Seq, m.txn.Commit, 0, d.Now().UnixMilli())
+	ctx, cancel := context.WithTimeout(ctx, proposeTimeout)
+	defer cancel()
+	res, err := d.Partitions.Propose(ctx, m.shard, partition.WriteMarkerCommand(d.Partitions.Term(m.shard), batch))
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		d.Log.Debug("transaction marker not written, tried again", "transactional_id", m.txn.ID, "topic", m.topic, "partition", m.index, "err", err)
+		return false
+	}
+	return true
 }
 
 // abortTimedOut proposes the abort of every transaction open for its

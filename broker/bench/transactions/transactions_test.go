@@ -38,10 +38,11 @@ const notes = `### Reproduce
 - Consume: what the produce turns wrote (half of it in transactions, so a marker per
   partition every 1,000 records), read from the start by a new client, read_uncommitted and
   read_committed alternating three times.
-- Small rounds: 16 producers each write 10 records and wait for them, as a flush, or as a
-  transaction (begin, produce, commit): how many transactions the coordinator, the metadata
-  group's leader, takes (each is at least three metadata entries: its partitions, its end,
-  its markers).
+- Small rounds: 16, then 48, producers each write 10 records and wait for them, as a flush,
+  or as a transaction (begin, produce, commit): how many transactions the coordinator, the
+  metadata group's leader, takes (each is at least three metadata entries: its partitions,
+  its end, its markers). A rate that grows with the producers is bound by the round trips
+  of each transaction, not by the metadata group.
 - Latency at one in flight: 500 rounds each of one idempotent record acknowledged, and of one
   transaction of one record (produce, then EndTxn, which returns once the commit is decided;
   the markers follow). The EndTxn row is its own share.`
@@ -76,12 +77,16 @@ func BenchmarkTransactions(b *testing.B) {
 	}
 	row("consume from the start, records/s", uncommitted, committed, benchreport.Thousands)
 
-	var batches, txns float64
-	for turn := range 3 {
-		batches += smallRate(b, c, value, "", d) / 3
-		txns += smallRate(b, c, value, fmt.Sprintf("bench-small-%d", turn), d) / 3
+	// 16 and 48 producers: whether transactions/s grows with them tells a
+	// coordinator that is busy from one whose rounds wait.
+	for _, producers := range []int{16, 48} {
+		var batches, txns float64
+		for turn := range 3 {
+			batches += smallRate(b, c, producers, value, "", d) / 3
+			txns += smallRate(b, c, producers, value, fmt.Sprintf("bench-small-%d-%d", producers, turn), d) / 3
+		}
+		row(fmt.Sprintf("%d producers, 10 records at a time: flushes/s, transactions/s", producers), batches, txns, benchreport.Thousands)
 	}
-	row("16 producers, 10 records at a time: flushes/s, transactions/s", batches, txns, benchreport.Thousands)
 
 	produce, whole, end := latencies(b, c, value)
 	for _, q := range []struct {
@@ -155,16 +160,16 @@ func produceRate(b *testing.B, c *brokertest.Cluster, value []byte, txnID string
 	return float64(n) / elapsed.Seconds()
 }
 
-// smallRate runs 16 producers that each write 10 records and wait for
+// smallRate runs producers that each write 10 records and wait for
 // them, as a flush or as a transaction (txnPrefix set), for d, and returns
 // how many such rounds they made per second: how much the coordinator
 // (the metadata group, docs/design/transactions.md) takes.
-func smallRate(b *testing.B, c *brokertest.Cluster, value []byte, txnPrefix string, d time.Duration) float64 {
+func smallRate(b *testing.B, c *brokertest.Cluster, n int, value []byte, txnPrefix string, d time.Duration) float64 {
 	var rounds atomic.Int64
 	var failed firstError
 	deadline := time.Now().Add(d)
 	var producers sync.WaitGroup
-	for i := range 16 {
+	for i := range n {
 		opts := []kgo.Opt{kgo.DefaultProduceTopic("bench"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0)}
 		if txnPrefix != "" {
 			opts = append(opts, kgo.TransactionalID(fmt.Sprintf("%s-%d", txnPrefix, i)), kgo.TransactionTimeout(time.Minute))
