@@ -99,3 +99,13 @@ func Thousands(n float64) string {
 	}
 	return s
 }
+
+// Seconds is the whole number of seconds the environment variable env
+// sets, or otherwise when it is unset, not a number or not positive: how
+// long a suite measures each turn.
+func Seconds(env string, otherwise time.Duration) time.Duration {
+	if s, err := strconv.Atoi(os.Getenv(env)); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return otherwise
+}

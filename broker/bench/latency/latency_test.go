@@ -73,13 +73,6 @@ func measuredLoads() []int {
 	return loads
 }
 
-func measureFor() time.Duration {
-	if s, err := strconv.Atoi(os.Getenv("RAFTKA_BENCH_LATENCY_SECONDS")); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	return 8 * time.Second
-}
-
 // value is a 1 KiB incompressible record.
 func value() []byte {
 	v := make([]byte, 1024)
@@ -137,7 +130,7 @@ func BenchmarkLatencyVersusLoad(b *testing.B) {
 		disk = diskAlone(b, b.TempDir())
 	}
 
-	warm, measure := 2*time.Second, measureFor()
+	warm, measure := 2*time.Second, benchreport.Seconds("RAFTKA_BENCH_LATENCY_SECONDS", 8*time.Second)
 	report.SetColumns("in flight", "Raftka", "Raftka, keyed", "NATS JetStream R3 ("+nats.version+")", "kfake", "kfake, keyed", "the disk alone, 1 in flight",
 		"Raftka keyed / unkeyed: rate, p99", "Raftka / NATS: rate, p99 (unkeyed; keyed)", "Raftka's stages, mean ms (p99 at most)", "Raftka's stages, keyed")
 	for _, n := range loads {

@@ -40,14 +40,6 @@ const notes = `### Reproduce
   brokers replicate over PLAINTEXT in both (brokers do not speak TLS to each other yet), so
   the ratio is the cost on the client's connections: TLS and the authentication at connect.`
 
-func seconds() time.Duration {
-	var s int
-	if _, err := fmt.Sscan(os.Getenv("RAFTKA_BENCH_SECURITY_SECONDS"), &s); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	return 6 * time.Second
-}
-
 // rate produces for d after a warm-up with inFlight records outstanding
 // and returns the acknowledged records per second.
 func rate(b *testing.B, opts []kgo.Opt, inFlight int, d time.Duration) float64 {
@@ -115,7 +107,7 @@ func BenchmarkProduceOverSASLSSL(b *testing.B) {
 	plaintext := []kgo.Opt{kgo.SeedBrokers(c.AllAddrs()...)}
 	sasl := []kgo.Opt{kgo.SeedBrokers(secure...), kgo.DialTLSConfig(&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}),
 		kgo.SASL(scram.Auth{User: "bench", Pass: "bench-secret"}.AsSha512Mechanism())}
-	d := seconds()
+	d := benchreport.Seconds("RAFTKA_BENCH_SECURITY_SECONDS", 6*time.Second)
 	for _, inFlight := range []int{64, 1024} {
 		var plain, secured float64
 		for turn := 0; turn < 3; turn++ {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -47,14 +46,6 @@ const notes = `### Reproduce
   transaction of one record (produce, then EndTxn, which returns once the commit is decided;
   the markers follow). The EndTxn row is its own share.`
 
-func seconds() time.Duration {
-	var s int
-	if _, err := fmt.Sscan(os.Getenv("RAFTKA_BENCH_TXN_SECONDS"), &s); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	return 6 * time.Second
-}
-
 func BenchmarkTransactions(b *testing.B) {
 	c := brokertest.Start(b, brokertest.Options{Brokers: 3})
 	c.CreateTopic("bench", 6, 3, nil)
@@ -62,7 +53,7 @@ func BenchmarkTransactions(b *testing.B) {
 	if _, err := rand.Read(value); err != nil {
 		b.Fatal(err)
 	}
-	d := seconds()
+	d := benchreport.Seconds("RAFTKA_BENCH_TXN_SECONDS", 6*time.Second)
 	var plain, txn float64
 	for turn := range 3 {
 		plain += produceRate(b, c, value, "", d) / 3
