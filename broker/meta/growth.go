@@ -125,7 +125,8 @@ const (
 // Rule is the growth as the pure rules of package growth read it: its
 // releases lowered to what the partitions' leaders found delivered.
 func (g Growth) Rule() growth.Growth {
-	r := growth.Growth{Seq: g.Seq, From: g.From, To: g.To, Splits: g.Splits, Holds: g.Holds, Releases: g.Releases}
+	r := g.holdRule()
+	r.Splits, r.Releases = g.Splits, g.Releases
 	if g.Delivered != nil {
 		r.Releases = slices.Clone(g.Releases)
 		for p, end := range g.Delivered {
@@ -134,11 +135,18 @@ func (g Growth) Rule() growth.Growth {
 			}
 		}
 	}
-	if g.VisibleAt != 0 {
-		r.Visible = time.UnixMilli(g.VisibleAt)
-	}
 	if g.LastStaleAt != 0 {
 		r.LastStale = time.UnixMilli(g.LastStaleAt)
+	}
+	return r
+}
+
+// holdRule is as much of Rule as growth.Hold reads. Every consumer fetch
+// of a growing topic asks for it, so it copies nothing.
+func (g Growth) holdRule() growth.Growth {
+	r := growth.Growth{Seq: g.Seq, From: g.From, To: g.To, Holds: g.Holds}
+	if g.VisibleAt != 0 {
+		r.Visible = time.UnixMilli(g.VisibleAt)
 	}
 	return r
 }
@@ -191,7 +199,7 @@ func (t *Topic) HeldGrowth() int {
 func (t *Topic) Hold(index int32) (int64, bool) {
 	hold, held := int64(0), false
 	for _, g := range t.Growths {
-		if h, ok := growth.Hold(g.Rule(), index); ok && (!held || h < hold) {
+		if h, ok := growth.Hold(g.holdRule(), index); ok && (!held || h < hold) {
 			hold, held = h, true
 		}
 	}
