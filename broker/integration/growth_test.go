@@ -39,7 +39,7 @@ var followGrowth = []kgo.Opt{kgo.MetadataMaxAge(2 * time.Second), kgo.MetadataMi
 // writes, commit after processing, reset to latest and rebalance only
 // between polls.
 func franzGroup(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder) func() {
-	return franzConsumers(ctx, c, topic, check, kgo.NewOffset().AtEnd(), 4*time.Millisecond, 0)
+	return franzConsumers(ctx, t, c, topic, check, kgo.NewOffset().AtEnd(), 4*time.Millisecond, 0)
 }
 
 // franzGroupCommittingLate: a slower group, from the start of the log,
@@ -47,16 +47,16 @@ func franzGroup(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic 
 // its first large poll: the group has not committed when the topic first
 // grows, and is seconds behind.
 func franzGroupCommittingLate(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder) func() {
-	return franzConsumers(ctx, c, topic, check, kgo.NewOffset().AtStart(), 8*time.Millisecond, 15*time.Second)
+	return franzConsumers(ctx, t, c, topic, check, kgo.NewOffset().AtStart(), 8*time.Millisecond, 15*time.Second)
 }
 
 // franzConsumers runs two consumers of group groupOf(topic), taking perRecord
 // to process a record and marking what they processed for commit once
 // firstCommit has passed; opts are added to theirs.
-func franzConsumers(ctx context.Context, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder, reset kgo.Offset, perRecord, firstCommit time.Duration, opts ...kgo.Opt) func() {
+func franzConsumers(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder, reset kgo.Offset, perRecord, firstCommit time.Duration, opts ...kgo.Opt) func() {
 	var consumers sync.WaitGroup
 	commitFrom := time.Now().Add(firstCommit)
-	for range 2 {
+	for i := range 2 {
 		cl := c.Client(append(append(slices.Clone(followGrowth), kgo.ConsumerGroup(groupOf(topic)), kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(reset), kgo.AutoCommitMarks(), kgo.BlockRebalanceOnPoll(),
 			kgo.AutoCommitInterval(500*time.Millisecond)), opts...)...)
@@ -80,6 +80,10 @@ func franzConsumers(ctx context.Context, c *brokertest.Cluster, topic string, ch
 				}
 				cl.AllowRebalance()
 			}
+			// Where it stood, for a run that stalled (the test's log shows
+			// it only then, or with -v).
+			t.Logf("consumer %d of %s: committed %v; marked, not committed %v; unmarked %d", i, groupOf(topic),
+				cl.CommittedOffsets()[topic], cl.MarkedOffsets()[topic], len(unmarked))
 		})
 	}
 	return consumers.Wait
@@ -254,7 +258,7 @@ func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, s scenario) brokertest.
 				break
 			}
 		}
-		logGroupProgress(t, c, adm, topic)
+		logGroupProgress(t, c, topic)
 	}
 	return check.Report()
 }
@@ -331,7 +335,7 @@ func TestOrderedGrowthSurvivesACrashedMetadataLeader(t *testing.T) {
 	// (once in CI, and in about one run of six beside a busy machine)
 	// is then told apart as the group's or the brokers'.
 	logged := func(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder) func() {
-		return franzConsumers(ctx, c, topic, check, kgo.NewOffset().AtEnd(), 4*time.Millisecond, 0, kgo.WithLogger(newConsumerLog(t)))
+		return franzConsumers(ctx, t, c, topic, check, kgo.NewOffset().AtEnd(), 4*time.Millisecond, 0, kgo.WithLogger(newConsumerLog(t)))
 	}
 	run := runKeyedGrowth(t, c, scenario{topic: "crashed", configs: quick, group: logged, afterGrowth: crash})
 	t.Logf("ordered growth with crashes: %d records acknowledged, %d of them from new partitions, %d reordered, %d never processed", run.Acked, run.Grown, run.Reordered, run.Missing)
@@ -507,7 +511,8 @@ func groupOf(topic string) string { return "g-" + topic }
 // each partition's end and leader, the group's members, and what a fetch
 // from each stalled commit gets, so that a stall in CI says whether the
 // group stopped committing or stopped fetching, and why.
-func logGroupProgress(t *testing.T, c *brokertest.Cluster, adm *kadm.Client, topic string) {
+func logGroupProgress(t *testing.T, c *brokertest.Cluster, topic string) {
+	adm := c.Admin() // a client of its own: the run's may still name a dead coordinator
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	group := groupOf(topic)

@@ -701,7 +701,7 @@ func TestOrderedGrowthDuringOpenTransactions(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
 	aborted := map[string][]int{}
 	readCommitted := func(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder) func() {
-		return franzConsumers(ctx, c, topic, check, kgo.NewOffset().AtEnd(), 4*time.Millisecond, 0, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		return franzConsumers(ctx, t, c, topic, check, kgo.NewOffset().AtEnd(), 4*time.Millisecond, 0, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	check := brokertest.NewKeyOrder(4)
 	got := runKeyedGrowth(t, c, scenario{topic: "txn-growth", configs: map[string]*string{"raftka.growth.quiet.ms": kmsg.StringPtr("2000")},
