@@ -255,7 +255,6 @@ func runKeyedGrowth(t *testing.T, c *brokertest.Cluster, s scenario) brokertest.
 			if c.Running(i) {
 				_, growths := c.Get(i, "/growth?topic="+topic)
 				t.Logf("%s: the growths, as broker %d has them: %s", topic, i, growths)
-				break
 			}
 		}
 		logGroupProgress(t, c, topic)
@@ -512,11 +511,23 @@ func groupOf(topic string) string { return "g-" + topic }
 // from each stalled commit gets, so that a stall in CI says whether the
 // group stopped committing or stopped fetching, and why.
 func logGroupProgress(t *testing.T, c *brokertest.Cluster, topic string) {
-	adm := c.Admin() // a client of its own: the run's may still name a dead coordinator
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A client of its own, seeded with the brokers still running: the
+	// run's may name a dead coordinator, and a dead seed fails a request.
+	var running []string
+	for i, b := range c.Brokers {
+		if c.Running(i) {
+			running = append(running, b.KafkaAddr)
+		}
+	}
+	adm := kadm.NewClient(c.Client(kgo.SeedBrokers(running...)))
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	group := groupOf(topic)
 	committed, err := adm.FetchOffsets(ctx, group)
+	for try := 0; err != nil && try < 5 && ctx.Err() == nil; try++ {
+		time.Sleep(time.Second)
+		committed, err = adm.FetchOffsets(ctx, group)
+	}
 	ends, endErr := adm.ListEndOffsets(ctx, topic)
 	t.Logf("%s: committed %v (err %v); ends %v (err %v)", group, committed.Offsets().KOffsets(), err, ends.Offsets().KOffsets(), endErr)
 	if described, err := adm.DescribeGroups(ctx, group); err == nil {
