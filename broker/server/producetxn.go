@@ -42,16 +42,23 @@ func (srv *Server) txnSeq(r *request, req *kmsg.ProduceRequest, topic string, in
 	}
 	seq, err := check()
 	implicit := req.Version >= 12 && srv.transactionVersion() >= 2
+	// addable: what an add decides, the partition not in the transaction
+	// or an epoch this replica has not applied yet.
+	addable := func(err error) bool {
+		return errors.Is(err, kerr.InvalidTxnState) || errors.Is(err, meta.ErrEpochAhead)
+	}
 	switch {
-	case implicit && (errors.Is(err, kerr.InvalidTxnState) || errors.Is(err, meta.ErrEpochAhead)):
+	case implicit && addable(err):
 		// The add is proposed at once, with no read barrier before or
 		// after: the metadata group decides it after everything committed
 		// before it (an epoch this replica has not applied yet too), and
 		// the proposal returns once this replica applied it. Two barriers
 		// per partition were most of a small transaction's time
-		// (docs/benchmarks.md, "Transactions").
+		// (docs/benchmarks.md, "Transactions"). An add that failed (no
+		// metadata quorum, say) may have left the replica where it was:
+		// its error, retriable, answers then, not the check's.
 		aerr := srv.addImplicitly(*req.TransactionID, pid, epoch, topic, index)
-		if seq, err = check(); aerr != nil && errors.Is(err, kerr.InvalidTxnState) {
+		if seq, err = check(); aerr != nil && addable(err) {
 			return 0, aerr
 		}
 	case err != nil:
