@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -20,14 +21,25 @@ import (
 // describe --status does, for the voters and observers.
 func metadataQuorum(ctx context.Context, t *testing.T, c *brokertest.Cluster) (voters, observers []int32) {
 	t.Helper()
+	voters, observers, err := readQuorum(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return voters, observers
+}
+
+// readQuorum is metadataQuorum's answer, or why there is none: the
+// metadata group may be electing (REQUEST_TIMED_OUT), or name a leader
+// that is not a voter.
+func readQuorum(ctx context.Context, c *brokertest.Cluster) (voters, observers []int32, err error) {
 	q, err := brokerclient.ReadQuorum(ctx, c.Client())
 	if err != nil {
-		t.Fatalf("DescribeQuorum: %v", err)
+		return nil, nil, fmt.Errorf("DescribeQuorum: %w", err)
 	}
 	if q.Leader < 0 || !slices.Contains(q.Voters, q.Leader) {
-		t.Fatalf("DescribeQuorum: leader %d is not among the voters %v", q.Leader, q.Voters)
+		return nil, nil, fmt.Errorf("DescribeQuorum: leader %d is not among the voters %v", q.Leader, q.Voters)
 	}
-	return q.Voters, q.Observers
+	return q.Voters, q.Observers, nil
 }
 
 // changeVoter sends AddRaftVoter or RemoveRaftVoter for a broker.
@@ -63,12 +75,14 @@ func waitQuorum(ctx context.Context, t *testing.T, c *brokertest.Cluster, want [
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		voters, _ := metadataQuorum(ctx, t, c)
-		if slices.Equal(voters, want) {
+		// A broker just restarted may find the group electing: asked
+		// again, as a client would (CI saw REQUEST_TIMED_OUT here once).
+		voters, _, err := readQuorum(ctx, c)
+		if err == nil && slices.Equal(voters, want) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("metadata voters %v, want %v", voters, want)
+			t.Fatalf("metadata voters %v (%v), want %v", voters, err, want)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
