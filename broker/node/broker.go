@@ -256,8 +256,12 @@ func (b *Broker) expertConfig() dbconfig.ExpertConfig {
 func (b *Broker) openFrontDoor() error {
 	c := b.cfg
 	throttled := func(key string) { b.metrics.throttled.WithLabelValues(key).Inc() }
+	catchUp := func(ctx context.Context) error {
+		_, err := b.nh.SyncRead(ctx, meta.MetadataShard, nil)
+		return err
+	}
 	deps := server.Deps{Meta: b.meta, Replicas: b.replicas, Groups: b.groups, Liveness: b.liveness,
-		Auth: security.NewAuthenticator(c.SASL, b.meta), Authz: security.NewAuthorizer(c.Authorizer, b.meta),
+		Auth: security.NewAuthenticator(c.SASL, b.meta, catchUp), Authz: security.NewAuthorizer(c.Authorizer, b.meta),
 		Quotas: security.NewQuotas(b.meta, c.QuotaWindowing, throttled), Raft: b.nh, Quorum: b.quorum(),
 		Propose: b.proposeMeta, MetaLeader: b.metaLeader, Metrics: b.metrics, Log: b.log}
 	front, err := server.Listen(b.ctx, b.frontDoorConfig(), deps)

@@ -2,6 +2,7 @@ package security
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
@@ -55,17 +56,41 @@ type Credentials interface {
 type Authenticator struct {
 	cfg   SASLConfig
 	creds Credentials
+	// catchUp waits until this broker's metadata has applied what the
+	// metadata group committed before the call; nil where the
+	// credentials are not replicated (tests).
+	catchUp func(context.Context) error
 	// decoyKey derives the salt of a made-up credential for a user that
 	// has none, so that an exchange for an unknown user runs as one for a
 	// known user with a wrong password and fails at the same step.
 	decoyKey []byte
 }
 
-// NewAuthenticator checks exchanges with cfg against creds.
-func NewAuthenticator(cfg SASLConfig, creds Credentials) *Authenticator {
+// NewAuthenticator checks exchanges with cfg against creds, after
+// catchUp (nil for none) brought them up to date.
+func NewAuthenticator(cfg SASLConfig, creds Credentials, catchUp func(context.Context) error) *Authenticator {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	return &Authenticator{cfg: cfg, creds: creds, decoyKey: key}
+	return &Authenticator{cfg: cfg, creds: creds, catchUp: catchUp, decoyKey: key}
+}
+
+// catchUpWait bounds how long an exchange waits for the metadata to catch
+// up: without a metadata quorum it goes on with what this broker has.
+const catchUpWait = 2 * time.Second
+
+// catchUpCredentials brings this broker's credentials up to what the
+// metadata group acknowledged before the exchange began: a user created
+// (or a password changed) through any broker can log in at once through
+// every broker, as a client that creates a user and then connects
+// expects. Every exchange waits alike, known user or not, so the wait
+// tells no one which users exist.
+func (a *Authenticator) catchUpCredentials() {
+	if a.catchUp == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), catchUpWait)
+	defer cancel()
+	_ = a.catchUp(ctx)
 }
 
 // Mechanisms are the SASL mechanisms a listener offers.
@@ -160,6 +185,7 @@ func (s *Session) Begin(mechanism string, raw bool) error {
 	if s.mechanism != "" {
 		return fmt.Errorf("a %s exchange is in progress", s.mechanism)
 	}
+	s.auth.catchUpCredentials()
 	if h, ok := scramHash(mechanism); ok {
 		s.scram = &scramExchange{hash: h, lookup: func(user string) meta.ScramCredential {
 			cred, _ := s.auth.credential(mechanism, user)

@@ -1,6 +1,7 @@
 package security
 
 import (
+	"context"
 	"crypto/pbkdf2"
 	"crypto/sha256"
 	"crypto/sha512"
@@ -42,7 +43,7 @@ func authWithUser(t testing.TB, cfg SASLConfig) *Authenticator {
 	if _, err := m.Update([]sm.Entry{{Index: 1, Cmd: (&meta.Command{AlterScramCredentials: alter}).Encode()}}); err != nil {
 		t.Fatal(err)
 	}
-	return NewAuthenticator(cfg, m)
+	return NewAuthenticator(cfg, m, nil)
 }
 
 func newTestSession(a *Authenticator) *Session {
@@ -236,4 +237,47 @@ func TestScramAcceptsLibrdkafkasNonce(t *testing.T) {
 	if s.principal != "alice" {
 		t.Fatalf("authenticated as %q", s.principal)
 	}
+}
+
+// TestExchangesCatchUpWithTheMetadata: a user that the metadata group
+// acknowledged, but this broker's replica has not applied yet, logs in,
+// because the exchange first catches up; without the catch-up (the
+// guarantee off) the same login is refused, as one was in CI when a client
+// connected right after AlterUserScramCredentials.
+func TestExchangesCatchUpWithTheMetadata(t *testing.T) {
+	behind := func() (*Authenticator, *int) {
+		applied := authWithUser(t, SASLConfig{}).creds // the committed state, with alice
+		lagging := meta.NewStateMachine()              // this broker's replica, before it
+		var current Credentials = lagging
+		catchUps := 0
+		a := NewAuthenticator(SASLConfig{}, credentialsFunc(func(user, mechanism string) (meta.ScramCredential, bool) {
+			return current.ScramCredential(user, mechanism)
+		}), func(context.Context) error { catchUps++; current = applied; return nil })
+		return a, &catchUps
+	}
+	for _, mechanism := range []string{meta.ScramSHA256, meta.ScramSHA512} {
+		a, catchUps := behind()
+		if step := scramLogin(t, newTestSession(a), mechanism, "alice", "wonderland"); step != 0 || *catchUps != 1 {
+			t.Fatalf("%s: refused at step %d after %d catch-ups", mechanism, step, *catchUps)
+		}
+		a, _ = behind()
+		a.catchUp = nil
+		if step := scramLogin(t, newTestSession(a), mechanism, "alice", "wonderland"); step != 2 {
+			t.Fatalf("%s: without the catch-up a lagging replica refused at step %d, want 2", mechanism, step)
+		}
+	}
+	a, catchUps := behind()
+	s := newTestSession(a)
+	if err := s.Begin(mechanismPlain, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, done, err := s.Step([]byte("\x00alice\x00wonderland"), time.Now()); !done || err != nil || *catchUps != 1 {
+		t.Fatalf("PLAIN on a lagging replica: done %v, %v, %d catch-ups", done, err, *catchUps)
+	}
+}
+
+type credentialsFunc func(user, mechanism string) (meta.ScramCredential, bool)
+
+func (f credentialsFunc) ScramCredential(user, mechanism string) (meta.ScramCredential, bool) {
+	return f(user, mechanism)
 }
