@@ -36,6 +36,9 @@ type Config struct {
 	Logger                *slog.Logger
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+	// Recorded is where a group not held here is looked up before it is
+	// made anew (load.go); nil for none.
+	Recorded RecordedMembership
 }
 
 // Coordinator holds the groups this broker coordinates.
@@ -338,13 +341,24 @@ func compatible(g *group, protocolType string, protocols []kmsg.JoinGroupRequest
 	return false
 }
 
+// groupFor is the group held here, else the recorded one (load), else a
+// new empty group if create, else nil.
 func (c *Coordinator) groupFor(id string, create bool) *group {
 	g := c.groups[id]
+	if g == nil {
+		g = c.load(id)
+	}
 	if g == nil && create {
-		g = &group{id: id, state: StateEmpty, members: map[string]*member{}, statics: map[string]string{}, pending: map[string]time.Time{}}
+		g = newGroup(id)
+	}
+	if g != nil {
 		c.groups[id] = g
 	}
 	return g
+}
+
+func newGroup(id string) *group {
+	return &group{id: id, state: StateEmpty, members: map[string]*member{}, statics: map[string]string{}, pending: map[string]time.Time{}}
 }
 
 func sameProtocols(a, b []kmsg.JoinGroupRequestProtocol) bool {

@@ -126,7 +126,7 @@ func (c *Coordinator) addMember(g *group, id, instanceID string) *member {
 // checkMember finds a member and applies generation and static-membership
 // fencing, Kafka's checks common to SyncGroup, Heartbeat and OffsetCommit.
 func (c *Coordinator) checkMember(groupID, memberID string, instanceID *string, generation int32) (*group, *member, *kerr.Error) {
-	g := c.groups[groupID]
+	g := c.groupFor(groupID, false)
 	if g == nil {
 		return nil, nil, kerr.UnknownMemberID
 	}
@@ -209,7 +209,7 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
 func (c *Coordinator) Leave(groupID string, members []kmsg.LeaveGroupRequestMember) (*kerr.Error, []*kerr.Error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[groupID]
+	g := c.groupFor(groupID, false)
 	if g == nil {
 		return kerr.UnknownMemberID, nil
 	}
@@ -244,7 +244,7 @@ func (c *Coordinator) Leave(groupID string, members []kmsg.LeaveGroupRequestMemb
 func (c *Coordinator) ValidateCommit(groupID, memberID string, instanceID *string, generation int32) *kerr.Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[groupID]
+	g := c.groupFor(groupID, false)
 	if generation < 0 {
 		if g != nil && len(g.members) > 0 {
 			return kerr.UnknownMemberID
@@ -280,7 +280,7 @@ type MemberDescription struct {
 func (c *Coordinator) Describe(groupID string) (Description, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[groupID]
+	g := c.groupFor(groupID, false)
 	if g == nil {
 		return Description{}, false
 	}
@@ -309,7 +309,7 @@ func (c *Coordinator) List() map[string][2]string {
 func (c *Coordinator) Delete(groupID string) *kerr.Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[groupID]
+	g := c.groupFor(groupID, false)
 	if g != nil && len(g.members) > 0 {
 		return kerr.NonEmptyGroup
 	}

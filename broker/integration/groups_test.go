@@ -220,3 +220,78 @@ func TestDeleteOffsets(t *testing.T) {
 		t.Fatalf("deleting offsets of an unknown group: %v, want GROUP_ID_NOT_FOUND", err)
 	}
 }
+
+// TestGroupMembershipSurvivesCoordinatorKill: after the coordinator is
+// SIGKILLed the next one knows the group as the old one left it, as
+// Kafka's loads it from __consumer_offsets: the members keep their ids,
+// generation and partitions, and none of them loses its assignment. A
+// coordinator that started from nothing answered UNKNOWN_MEMBER_ID, the
+// members rejoined as strangers at generation 1, and a cooperative
+// assignor then gave a partition to two members at once (issue 39).
+func TestGroupMembershipSurvivesCoordinatorKill(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("ledger", 4, 3, nil)
+	produceN(t, c, "ledger", 40)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	lost := 0
+	member := func() *kgo.Client {
+		return c.Client(kgo.ConsumerGroup("ledgers"), kgo.ConsumeTopics("ledger"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.HeartbeatInterval(500*time.Millisecond),
+			kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) { mu.Lock(); lost++; mu.Unlock() }))
+	}
+	members := []*kgo.Client{member(), member()}
+	for _, m := range members {
+		go func() {
+			for ctx.Err() == nil {
+				m.PollFetches(ctx)
+			}
+		}()
+	}
+	adm := c.Admin()
+	settled := func() (kadm.DescribedGroup, bool) {
+		d, err := adm.DescribeGroups(ctx, "ledgers")
+		g := d["ledgers"]
+		return g, err == nil && g.Err == nil && g.State == "Stable" && len(g.Members) == 2 && len(g.AssignedPartitions()["ledger"]) == 4
+	}
+	waitFor(t, time.Minute, "the group to settle", func() bool { _, ok := settled(); return ok })
+	before := map[string]int32{}
+	for _, m := range members {
+		id, gen := m.GroupMetadata()
+		before[id] = gen
+	}
+	// The coordinator records a settled group within half a second
+	// (package offsetstopic); give it that before the kill.
+	time.Sleep(2 * time.Second)
+	coord := adm.FindGroupCoordinators(ctx, "ledgers")["ledgers"]
+	if coord.Err != nil {
+		t.Fatal(coord.Err)
+	}
+	t.Logf("SIGKILL coordinator broker %d; members %v", coord.NodeID, before)
+	c.Kill(int(coord.NodeID))
+
+	// Long enough for the metadata group to elect and for each member to
+	// heartbeat the next coordinator several times.
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(time.Second)
+		fresh := kadm.NewClient(c.Client())
+		d, err := fresh.DescribeGroups(ctx, "ledgers")
+		fresh.Close()
+		if g := d["ledgers"]; err == nil && g.Err == nil {
+			t.Logf("next coordinator: %s, %d members", g.State, len(g.Members))
+		}
+	}
+	for _, m := range members {
+		id, gen := m.GroupMetadata()
+		if want, ok := before[id]; !ok || gen != want {
+			t.Errorf("a member is %s at generation %d after the coordinator's death; before it: %v", id, gen, before)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if lost > 0 {
+		t.Errorf("members lost their partitions %d times after the coordinator's death", lost)
+	}
+}

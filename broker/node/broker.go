@@ -127,7 +127,11 @@ func newBroker(cfg Config) (*Broker, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", cfg.ID), meta: meta.NewStateMachine(),
 		ctx: ctx, cancel: cancel, started: make(chan struct{})}
-	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log})
+	b.groups = groups.NewCoordinator(groups.Config{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay, Logger: b.log,
+		Recorded: func(group string) (rec meta.GroupMetadata, ok bool) {
+			b.meta.Read(func(s *meta.State) { rec, ok = s.RecordedGroupMetadata(group) })
+			return rec, ok
+		}})
 	b.metrics = newMetrics()
 	var err error
 	if b.peerHTTP, err = cluster.NewPeerHTTP(cfg.RaftTLS, b.log); err != nil {

@@ -18,7 +18,7 @@ func init() { register(kmsg.DeleteGroups, 0, 2, handleDeleteGroups) }
 func handleDeleteGroups(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	coordinator := srv.isCoordinator()
+	refusal := srv.coordinatorRefusal()
 	ctx, cancel := context.WithTimeout(srv.ctx, 10*time.Second)
 	defer cancel()
 	for _, id := range req.Groups {
@@ -28,8 +28,8 @@ func handleDeleteGroups(srv *Server, r *request) (kmsg.Response, error) {
 		switch {
 		case denied != nil:
 			rg.ErrorCode = denied.Code
-		case !coordinator:
-			rg.ErrorCode = kerr.NotCoordinator.Code
+		case refusal != nil:
+			rg.ErrorCode = refusal.Code
 		default:
 			if err := srv.Groups.Delete(id); err != nil {
 				rg.ErrorCode = err.Code

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/broker/groups"
@@ -15,7 +14,7 @@ func init() { register(kmsg.DescribeGroups, 0, 5, handleDescribeGroups) }
 func handleDescribeGroups(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	coordinator := srv.isCoordinator()
+	refusal := srv.coordinatorRefusal()
 	for _, id := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
@@ -24,8 +23,8 @@ func handleDescribeGroups(srv *Server, r *request) (kmsg.Response, error) {
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
-		if !coordinator {
-			rg.ErrorCode = kerr.NotCoordinator.Code
+		if refusal != nil {
+			rg.ErrorCode = refusal.Code
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}

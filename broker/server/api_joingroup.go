@@ -18,9 +18,9 @@ func handleJoinGroup(srv *Server, r *request) (kmsg.Response, error) {
 		resp.ErrorCode, resp.Generation = err.Code, -1
 		return resp, nil
 	}
-	if !srv.isCoordinator() {
+	if refusal := srv.coordinatorRefusal(); refusal != nil {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-		resp.ErrorCode, resp.Generation = kerr.NotCoordinator.Code, -1
+		resp.ErrorCode, resp.Generation = refusal.Code, -1
 		return resp, nil
 	}
 	host, _, _ := net.SplitHostPort(r.conn.nc.RemoteAddr().String())

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -15,8 +14,8 @@ func handleLeaveGroup(srv *Server, r *request) (kmsg.Response, error) {
 		resp.ErrorCode = err.Code
 		return resp, nil
 	}
-	if !srv.isCoordinator() {
-		resp.ErrorCode = kerr.NotCoordinator.Code
+	if refusal := srv.coordinatorRefusal(); refusal != nil {
+		resp.ErrorCode = refusal.Code
 		return resp, nil
 	}
 	members := req.Members

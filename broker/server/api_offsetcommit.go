@@ -23,11 +23,15 @@ func handleOffsetCommit(srv *Server, r *request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	code := int16(0)
 	groupDenied := r.onGroup(srv, kmsg.ACLOperationRead, req.Group)
+	var refusal *kerr.Error
+	if groupDenied == nil {
+		refusal = srv.coordinatorRefusal()
+	}
 	switch {
 	case groupDenied != nil:
 		code = groupDenied.Code
-	case !srv.isCoordinator():
-		code = kerr.NotCoordinator.Code
+	case refusal != nil:
+		code = refusal.Code
 	case req.Group == "":
 		code = kerr.InvalidGroupID.Code
 	default:

@@ -25,8 +25,8 @@ func handleOffsetDelete(srv *Server, r *request) (kmsg.Response, error) {
 		resp.ErrorCode = err.Code
 		return resp, nil
 	}
-	if !srv.isCoordinator() {
-		resp.ErrorCode = kerr.NotCoordinator.Code
+	if refusal := srv.coordinatorRefusal(); refusal != nil {
+		resp.ErrorCode = refusal.Code
 		return resp, nil
 	}
 	known := srv.Meta.HasGroupOffsets(req.Group)

@@ -14,7 +14,7 @@ func init() { register(kmsg.OffsetFetch, 1, 8, handleOffsetFetch) }
 func handleOffsetFetch(srv *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	coordinator := srv.isCoordinator()
+	refusal := srv.coordinatorRefusal()
 	if req.GetVersion() < 8 {
 		// Before v8 a request names one group; answer it through the
 		// batched form and copy the answer back.
@@ -26,7 +26,7 @@ func handleOffsetFetch(srv *Server, r *request) (kmsg.Response, error) {
 				g.Topics = append(g.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 			}
 		}
-		rg := srv.offsetFetchGroup(r, g, coordinator, req.RequireStable)
+		rg := srv.offsetFetchGroup(r, g, refusal, req.RequireStable)
 		resp.ErrorCode = rg.ErrorCode
 		for _, t := range rg.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -41,7 +41,7 @@ func handleOffsetFetch(srv *Server, r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	for _, g := range req.Groups {
-		resp.Groups = append(resp.Groups, srv.offsetFetchGroup(r, g, coordinator, req.RequireStable))
+		resp.Groups = append(resp.Groups, srv.offsetFetchGroup(r, g, refusal, req.RequireStable))
 	}
 	return resp, nil
 }
@@ -53,15 +53,15 @@ func handleOffsetFetch(srv *Server, r *request) (kmsg.Response, error) {
 // is answered UNSTABLE_OFFSET_COMMIT, which clients retry: a consumer
 // that took over from a transactional producer starts after its commit,
 // not before it (KIP-447).
-func (srv *Server) offsetFetchGroup(r *request, g kmsg.OffsetFetchRequestGroup, coordinator, stable bool) kmsg.OffsetFetchResponseGroup {
+func (srv *Server) offsetFetchGroup(r *request, g kmsg.OffsetFetchRequestGroup, refusal *kerr.Error, stable bool) kmsg.OffsetFetchResponseGroup {
 	rg := kmsg.NewOffsetFetchResponseGroup()
 	rg.Group = g.Group
 	if err := r.onGroup(srv, kmsg.ACLOperationDescribe, g.Group); err != nil {
 		rg.ErrorCode = err.Code
 		return rg
 	}
-	if !coordinator {
-		rg.ErrorCode = kerr.NotCoordinator.Code
+	if refusal != nil {
+		rg.ErrorCode = refusal.Code
 		return rg
 	}
 	var asked map[string][]int32

@@ -13,8 +13,8 @@ func handleSyncGroup(srv *Server, r *request) (kmsg.Response, error) {
 	if err := r.onGroup(srv, kmsg.ACLOperationRead, req.Group); err != nil {
 		return &kmsg.SyncGroupResponse{ErrorCode: err.Code}, nil
 	}
-	if !srv.isCoordinator() {
-		return &kmsg.SyncGroupResponse{ErrorCode: kerr.NotCoordinator.Code}, nil
+	if refusal := srv.coordinatorRefusal(); refusal != nil {
+		return &kmsg.SyncGroupResponse{ErrorCode: refusal.Code}, nil
 	}
 	wait := srv.Groups.Sync(req)
 	r.deferred = func() kmsg.Response {

@@ -151,6 +151,10 @@ type Server struct {
 	free            freeSpace
 	// metaBarriers coalesces the read barriers of transactional checks.
 	metaBarriers barriers
+	// caughtUpTerm is the metadata term in which this broker, leading
+	// it, last passed a read barrier: from then on its replica holds
+	// every commit a coordinator acknowledged (coordinatorRefusal).
+	caughtUpTerm atomic.Int32
 }
 
 // Listen binds the Kafka listeners, each SSL or SASL_SSL one with its TLS
