@@ -513,13 +513,7 @@ func groupOf(topic string) string { return "g-" + topic }
 func logGroupProgress(t *testing.T, c *brokertest.Cluster, topic string) {
 	// A client of its own, seeded with the brokers still running: the
 	// run's may name a dead coordinator, and a dead seed fails a request.
-	var running []string
-	for i, b := range c.Brokers {
-		if c.Running(i) {
-			running = append(running, b.KafkaAddr)
-		}
-	}
-	adm := kadm.NewClient(c.Client(kgo.SeedBrokers(running...)))
+	adm := kadm.NewClient(c.Client(kgo.SeedBrokers(c.Bootstrap()...)))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	group := groupOf(topic)
