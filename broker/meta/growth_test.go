@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"testing"
+
+	"github.com/raftka/raftka/broker/growth"
 )
 
 // Ordered growth counts the groups that committed on a topic lately: a
@@ -261,5 +263,32 @@ func TestAllBrokersHaveOrderedGrowthOnlyOnceEveryBrokerSaysSo(t *testing.T) {
 	register(4, 0, nil) // rolled back
 	if s.AllBrokersHave(FeatureOrderedGrowth) {
 		t.Fatal("a broker that registered again without the feature still counts")
+	}
+}
+
+// TestHoldRuleHoldsAsRuleDoes: the fetch path's holdRule, which copies
+// nothing, holds every partition where the whole Rule would, for a growth
+// hidden, visible, and with releases lowered by what was delivered.
+func TestHoldRuleHoldsAsRuleDoes(t *testing.T) {
+	heldAnywhere := 0
+	for _, g := range []Growth{
+		{Seq: 1, From: 2, To: 3, Splits: []int64{-1, 5}, Holds: []int64{-1, 5}, Releases: []int64{-1, 5}},
+		{Seq: 1, From: 2, To: 3, VisibleAt: 1_000, Splits: []int64{4, 5}, Holds: []int64{6, 5}, Releases: []int64{4, 5}},
+		{Seq: 2, From: 3, To: 6, VisibleAt: 2_000, LastStaleAt: 2_500, Splits: []int64{4, 5, 0}, Holds: []int64{9, 7, 0},
+			Releases: []int64{8, 6, 0}, Delivered: []int64{7, -1, 0}},
+	} {
+		for index := range g.To + 1 {
+			wantAt, wantHeld := growth.Hold(g.Rule(), index)
+			at, held := growth.Hold(g.holdRule(), index)
+			if held {
+				heldAnywhere++
+			}
+			if at != wantAt || held != wantHeld {
+				t.Errorf("growth %d visible at %d, partition %d: holdRule holds (%d, %v), Rule (%d, %v)", g.Seq, g.VisibleAt, index, at, held, wantAt, wantHeld)
+			}
+		}
+	}
+	if heldAnywhere < 5 {
+		t.Fatalf("the cases hold %d partitions; they must exercise holding", heldAnywhere)
 	}
 }
