@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -557,8 +556,15 @@ func logGroupProgress(t *testing.T, c *brokertest.Cluster, topic string) {
 // (offsets loaded, leader epochs taken or ignored, partitions left out
 // of a fetch). It stops at the test's cleanups: a line after would panic.
 type consumerLog struct {
-	t    *testing.T
-	done *atomic.Bool
+	t *testing.T
+	// state: done once the test's cleanups reached the log; a line logs
+	// under the read lock, so none can reach a finished test.
+	state *consumerLogState
+}
+
+type consumerLogState struct {
+	sync.RWMutex
+	done bool
 }
 
 // consumerDebug are the debug messages consumerLog keeps.
@@ -569,8 +575,12 @@ var consumerDebug = []string{"assign requires loading offsets", "offsets to load
 // newConsumerLog must come before the clients it serves, so that its
 // cleanup runs after theirs.
 func newConsumerLog(t *testing.T) consumerLog {
-	l := consumerLog{t: t, done: new(atomic.Bool)}
-	t.Cleanup(func() { l.done.Store(true) })
+	l := consumerLog{t: t, state: &consumerLogState{}}
+	t.Cleanup(func() {
+		l.state.Lock()
+		defer l.state.Unlock()
+		l.state.done = true
+	})
 	return l
 }
 
@@ -581,7 +591,12 @@ func (l consumerLog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	for _, prefix := range consumerDebug {
 		keep = keep || strings.HasPrefix(msg, prefix)
 	}
-	if keep && !l.done.Load() {
+	if !keep {
+		return
+	}
+	l.state.RLock()
+	defer l.state.RUnlock()
+	if !l.state.done {
 		l.t.Logf("franz-go consumer %s: %s %v", level, msg, keyvals)
 	}
 }
