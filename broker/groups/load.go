@@ -57,3 +57,15 @@ func (c *Coordinator) load(id string) *group {
 // RecordedMembership reads a group's recorded membership from the
 // metadata.
 type RecordedMembership func(group string) (meta.GroupMetadata, bool)
+
+// Recorded is the group as the metadata records it (RecordGroupMetadata,
+// written by package offsetstopic): what load reads back.
+func (d Description) Recorded() meta.GroupMetadata {
+	g := meta.GroupMetadata{ProtocolType: d.ProtocolType, Generation: d.Generation, Protocol: d.Protocol, Leader: d.Leader}
+	for _, m := range d.Members {
+		g.Members = append(g.Members, meta.GroupMember{ID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.Host,
+			RebalanceTimeoutMillis: int32(m.RebalanceTimeout.Milliseconds()), SessionTimeoutMillis: int32(m.SessionTimeout.Milliseconds()),
+			Subscription: m.Metadata, Assignment: m.Assignment})
+	}
+	return g
+}

@@ -9,18 +9,6 @@ import (
 	"github.com/raftka/raftka/broker/meta"
 )
 
-// recordedAs is a coordinator's group as the metadata records it (package
-// offsetstopic's Membership, which this package cannot import).
-func recordedAs(d Description) meta.GroupMetadata {
-	rec := meta.GroupMetadata{ProtocolType: d.ProtocolType, Generation: d.Generation, Protocol: d.Protocol, Leader: d.Leader}
-	for _, m := range d.Members {
-		rec.Members = append(rec.Members, meta.GroupMember{ID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.Host,
-			RebalanceTimeoutMillis: int32(m.RebalanceTimeout.Milliseconds()), SessionTimeoutMillis: int32(m.SessionTimeout.Milliseconds()),
-			Subscription: m.Metadata, Assignment: m.Assignment})
-	}
-	return rec
-}
-
 // TestATakingOverCoordinatorKeepsTheGroup: the next coordinator starts
 // from the recorded membership, so the members go on at their generation,
 // and a member that is gone expires into a rebalance whose generation is
@@ -30,7 +18,7 @@ func TestATakingOverCoordinatorKeepsTheGroup(t *testing.T) {
 	old, clk := newTestCoordinator()
 	a, b, gen := stableGroup(t, old, clk)
 	d, _ := old.Describe("g")
-	rec := recordedAs(d)
+	rec := d.Recorded()
 
 	next := NewCoordinator(Config{Now: clk.Now, Recorded: func(group string) (meta.GroupMetadata, bool) { return rec, group == "g" }})
 	for _, m := range []string{a, b} {

@@ -329,9 +329,11 @@ func TestOrderedGrowthSurvivesACrashedMetadataLeader(t *testing.T) {
 		c.Kill(killed)
 		t.Logf("metadata leader %d SIGKILLed", killed)
 	}
-	// The consumers' own account goes to the test's log: a stall here
-	// (once in CI, and in about one run of six beside a busy machine)
-	// is then told apart as the group's or the brokers'.
+	// The consumers' own account goes to the test's log, should a stall
+	// come back. One did, in 3 of 52 runs beside two busy loops (and once
+	// in CI), until the next coordinator loaded the group's membership
+	// and read its offsets only once caught up (groups/load.go,
+	// server/coordinator.go).
 	logged := func(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, check *brokertest.KeyOrder) func() {
 		return franzConsumers(ctx, t, c, topic, check, kgo.NewOffset().AtEnd(), 4*time.Millisecond, 0, kgo.WithLogger(newConsumerLog(t)))
 	}

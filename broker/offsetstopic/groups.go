@@ -70,7 +70,7 @@ func recordGroups(ctx context.Context, d Deps) {
 		if !ok {
 			continue
 		}
-		want := Membership(desc)
+		want := desc.Recorded()
 		var recorded meta.GroupMetadata
 		var known bool
 		d.Meta.Read(func(s *meta.State) { recorded, known = s.RecordedGroupMetadata(id) })
@@ -92,17 +92,6 @@ func propose(ctx context.Context, d Deps, c *meta.Command) error {
 	defer cancel()
 	_, err := d.Propose(ctx, c)
 	return err
-}
-
-// Membership is a coordinator's group as the metadata records it.
-func Membership(d groups.Description) meta.GroupMetadata {
-	g := meta.GroupMetadata{ProtocolType: d.ProtocolType, Generation: d.Generation, Protocol: d.Protocol, Leader: d.Leader}
-	for _, m := range d.Members {
-		g.Members = append(g.Members, meta.GroupMember{ID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.Host,
-			RebalanceTimeoutMillis: int32(m.RebalanceTimeout.Milliseconds()), SessionTimeoutMillis: int32(m.SessionTimeout.Milliseconds()),
-			Subscription: m.Metadata, Assignment: m.Assignment})
-	}
-	return g
 }
 
 // sameMembership compares all but the time the state was reached; nil
