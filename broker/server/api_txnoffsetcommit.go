@@ -25,7 +25,11 @@ func handleTxnOffsetCommit(srv *Server, r *request) (kmsg.Response, error) {
 	} else if err := r.onGroup(srv, kmsg.ACLOperationRead, req.Group); err != nil {
 		code = err.Code
 	} else if req.Version >= 3 && req.Generation >= 0 {
-		if err := srv.Groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation); err != nil {
+		// The group's members are checked as OffsetCommit checks them,
+		// on a coordinator that caught up (coordinatorRefusal).
+		if err := srv.coordinatorRefusal(); err != nil {
+			code = err.Code
+		} else if err := srv.Groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation); err != nil {
 			code = err.Code
 		}
 	}
