@@ -15,13 +15,13 @@ func (srv *Server) isCoordinator() bool {
 // coordinatorRefusal is nil when this broker coordinates groups and its
 // metadata replica has applied every commit the metadata group made
 // before this broker's term began; else the error to answer. A
-// coordinator just elected may not have applied them yet (issue 39's
-// crash test: it answered offsets seconds old and a group's recorded
-// membership from before its last rebalance, and consumers went back to
-// them). Kafka's coordinator answers COORDINATOR_LOAD_IN_PROGRESS while it
-// loads __consumer_offsets, and clients ask again. One read barrier per
-// term suffices: later in the term every commit is this leader's own, and
-// a proposal is answered only once applied here.
+// coordinator just elected may not have applied them yet: in issue 39's
+// crash test it answered offsets seconds old and consumers went back to
+// them, and the membership it loads (groups/load.go) must be the latest
+// recorded. Kafka's coordinator answers COORDINATOR_LOAD_IN_PROGRESS while
+// it loads __consumer_offsets, and clients ask again. One read barrier per
+// term suffices: later in the term every group command is this leader's
+// own, answered only once applied here.
 func (srv *Server) coordinatorRefusal() *kerr.Error {
 	if !srv.isCoordinator() {
 		return kerr.NotCoordinator
